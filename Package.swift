@@ -1,0 +1,60 @@
+// swift-tools-version: 6.2
+import CompilerPluginSupport
+import PackageDescription
+
+let package = Package(
+    name: "TrackedModels",
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10)],
+    products: [
+        .library(name: "TrackedModels", targets: ["TrackedModels"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/swiftlang/swift-syntax.git", "602.0.0"..<"604.0.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSQLite",
+            path: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .macro(
+            name: "TrackedMacros",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
+        ),
+        .target(name: "TrackedModels", dependencies: ["CSQLite", "TrackedMacros"]),
+        .executableTarget(
+            name: "tracked-increment-helper",
+            dependencies: ["TrackedModels"],
+            path: "Tests/Helpers/IncrementHelper"
+        ),
+        .testTarget(
+            name: "TrackedModelsTests",
+            dependencies: ["TrackedModels", "tracked-increment-helper"]
+        ),
+        .testTarget(
+            name: "TrackedMacrosTests",
+            dependencies: [
+                "TrackedMacros",
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+        .enableUpcomingFeature("NonisolatedNonsendingByDefault"),
+    ]
+}

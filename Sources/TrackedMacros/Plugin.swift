@@ -1,0 +1,11 @@
+import SwiftCompilerPlugin
+import SwiftSyntaxMacros
+
+@main
+struct TrackedMacrosPlugin: CompilerPlugin {
+    let providingMacros: [any Macro.Type] = [
+        TrackedMacro.self,
+        TrackedColumnMacro.self,
+        MarkerMacro.self,
+    ]
+}

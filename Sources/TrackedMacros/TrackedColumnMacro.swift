@@ -1,0 +1,62 @@
+public import SwiftSyntax
+public import SwiftSyntaxMacros
+import SwiftSyntaxBuilder
+
+/// `@_TrackedColumn(index)`, attached by `@Tracked` to each column property: routes reads and
+/// writes through `Observation` and the store's registrar, over a `_name` backing property.
+public struct TrackedColumnMacro {}
+
+extension TrackedColumnMacro: AccessorMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingAccessorsOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AccessorDeclSyntax] {
+        guard let variable = declaration.as(VariableDeclSyntax.self),
+              let property = StoredProperty(variable),
+              case .argumentList(let arguments) = node.arguments,
+              let index = arguments.first?.expression.trimmedDescription
+        else { return [] }
+        let name = property.name
+        return [
+            """
+            @storageRestrictions(initializes: _\(raw: name))
+            init(initialValue) {
+                _\(raw: name) = initialValue
+            }
+            """,
+            """
+            get {
+                _$tracking.access(column: \(raw: index))
+                access(keyPath: \\.\(raw: name))
+                return _\(raw: name)
+            }
+            """,
+            """
+            set {
+                guard _\(raw: name) != newValue else { return }
+                let oldValue = _\(raw: name)
+                withMutation(keyPath: \\.\(raw: name)) {
+                    _\(raw: name) = newValue
+                }
+                _$tracking.didSet(column: \(raw: index), from: oldValue, to: newValue)
+            }
+            """,
+        ]
+    }
+}
+
+extension TrackedColumnMacro: PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let variable = declaration.as(VariableDeclSyntax.self),
+              let property = StoredProperty(variable),
+              let type = property.type
+        else { return [] }
+        let initializer = property.initializer.map { " = \($0.trimmedDescription)" } ?? ""
+        return ["private var _\(raw: property.name): \(type.trimmed)\(raw: initializer)"]
+    }
+}

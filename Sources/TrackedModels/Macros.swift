@@ -1,0 +1,70 @@
+// Generated code names Observation types, so every file that uses @Tracked sees Observation.
+@_exported public import Observation
+
+/// Makes a class a persistent, observable model stored in a SQLite table.
+///
+/// Each stored property becomes a column, read and written through the store's registrar:
+/// a write notifies exactly the subscribers of that column of that row, and is written behind to
+/// SQLite. The class conforms to `Observation.Observable`, so `withObservationTracking`,
+/// `Observations { }` and SwiftUI see it as they see an `@Observable` class.
+///
+/// ```swift
+/// @Tracked(table: "rows")
+/// final class Row {
+///     @PrimaryKey var id: Int64
+///     var title: String
+///     var count: Int
+///     @Transient var isSelected = false
+/// }
+/// ```
+///
+/// The macro generates:
+/// - accessors for each column property, backed by a `_name` stored property;
+/// - `static let _$schema`, the ``TableSchema`` (columns in declaration order);
+/// - `init(_$row:)` to decode a row, `_$values()` to encode one, `_$apply(_:toColumn:)` to apply
+///   a stored value through the setter, and `_$columnIndex(of:)` to map key paths to columns;
+/// - a memberwise `init(id:title:count:)` when the class declares no initializer;
+/// - conformance to ``TrackedModel`` and `Observation.Observable`.
+///
+/// A column's type is one of `Bool`, `Int`, `Int64`, `Int32`, `Double`, `String`, `Data`,
+/// `Date`, `UUID`, an `Optional` of those, or a type conforming to ``ColumnValue``. An optional
+/// integer primary key that is `nil` at insert is assigned by SQLite.
+///
+/// - Parameter table: The table's name.
+@attached(
+    member,
+    names: named(_$observationRegistrar), named(_$tracking), named(_$schema), named(init(_$row:)),
+    named(_$values), named(_$apply), named(_$columnIndex), named(access), named(withMutation), named(init)
+)
+@attached(memberAttribute)
+@attached(extension, conformances: TrackedModel, Observable)
+public macro Tracked(table: String) = #externalMacro(module: "TrackedMacros", type: "TrackedMacro")
+
+/// Marks the property that is the table's primary key. Exactly one property has it.
+///
+/// ```swift
+/// @PrimaryKey var id: Int64
+/// ```
+@attached(peer)
+public macro PrimaryKey() = #externalMacro(module: "TrackedMacros", type: "MarkerMacro")
+
+/// Keeps a property out of the table: it is neither stored nor tracked by the store.
+///
+/// ```swift
+/// @Transient var isSelected = false
+/// ```
+@attached(peer)
+public macro Transient() = #externalMacro(module: "TrackedMacros", type: "MarkerMacro")
+
+/// Stores a property in a column whose name differs from the property's.
+///
+/// ```swift
+/// @Column("created_at") var createdAt: Date
+/// ```
+@attached(peer)
+public macro Column(_ name: String) = #externalMacro(module: "TrackedMacros", type: "MarkerMacro")
+
+/// Implementation detail of ``Tracked(table:)``: routes a column property through the registrar.
+@attached(accessor, names: named(init), named(get), named(set))
+@attached(peer, names: prefixed(_))
+public macro _TrackedColumn(_ index: Int) = #externalMacro(module: "TrackedMacros", type: "TrackedColumnMacro")

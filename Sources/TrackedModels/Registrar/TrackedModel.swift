@@ -1,0 +1,34 @@
+public import Observation
+
+/// A class that ``Tracked(table:)`` made persistent. Conform through the macro, not by hand.
+///
+/// The requirements prefixed `_$` are generated; the store calls them and you need not.
+public protocol TrackedModel: AnyObject, Observable {
+    /// The table the model maps onto.
+    static var _$schema: TableSchema { get }
+    /// Decodes an object from a row whose values follow ``_$schema``'s columns.
+    init(_$row row: ModelRow) throws
+    /// The object's link to the store that manages it.
+    var _$tracking: ModelTracking { get set }
+    /// The stored values, in column order, read without reporting access.
+    func _$values() -> [SQLValue]
+    /// Assigns a stored value to a column's property through its setter.
+    func _$apply(_ value: SQLValue, toColumn index: Int) throws
+    /// The column a key path names, or `nil` for a key path that is not a column.
+    static func _$columnIndex(of keyPath: AnyKeyPath) -> Int?
+}
+
+extension TrackedModel {
+    /// The primary key's stored value.
+    var _$primaryKey: SQLValue {
+        _$values()[Self._$schema.primaryKeyIndex]
+    }
+
+    /// The column a key path names; traps with a message for a key path that is not a column.
+    static func columnIndex(of keyPath: AnyKeyPath) -> Int {
+        guard let index = _$columnIndex(of: keyPath) else {
+            preconditionFailure("\(keyPath) is not a stored column of \(Self.self); use a key path to a property that is not @Transient")
+        }
+        return index
+    }
+}

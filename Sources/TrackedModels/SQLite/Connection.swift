@@ -1,0 +1,195 @@
+internal import CSQLite
+import Foundation
+
+/// Where a database lives.
+public enum DatabaseLocation: Sendable, Hashable {
+    /// A file. A relative path is resolved against the current directory when the store opens,
+    /// and the path is always a plain file name: `file:x.sqlite` names a file called
+    /// `file:x.sqlite`, never a URI with options.
+    case file(String)
+    /// A private in-memory database, shared by the store's connections and gone on close.
+    case inMemory
+}
+
+/// How a connection opens its database.
+enum OpenMode: Sendable {
+    case readOnly
+    case readWrite
+    case readWriteCreate
+}
+
+/// One SQLite connection: the only type (with ``Statement``) that calls `sqlite3_*`.
+///
+/// A connection is not `Sendable`: it is owned by one isolation domain at a time (the store's
+/// reader, or the write-behind writer's queue). SQLite is opened in multi-thread mode
+/// (`SQLITE_OPEN_NOMUTEX`), because that ownership already serializes every call:
+/// "In this mode, SQLite can be safely used by multiple threads provided that no single
+/// database connection nor any object derived from database connection, such as a prepared
+/// statement, is used in two or more threads at the same time."
+/// (<https://www.sqlite.org/threadsafe.html>)
+final class Connection {
+    let handle: OpaquePointer
+    /// The file name SQLite was given (absolute), or the private in-memory name.
+    let filename: String
+    private var statementCache: [String: Statement] = [:]
+    /// How many savepoints are open inside the current transaction.
+    var savepointDepth = 0
+
+    /// Opens a connection.
+    ///
+    /// - Parameters:
+    ///   - filename: An absolute path, or a name from ``Connection/inMemoryFilename()``.
+    ///   - mode: Read-only, read-write, or read-write creating the file when missing.
+    ///   - busyTimeout: How long a statement waits on another connection's lock before it fails
+    ///     with `SQLITE_BUSY`.
+    init(filename: String, mode: OpenMode, busyTimeout: Duration) throws {
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        switch mode {
+        case .readOnly: flags |= SQLITE_OPEN_READONLY
+        case .readWrite: flags |= SQLITE_OPEN_READWRITE
+        case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        }
+        if Self.isInMemory(filename) { flags |= SQLITE_OPEN_URI }
+        var handle: OpaquePointer?
+        let code = sqlite3_open_v2(filename, &handle, flags, nil)
+        guard let handle, code == SQLITE_OK else {
+            // "Whether or not an error occurs when it is opened, resources associated with the
+            // database connection handle should be released by passing it to sqlite3_close()
+            // when it is no longer required." (https://www.sqlite.org/c3ref/open.html)
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(handle)
+            throw SQLiteError(code: ResultCode(rawValue: code), message: "\(message): \(filename)")
+        }
+        self.handle = handle
+        self.filename = filename
+        sqlite3_extended_result_codes(handle, 1)
+        let milliseconds = busyTimeout.components.seconds * 1000
+            + busyTimeout.components.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+    }
+
+    deinit {
+        statementCache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// A unique name for a private in-memory database that several connections of this process
+    /// can share, through SQLite's `memdb` VFS (real locking, unlike shared-cache mode).
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/c3ref/deserialize.html>
+    static func inMemoryFilename() -> String {
+        "file:/trackedmodels-\(UUID().uuidString)?vfs=memdb"
+    }
+
+    static func isInMemory(_ filename: String) -> Bool {
+        filename.hasPrefix("file:/trackedmodels-") && filename.hasSuffix("?vfs=memdb")
+    }
+
+    /// Resolves a user-given path into the absolute file name handed to SQLite.
+    static func absoluteFilename(_ path: String) -> String {
+        if path.hasPrefix("/") { return URL(fileURLWithPath: path).standardizedFileURL.path }
+        let cwd = FileManager.default.currentDirectoryPath
+        return URL(fileURLWithPath: cwd).appendingPathComponent(path).standardizedFileURL.path
+    }
+
+    // MARK: - Errors
+
+    /// The error for a failed call, with SQLite's current message for this connection.
+    func error(_ code: Int32, sql: String? = nil) -> SQLiteError {
+        let extended = sqlite3_extended_errcode(handle)
+        let resultCode = ResultCode(rawValue: extended & 0xFF == code & 0xFF ? extended : code)
+        return SQLiteError(code: resultCode, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+
+    // MARK: - Statements
+
+    /// Compiles one statement. Trailing text after the first statement is an error, so that a
+    /// second statement is never silently ignored.
+    func makeStatement(_ sql: String) throws -> Statement {
+        var statementHandle: OpaquePointer?
+        var tail: UnsafePointer<CChar>?
+        let code = sql.withCString { sqlite3_prepare_v3(handle, $0, -1, 0, &statementHandle, &tail) }
+        guard code == SQLITE_OK else { throw error(code, sql: sql) }
+        guard let statementHandle else {
+            throw SQLiteError(code: .misuse, message: "the SQL holds no statement", sql: sql)
+        }
+        let statement = Statement(handle: statementHandle, connection: self, sql: sql)
+        if let tail, tail.pointee != 0, !String(cString: tail).allSatisfy(\.isWhitespaceOrSemicolon) {
+            throw SQLiteError(
+                code: .misuse,
+                message: "the SQL holds more than one statement; run them one at a time",
+                sql: sql
+            )
+        }
+        return statement
+    }
+
+    /// A compiled statement kept for reuse: the same SQL is compiled once per connection.
+    func cachedStatement(_ sql: String) throws -> Statement {
+        if let statement = statementCache[sql] {
+            statement.reset()
+            return statement
+        }
+        let statement = try makeStatement(sql)
+        statementCache[sql] = statement
+        return statement
+    }
+
+    /// Runs SQL that may hold several statements, none of which returns rows worth reading.
+    func execute(_ sql: String) throws {
+        try forEachStatement(in: sql) { statement in
+            try statement.run()
+        }
+    }
+
+    /// Compiles and hands over each statement of a multi-statement string in order.
+    func forEachStatement(in sql: String, _ body: (Statement) throws -> Void) throws {
+        try sql.withCString { start in
+            var cursor = start
+            while cursor.pointee != 0 {
+                var statementHandle: OpaquePointer?
+                var tail: UnsafePointer<CChar>?
+                let code = sqlite3_prepare_v3(handle, cursor, -1, 0, &statementHandle, &tail)
+                let length = (tail ?? cursor).distance(to: cursor) * -1
+                let text = String(decoding: UnsafeRawBufferPointer(start: cursor, count: length), as: UTF8.self)
+                guard code == SQLITE_OK else { throw error(code, sql: text.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                if let statementHandle {
+                    let statement = Statement(
+                        handle: statementHandle,
+                        connection: self,
+                        sql: text.trimmingCharacters(in: .whitespacesAndNewlines)
+                    )
+                    try body(statement)
+                }
+                guard let tail, tail != cursor else { break }
+                cursor = tail
+            }
+        }
+    }
+
+    // MARK: - State
+
+    /// The rowid of the most recent successful INSERT on this connection.
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Rows changed by the most recent INSERT, UPDATE or DELETE.
+    var changes: Int { Int(sqlite3_changes64(handle)) }
+
+    /// Whether a transaction is open (the connection is out of autocommit mode).
+    var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// Whether the connection may not write (opened read-only, or a read-only file).
+    var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
+
+    /// Reads a single value: the first column of the first row, or `.null` without rows.
+    func scalar(_ sql: String, _ arguments: [SQLValue] = []) throws -> SQLValue {
+        let statement = try cachedStatement(sql)
+        try statement.bind(arguments)
+        defer { statement.reset() }
+        return try statement.step() ? statement.value(at: 0) : .null
+    }
+}
+
+extension Character {
+    fileprivate var isWhitespaceOrSemicolon: Bool { isWhitespace || self == ";" }
+}

@@ -1,0 +1,57 @@
+/// One way a model differs from the table it maps onto.
+public struct SchemaDifference: Sendable, Hashable, CustomStringConvertible {
+    public var table: String
+    /// The column, or `nil` when the whole table is missing.
+    public var column: String?
+    /// What is wrong and what to do, in one sentence.
+    public var problem: String
+
+    public var description: String {
+        if let column { "\(table).\(column): \(problem)" } else { "\(table): \(problem)" }
+    }
+}
+
+extension TableSchema {
+    /// Compares the model with the real table (`PRAGMA table_info`) and lists every difference.
+    func differences(from connection: Connection) throws -> [SchemaDifference] {
+        let rows = try connection.makeStatement("SELECT name, type, \"notnull\", pk FROM pragma_table_info(?)").rows([.text(name)])
+        guard !rows.isEmpty else {
+            return [SchemaDifference(table: name, column: nil, problem: "table is missing; create it (a migration, or createsMissingTables) before opening the store")]
+        }
+        var actual: [String: (type: String, notNull: Bool, isPrimaryKey: Bool)] = [:]
+        for row in rows {
+            guard case .text(let column) = row[0] else { continue }
+            let declared: String = if case .text(let type) = row[1] { type } else { "" }
+            actual[column] = (declared, row[2] == .integer(1), row[3] != .integer(0))
+        }
+        var differences: [SchemaDifference] = []
+        for column in columns {
+            guard let found = actual[column.name] else {
+                differences.append(SchemaDifference(table: name, column: column.name, problem: "column is missing; add it as \(column.type.rawValue)"))
+                continue
+            }
+            if !column.type.isCompatible(withDeclaredType: found.type) {
+                let declared = found.type.isEmpty ? "no type" : found.type
+                differences.append(SchemaDifference(
+                    table: name, column: column.name,
+                    problem: "declared \(declared) but the model stores \(column.type.rawValue) (property \(column.property)); change the column type or the property type"
+                ))
+            }
+            if column.isPrimaryKey != found.isPrimaryKey {
+                differences.append(SchemaDifference(
+                    table: name, column: column.name,
+                    problem: column.isPrimaryKey
+                        ? "is the model's @PrimaryKey but not the table's primary key"
+                        : "is the table's primary key but not the model's @PrimaryKey"
+                ))
+            }
+            if !column.isOptional, !column.isPrimaryKey, !found.notNull {
+                differences.append(SchemaDifference(
+                    table: name, column: column.name,
+                    problem: "allows NULL but \(column.property) is not optional; declare the column NOT NULL or make the property optional"
+                ))
+            }
+        }
+        return differences
+    }
+}

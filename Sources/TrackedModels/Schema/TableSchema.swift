@@ -1,0 +1,73 @@
+import Foundation
+
+/// The table a ``Tracked(table:)`` model maps onto: its name and columns, in declaration order.
+///
+/// The macro generates it; you read it to create tables or to inspect a model:
+///
+/// ```swift
+/// print(Row._$schema.createTableSQL)
+/// // CREATE TABLE IF NOT EXISTS "rows" ("id" INTEGER PRIMARY KEY NOT NULL, ...)
+/// ```
+public struct TableSchema: Sendable, Hashable {
+    public let name: String
+    public let columns: [ColumnSchema]
+    /// The position of the primary key in ``columns``.
+    public let primaryKeyIndex: Int
+
+    public init(name: String, columns: [ColumnSchema]) {
+        self.name = name
+        self.columns = columns
+        guard let index = columns.firstIndex(where: \.isPrimaryKey) else {
+            preconditionFailure("table \(name) has no primary key column; mark one property with @PrimaryKey")
+        }
+        self.primaryKeyIndex = index
+    }
+
+    public var primaryKey: ColumnSchema { columns[primaryKeyIndex] }
+
+    /// Whether SQLite assigns the key on insert: an optional integer primary key left `nil`.
+    public var assignsPrimaryKey: Bool {
+        primaryKey.type == .integer && primaryKey.isOptional
+    }
+
+    /// The index of the column with this name.
+    public func columnIndex(named name: String) -> Int? {
+        columns.firstIndex { $0.name == name }
+    }
+
+    /// A `CREATE TABLE IF NOT EXISTS` statement for the model, for stores that create their
+    /// tables (``ModelStore/Configuration/createsMissingTables``) and for tests.
+    public var createTableSQL: String {
+        let definitions = columns.map { column in
+            var definition = "\(quoteIdentifier(column.name)) \(column.type.rawValue)"
+            if column.isPrimaryKey { definition += " PRIMARY KEY" }
+            if !column.isOptional { definition += " NOT NULL" }
+            return definition
+        }
+        return "CREATE TABLE IF NOT EXISTS \(quoteIdentifier(name)) (\(definitions.joined(separator: ", ")))"
+    }
+}
+
+/// One column of a ``TableSchema``.
+public struct ColumnSchema: Sendable, Hashable {
+    /// The column's name in the table.
+    public let name: String
+    /// The Swift property it is stored from.
+    public let property: String
+    public let type: ColumnType
+    public let isOptional: Bool
+    public let isPrimaryKey: Bool
+
+    public init<Value: ColumnValue>(name: String, property: String, _ valueType: Value.Type, isPrimaryKey: Bool = false) {
+        self.name = name
+        self.property = property
+        self.type = Value.columnType
+        self.isOptional = Value.isOptional
+        self.isPrimaryKey = isPrimaryKey
+    }
+}
+
+/// Quotes an identifier for SQL: `rows` becomes `"rows"`, embedded quotes are doubled.
+func quoteIdentifier(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}

@@ -1,0 +1,57 @@
+extension ModelStore {
+    /// How a store writes behind and how durable a flush is. Every field has a default.
+    ///
+    /// ```swift
+    /// var configuration = ModelStore.Configuration()
+    /// configuration.flushInterval = .milliseconds(20)
+    /// configuration.durability = .full
+    /// let store = try ModelStore(.file("app.sqlite"), models: [Row.self], configuration: configuration)
+    /// ```
+    public struct Configuration: Sendable {
+        /// How long a change may wait before the writer commits it on its own: 100 ms.
+        ///
+        /// The interval starts with the first change after a flush, so a burst of changes is
+        /// committed as one transaction at most this long after it began.
+        public var flushInterval: Duration = .milliseconds(100)
+
+        /// How many pending operations (one per changed row, insert or delete) start a flush
+        /// without waiting for the interval: 1,000.
+        public var pendingThreshold = 1_000
+
+        /// What a flush survives. ``Durability/processCrash`` by default.
+        public var durability = Durability.processCrash
+
+        /// How long a statement waits for another connection's lock before `SQLITE_BUSY`: 5 s.
+        public var busyTimeout: Duration = .seconds(5)
+
+        /// How often the writer retries a whole flush that failed with `SQLITE_BUSY` or
+        /// `SQLITE_LOCKED` after the busy timeout, with doubling pauses from 50 ms: 3.
+        public var maxBusyRetries = 3
+
+        /// Whether opening creates the tables of models that have none (`CREATE TABLE IF NOT
+        /// EXISTS` from each ``TableSchema``): `false`. Databases with migrations leave it off,
+        /// so that a missing table is reported instead of silently created.
+        public var createsMissingTables = false
+
+        public init() {}
+    }
+
+    /// What a committed flush survives.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/pragma.html#pragma_synchronous>
+    public enum Durability: Sendable, Hashable {
+        /// Survives the process crashing or being killed (WAL with `synchronous=NORMAL`). A power
+        /// loss or OS crash may roll back the most recent commits, never corrupt the file.
+        case processCrash
+        /// Also survives power loss and OS crashes (`synchronous=FULL`): each commit waits for
+        /// the disk.
+        case full
+
+        var synchronousPragma: String {
+            switch self {
+            case .processCrash: "NORMAL"
+            case .full: "FULL"
+            }
+        }
+    }
+}

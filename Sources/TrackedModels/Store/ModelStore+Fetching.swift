@@ -1,0 +1,67 @@
+extension ModelStore {
+    /// Fetches the objects of a model, optionally filtered, ordered and limited.
+    ///
+    /// Rows this store already handed out come back as the same objects, with their in-memory
+    /// values (which include changes not yet flushed). The filter runs in SQLite, on committed
+    /// data: call ``flush()`` first to filter on changes you just made.
+    ///
+    /// ```swift
+    /// let busy = try store.fetch(Row.self, where: "count > ?", [10], orderBy: "count DESC", limit: 5)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - type: The model type.
+    ///   - condition: A SQL expression for `WHERE`, with `?` placeholders.
+    ///   - arguments: The values bound to the placeholders.
+    ///   - ordering: A SQL `ORDER BY` clause without the keywords, such as `"count DESC, id"`.
+    ///   - limit: At most this many objects.
+    public func fetch<Model: TrackedModel>(
+        _ type: Model.Type,
+        where condition: String? = nil,
+        _ arguments: [any ColumnValue] = [],
+        orderBy ordering: String? = nil,
+        limit: Int? = nil
+    ) throws -> [Model] {
+        try checkOpen("fetch")
+        let table = try registrar.tableIndex(of: type)
+        let schema = Model._$schema
+        var sql = "SELECT \(schema.columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")) FROM \(quoteIdentifier(schema.name))"
+        if let condition { sql += " WHERE \(condition)" }
+        if let ordering { sql += " ORDER BY \(ordering)" }
+        if let limit { sql += " LIMIT \(limit)" }
+        let rows = try reader.cachedStatement(sql).rows(arguments.map(\.sqlValue))
+        return try rows.map { try object(Model.self, table: table, values: $0) }
+    }
+
+    /// The object with a primary key, or `nil` when there is no such row.
+    ///
+    /// ```swift
+    /// if let row = try store.find(Row.self, key: 42) { row.count += 1 }
+    /// ```
+    public func find<Model: TrackedModel>(_ type: Model.Type, key: some ColumnValue) throws -> Model? {
+        try checkOpen("find")
+        let table = try registrar.tableIndex(of: type)
+        if let object = registrar.object(table: table, key: key.sqlValue) as? Model { return object }
+        let schema = Model._$schema
+        return try fetch(type, where: "\(quoteIdentifier(schema.primaryKey.name)) = ?", [key], limit: 1).first
+    }
+
+    /// The number of rows of a model, optionally filtered (on committed data).
+    public func count<Model: TrackedModel>(_ type: Model.Type, where condition: String? = nil, _ arguments: [any ColumnValue] = []) throws -> Int {
+        try checkOpen("count")
+        _ = try registrar.tableIndex(of: type)
+        var sql = "SELECT count(*) FROM \(quoteIdentifier(Model._$schema.name))"
+        if let condition { sql += " WHERE \(condition)" }
+        guard case .integer(let count) = try reader.scalar(sql, arguments.map(\.sqlValue)) else { return 0 }
+        return Int(count)
+    }
+
+    /// The identity-mapped object of a row: the existing one, or a new one decoded and attached.
+    private func object<Model: TrackedModel>(_ type: Model.Type, table: Int, values: [SQLValue]) throws -> Model {
+        let key = values[Model._$schema.primaryKeyIndex]
+        if let existing = registrar.object(table: table, key: key) as? Model { return existing }
+        let object = try Model(_$row: ModelRow(schema: Model._$schema, values: values))
+        registrar.attach(object, table: table, key: key)
+        return object
+    }
+}

@@ -1,0 +1,70 @@
+/// An error raised by ``ModelStore``: what went wrong, and what to do about it.
+///
+/// Match on ``code``; the ``description`` is for people and may change:
+///
+/// ```swift
+/// do {
+///     store = try ModelStore(.file("app.sqlite"), models: [Row.self])
+/// } catch let error as StoreError where error.code == .schemaMismatch {
+///     for difference in error.differences { print(difference) }
+/// }
+/// ```
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    /// The kind of a ``StoreError``. New kinds may be added.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+        public var description: String { name }
+
+        /// A model does not match its table; ``StoreError/differences`` lists every difference.
+        public static let schemaMismatch = Code(name: "schemaMismatch")
+        /// A model type was used that the store was not opened with.
+        public static let modelNotRegistered = Code(name: "modelNotRegistered")
+        /// A stored value does not fit the model's property.
+        public static let decodingFailed = Code(name: "decodingFailed")
+        /// The object does not belong to this store (never inserted, deleted, or another store's).
+        public static let notAttached = Code(name: "notAttached")
+        /// The store was closed.
+        public static let closed = Code(name: "closed")
+        /// An insert did not commit; the object stays unsaved.
+        public static let insertFailed = Code(name: "insertFailed")
+        /// An increment would overflow the property's integer type; nothing changed.
+        public static let overflow = Code(name: "overflow")
+        /// The row is missing from the table.
+        public static let rowNotFound = Code(name: "rowNotFound")
+    }
+
+    public var code: Code
+    /// What went wrong and what to do, in a sentence or two.
+    public var message: String
+    /// Every difference, for ``Code/schemaMismatch``.
+    public var differences: [SchemaDifference] = []
+    /// The error underneath, such as a ``SQLiteError``.
+    public var underlying: (any Error & Sendable)?
+
+    public var description: String {
+        var text = message
+        for difference in differences { text += "\n  - \(difference)" }
+        if let underlying { text += "\n  caused by: \(underlying)" }
+        return text
+    }
+
+    static func schemaMismatch(_ differences: [SchemaDifference]) -> StoreError {
+        StoreError(
+            code: .schemaMismatch,
+            message: "the models do not match the database schema (\(differences.count) difference\(differences.count == 1 ? "" : "s")); migrate the database or change the models",
+            differences: differences
+        )
+    }
+
+    static func modelNotRegistered(_ type: Any.Type) -> StoreError {
+        StoreError(code: .modelNotRegistered, message: "\(type) is not one of this store's models; pass it in `models:` when opening the store")
+    }
+
+    static func notAttached(_ type: Any.Type, operation: String) -> StoreError {
+        StoreError(code: .notAttached, message: "cannot \(operation) a \(type) that this store does not manage; fetch it from the store or insert it first")
+    }
+
+    static func closed(operation: String) -> StoreError {
+        StoreError(code: .closed, message: "cannot \(operation): the store is closed; open a new ModelStore")
+    }
+}

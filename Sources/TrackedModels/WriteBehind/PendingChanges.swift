@@ -1,0 +1,129 @@
+/// Changes made but not yet handed to the writer, in program order, coalesced per row.
+///
+/// Writes to a row coalesce into that row's open update: a million assignments to one cell
+/// leave one pending value. An insert or delete of a row closes its open update, so that a
+/// later write becomes a new update after it and program order holds: no update resurrects a
+/// deleted row, and none is lost because an insert or delete came after it.
+struct PendingChanges {
+    private enum Slot {
+        case ready(WriteOperation)
+        case openUpdate(RowReference)
+    }
+
+    private var slots: [Slot] = []
+    private var openUpdates: [RowReference: [Int: CellWrite]] = [:]
+
+    var isEmpty: Bool { slots.isEmpty }
+    /// Operations pending: one per inserted, updated or deleted row.
+    var count: Int { slots.count }
+
+    mutating func write(_ write: CellWrite, to cell: CellReference) {
+        if let existing = openUpdates[cell.row]?[cell.column] {
+            openUpdates[cell.row]![cell.column] = existing.followed(by: write)
+        } else if openUpdates[cell.row] != nil {
+            openUpdates[cell.row]![cell.column] = write
+        } else {
+            openUpdates[cell.row] = [cell.column: write]
+            slots.append(.openUpdate(cell.row))
+        }
+    }
+
+    /// Queues an insert; `row` is `nil` when SQLite assigns the key.
+    mutating func insert(table: Int, values: [SQLValue], row: RowReference?, request: UInt64) {
+        if let row { close(row) }
+        slots.append(.ready(.insert(table: table, values: values, assignsKey: row == nil, request: request)))
+    }
+
+    mutating func delete(_ row: RowReference) {
+        close(row)
+        slots.append(.ready(.delete(row: row)))
+    }
+
+    /// Stops coalescing into a row's open update: later writes go into a new update.
+    private mutating func close(_ row: RowReference) {
+        guard let cells = openUpdates.removeValue(forKey: row),
+              let index = slots.lastIndex(where: { if case .openUpdate(let open) = $0 { open == row } else { false } })
+        else { return }
+        slots[index] = .ready(.update(row: row, cells: Self.sorted(cells)))
+    }
+
+    /// The pending write of a cell, if any (merged over every pending update of its row).
+    func write(to cell: CellReference) -> CellWrite? {
+        var merged: CellWrite?
+        for slot in slots {
+            let write: CellWrite?
+            switch slot {
+            case .openUpdate(let row) where row == cell.row:
+                write = openUpdates[cell.row]?[cell.column]
+            case .ready(.update(let row, let cells)) where row == cell.row:
+                write = cells.first { $0.column == cell.column }?.write
+            default:
+                write = nil
+            }
+            if let write { merged = merged.map { $0.followed(by: write) } ?? write }
+        }
+        return merged
+    }
+
+    /// Removes and returns every pending operation, in order.
+    mutating func take() -> [WriteOperation] {
+        let operations = slots.map { slot -> WriteOperation in
+            switch slot {
+            case .ready(let operation): operation
+            case .openUpdate(let row): .update(row: row, cells: Self.sorted(openUpdates[row] ?? [:]))
+            }
+        }
+        slots.removeAll(keepingCapacity: true)
+        openUpdates.removeAll(keepingCapacity: true)
+        return operations
+    }
+
+    /// Puts operations that did not commit back in front of everything pending.
+    mutating func restore(_ operations: [WriteOperation]) {
+        slots.insert(contentsOf: operations.map(Slot.ready), at: 0)
+    }
+
+    /// Removes the inserts of the given requests (an insert that failed is withdrawn).
+    mutating func withdrawInserts(_ requests: Set<UInt64>) {
+        slots.removeAll { slot in
+            if case .ready(.insert(_, _, _, let request)) = slot { requests.contains(request) } else { false }
+        }
+    }
+
+    /// A description of each pending operation, for inspection.
+    func descriptions(tables: [TableSchema]) -> [String] {
+        slots.map { slot in
+            switch slot {
+            case .ready(let operation): operation.description(tables: tables)
+            case .openUpdate(let row):
+                WriteOperation.update(row: row, cells: Self.sorted(openUpdates[row] ?? [:])).description(tables: tables)
+            }
+        }
+    }
+
+    private static func sorted(_ cells: [Int: CellWrite]) -> [(column: Int, write: CellWrite)] {
+        cells.sorted { $0.key < $1.key }.map { (column: $0.key, write: $0.value) }
+    }
+}
+
+extension WriteOperation {
+    func description(tables: [TableSchema]) -> String {
+        switch self {
+        case .insert(let table, let values, _, _):
+            let schema = tables[table]
+            let pairs = zip(schema.columns, values).map { "\($0.name) = \($1)" }
+            return "insert into \(schema.name): \(pairs.joined(separator: ", "))"
+        case .update(let row, let cells):
+            let schema = tables[row.table]
+            let pairs = cells.map { cell in
+                switch cell.write {
+                case .set(let value): "\(schema.columns[cell.column].name) = \(value)"
+                case .add(let delta): "\(schema.columns[cell.column].name) += \(delta)"
+                }
+            }
+            return "update \(schema.name) \(row.key): \(pairs.joined(separator: ", "))"
+        case .delete(let row):
+            return "delete from \(tables[row.table].name) \(row.key)"
+        }
+    }
+}

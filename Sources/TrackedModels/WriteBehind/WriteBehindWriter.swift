@@ -1,0 +1,161 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Commits write batches on its own connection and its own serial queue.
+///
+/// Each batch is one `BEGIN IMMEDIATE` transaction, run in the order batches were submitted.
+/// After a batch fails, the writer skips every batch already submitted (the store puts them
+/// back in order) until ``resume()``, so that nothing commits ahead of a failed change.
+final class WriteBehindWriter: @unchecked Sendable {
+    // @unchecked Sendable: `connection`, `statements` and `isHalted` are touched only by blocks
+    // running on `queue`, which is serial; `statistics` is a Mutex; the rest is immutable.
+    private let queue = DispatchQueue(label: "TrackedModels.WriteBehindWriter")
+    private var connection: Connection?
+    private var statements: [StatementShape: Statement] = [:]
+    private var isHalted = false
+    private let tables: [TableSchema]
+    private let maxBusyRetries: Int
+    private let report: @Sendable (BatchOutcome) -> Void
+    let statistics = Mutex(WriterStatistics())
+
+    /// Opens the writer's connection.
+    ///
+    /// - Parameter report: Called on the writer's queue with each batch's outcome, in order.
+    init(connection: Connection, tables: [TableSchema], maxBusyRetries: Int, report: @escaping @Sendable (BatchOutcome) -> Void) {
+        self.connection = connection
+        self.tables = tables
+        self.maxBusyRetries = maxBusyRetries
+        self.report = report
+    }
+
+    func submit(_ batch: WriteBatch) {
+        queue.async { [self] in
+            report(BatchOutcome(sequence: batch.sequence, result: run(batch)))
+        }
+    }
+
+    /// Accepts batches again after a failure.
+    func resume() {
+        queue.async { [self] in isHalted = false }
+    }
+
+    /// Closes the connection once every submitted batch has run, then calls `completion`.
+    func close(completion: @escaping @Sendable () -> Void) {
+        queue.async { [self] in
+            statements.removeAll()
+            connection = nil
+            completion()
+        }
+    }
+
+    // MARK: - On the queue
+
+    private func run(_ batch: WriteBatch) -> BatchOutcome.Result {
+        guard !isHalted else { return .skipped }
+        guard let connection else {
+            isHalted = true
+            return .failed(SQLiteError(code: .misuse, message: "the store's writer is closed; open a new ModelStore"))
+        }
+        var attempt = 0
+        while true {
+            do {
+                let report = try connection.withTransaction(.immediate) { try apply(batch, on: connection) }
+                statistics.withLock { $0.commits += 1 }
+                return .committed(report)
+            } catch let error as SQLiteError {
+                if error.code.isTransient, attempt < maxBusyRetries {
+                    attempt += 1
+                    statistics.withLock { $0.busyRetries += 1 }
+                    Thread.sleep(forTimeInterval: 0.025 * Double(1 << min(attempt, 6)))
+                    continue
+                }
+                statistics.withLock { $0.failures += 1 }
+                isHalted = true
+                return .failed(error)
+            } catch {
+                statistics.withLock { $0.failures += 1 }
+                isHalted = true
+                return .failed(SQLiteError(code: .error, message: "\(error)"))
+            }
+        }
+    }
+
+    private func apply(_ batch: WriteBatch, on connection: Connection) throws -> CommitReport {
+        var report = CommitReport()
+        for operation in batch.operations {
+            switch operation {
+            case .insert(let table, let values, let assignsKey, let request):
+                let schema = tables[table]
+                let statement = try statement(.insert(table: table, assignsKey: assignsKey), on: connection)
+                var arguments = values
+                if assignsKey { arguments.remove(at: schema.primaryKeyIndex) }
+                try statement.run(arguments)
+                if assignsKey { report.assignedKeys[request] = .integer(connection.lastInsertRowID) }
+            case .update(let row, let cells):
+                let shape = StatementShape.update(
+                    table: row.table,
+                    sets: cells.compactMap { if case .set = $0.write { $0.column } else { nil } },
+                    adds: cells.compactMap { if case .add = $0.write { $0.column } else { nil } }
+                )
+                let statement = try statement(shape, on: connection)
+                var arguments: [SQLValue] = cells.compactMap { if case .set(let value) = $0.write { value } else { nil } }
+                arguments += cells.compactMap { if case .add(let delta) = $0.write { .integer(delta) } else { nil } }
+                arguments.append(row.key)
+                try statement.bind(arguments)
+                defer { statement.reset() }
+                if case .update(_, _, let adds) = shape, !adds.isEmpty {
+                    if try statement.step() {
+                        for (offset, column) in adds.enumerated() {
+                            report.counterValues.append((CellReference(row: row, column: column), statement.value(at: offset)))
+                        }
+                    }
+                }
+                while try statement.step() {}
+            case .delete(let row):
+                try statement(.delete(table: row.table), on: connection).run([row.key])
+            }
+            statistics.withLock { $0.rowStatements += 1 }
+        }
+        return report
+    }
+
+    private func statement(_ shape: StatementShape, on connection: Connection) throws -> Statement {
+        if let statement = statements[shape] {
+            statement.reset()
+            return statement
+        }
+        let statement = try connection.makeStatement(shape.sql(tables: tables))
+        statements[shape] = statement
+        return statement
+    }
+}
+
+/// The form of a writer statement; each form is compiled once and reused.
+private enum StatementShape: Hashable {
+    case insert(table: Int, assignsKey: Bool)
+    case update(table: Int, sets: [Int], adds: [Int])
+    case delete(table: Int)
+
+    func sql(tables: [TableSchema]) -> String {
+        switch self {
+        case .insert(let table, let assignsKey):
+            let schema = tables[table]
+            let columns = schema.columns.filter { !(assignsKey && $0.isPrimaryKey) }.map { quoteIdentifier($0.name) }
+            let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+            return "INSERT INTO \(quoteIdentifier(schema.name)) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))"
+        case .update(let table, let sets, let adds):
+            let schema = tables[table]
+            let assignments = sets.map { "\(quoteIdentifier(schema.columns[$0].name)) = ?" }
+                + adds.map { "\(quoteIdentifier(schema.columns[$0].name)) = \(quoteIdentifier(schema.columns[$0].name)) + ?" }
+            var sql = "UPDATE \(quoteIdentifier(schema.name)) SET \(assignments.joined(separator: ", ")) WHERE \(quoteIdentifier(schema.primaryKey.name)) = ?"
+            if !adds.isEmpty {
+                sql += " RETURNING " + adds.map { quoteIdentifier(schema.columns[$0].name) }.joined(separator: ", ")
+            }
+            return sql
+        case .delete(let table):
+            let schema = tables[table]
+            return "DELETE FROM \(quoteIdentifier(schema.name)) WHERE \(quoteIdentifier(schema.primaryKey.name)) = ?"
+        }
+    }
+}
