@@ -32,7 +32,7 @@ extension ModelStore {
             let assignsKey = schema.assignsPrimaryKey && values[schema.primaryKeyIndex] == .null
             let request = flushState.nextInsertRequest()
             let row = assignsKey ? nil : RowReference(table: table, key: values[schema.primaryKeyIndex])
-            registrar.pending.insert(table: table, values: values, row: row, request: request)
+            registrar.pending.insert(InsertRequest(table: table, values: values, row: row, id: request))
             requests.append((object, request, values))
         }
         do {

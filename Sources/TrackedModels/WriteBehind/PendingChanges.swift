@@ -28,10 +28,9 @@ struct PendingChanges {
         }
     }
 
-    /// Queues an insert; `row` is `nil` when SQLite assigns the key.
-    mutating func insert(table: Int, values: [SQLValue], row: RowReference?, request: UInt64) {
-        if let row { close(row) }
-        slots.append(.ready(.insert(table: table, values: values, assignsKey: row == nil, request: request)))
+    mutating func insert(_ request: InsertRequest) {
+        if let row = request.row { close(row) }
+        slots.append(.ready(.insert(request)))
     }
 
     mutating func delete(_ row: RowReference) {
@@ -79,14 +78,27 @@ struct PendingChanges {
     }
 
     /// Puts operations that did not commit back in front of everything pending.
+    ///
+    /// Both are replayed in order, so a restored cell coalesces with a later write to it: a
+    /// failed value that was overwritten since is not written again.
     mutating func restore(_ operations: [WriteOperation]) {
-        slots.insert(contentsOf: operations.map(Slot.ready), at: 0)
+        let replay = operations + take()
+        for operation in replay {
+            switch operation {
+            case .insert(let request):
+                insert(request)
+            case .update(let row, let cells):
+                for cell in cells { write(cell.write, to: CellReference(row: row, column: cell.column)) }
+            case .delete(let row):
+                delete(row)
+            }
+        }
     }
 
     /// Removes the inserts of the given requests (an insert that failed is withdrawn).
     mutating func withdrawInserts(_ requests: Set<UInt64>) {
         slots.removeAll { slot in
-            if case .ready(.insert(_, _, _, let request)) = slot { requests.contains(request) } else { false }
+            if case .ready(.insert(let request)) = slot { requests.contains(request.id) } else { false }
         }
     }
 
@@ -109,9 +121,9 @@ struct PendingChanges {
 extension WriteOperation {
     func description(tables: [TableSchema]) -> String {
         switch self {
-        case .insert(let table, let values, _, _):
-            let schema = tables[table]
-            let pairs = zip(schema.columns, values).map { "\($0.name) = \($1)" }
+        case .insert(let request):
+            let schema = tables[request.table]
+            let pairs = zip(schema.columns, request.values).map { "\($0.name) = \($1)" }
             return "insert into \(schema.name): \(pairs.joined(separator: ", "))"
         case .update(let row, let cells):
             let schema = tables[row.table]

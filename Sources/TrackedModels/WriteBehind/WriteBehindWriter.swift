@@ -49,6 +49,11 @@ final class WriteBehindWriter: @unchecked Sendable {
         }
     }
 
+    /// The writer connection's `PRAGMA synchronous` (1 = NORMAL, 2 = FULL).
+    func synchronousSetting() throws -> SQLValue {
+        try queue.sync { try connection?.scalar("PRAGMA synchronous") ?? .null }
+    }
+
     // MARK: - On the queue
 
     private func run(_ batch: WriteBatch) -> BatchOutcome.Result {
@@ -85,13 +90,13 @@ final class WriteBehindWriter: @unchecked Sendable {
         var report = CommitReport()
         for operation in batch.operations {
             switch operation {
-            case .insert(let table, let values, let assignsKey, let request):
-                let schema = tables[table]
-                let statement = try statement(.insert(table: table, assignsKey: assignsKey), on: connection)
-                var arguments = values
-                if assignsKey { arguments.remove(at: schema.primaryKeyIndex) }
+            case .insert(let request):
+                let assignsKey = request.row == nil
+                let statement = try statement(.insert(table: request.table, assignsKey: assignsKey), on: connection)
+                var arguments = request.values
+                if assignsKey { arguments.remove(at: tables[request.table].primaryKeyIndex) }
                 try statement.run(arguments)
-                if assignsKey { report.assignedKeys[request] = .integer(connection.lastInsertRowID) }
+                if assignsKey { report.assignedKeys[request.id] = .integer(connection.lastInsertRowID) }
             case .update(let row, let cells):
                 let shape = StatementShape.update(
                     table: row.table,

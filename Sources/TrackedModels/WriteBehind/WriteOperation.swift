@@ -27,11 +27,19 @@ enum CellWrite: Sendable, Equatable {
     }
 }
 
+/// A row to insert.
+struct InsertRequest: Sendable {
+    var table: Int
+    /// The values, in the table's column order.
+    var values: [SQLValue]
+    /// The row, or `nil` when SQLite assigns the primary key (reported back under `id`).
+    var row: RowReference?
+    var id: UInt64
+}
+
 /// One change the writer applies, in program order.
 enum WriteOperation: Sendable {
-    /// Inserts a row. `values` follow the table's columns; when `assignsKey`, the primary key is
-    /// left to SQLite and reported back under `request`.
-    case insert(table: Int, values: [SQLValue], assignsKey: Bool, request: UInt64)
+    case insert(InsertRequest)
     /// Writes changed cells of one row, in column order.
     case update(row: RowReference, cells: [(column: Int, write: CellWrite)])
     case delete(row: RowReference)

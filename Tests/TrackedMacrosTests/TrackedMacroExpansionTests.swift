@@ -1,0 +1,132 @@
+import Testing
+
+@Suite struct TrackedMacroExpansionTests {
+    @Test func expandsAModel() {
+        assertExpansion(
+            """
+            @Tracked(table: "rows")
+            public final class Row {
+                @PrimaryKey var id: Int64
+                @Column("label") var title: String
+                var count: Int = 0
+                @Transient var isSelected = false
+            }
+            """,
+            expandedSource: """
+            public final class Row {
+                @TrackedModels._TrackedColumn(0) var id: Int64
+                @TrackedModels._TrackedColumn(1) var title: String
+                @TrackedModels._TrackedColumn(2)
+                var count: Int = 0
+                var isSelected = false
+
+                private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                public var _$tracking = TrackedModels.ModelTracking()
+
+                public static let _$schema = TrackedModels.TableSchema(
+                    name: "rows",
+                    columns: [
+                        TrackedModels.ColumnSchema(name: "id", property: "id", Int64.self, isPrimaryKey: true),
+                        TrackedModels.ColumnSchema(name: "label", property: "title", String.self),
+                        TrackedModels.ColumnSchema(name: "count", property: "count", Int.self)
+                    ]
+                )
+
+                public required init(_$row row: TrackedModels.ModelRow) throws {
+                    self._id = try row.decode(at: 0)
+                    self._title = try row.decode(at: 1)
+                    self._count = try row.decode(at: 2)
+                }
+
+                public func _$values() -> [TrackedModels.SQLValue] {
+                    [self._id.sqlValue, self._title.sqlValue, self._count.sqlValue]
+                }
+
+                public func _$apply(_ value: TrackedModels.SQLValue, toColumn index: Swift.Int) throws {
+                    switch index {
+                    case 0:
+                        self.id = try TrackedModels._$decode(value)
+                    case 1:
+                        self.title = try TrackedModels._$decode(value)
+                    case 2:
+                        self.count = try TrackedModels._$decode(value)
+                    default:
+                        break
+                    }
+                }
+
+                public static func _$columnIndex(of keyPath: Swift.AnyKeyPath) -> Swift.Int? {
+                    switch keyPath {
+                    case \\Row.id:
+                        0
+                    case \\Row.title:
+                        1
+                    case \\Row.count:
+                        2
+                    default:
+                        nil
+                    }
+                }
+
+                internal nonisolated func access<Member>(keyPath: Swift.KeyPath<Row, Member>) {
+                    _$observationRegistrar.access(self, keyPath: keyPath)
+                }
+
+                internal nonisolated func withMutation<Member, MutationResult>(
+                    keyPath: Swift.KeyPath<Row, Member>,
+                    _ mutation: () throws -> MutationResult
+                ) rethrows -> MutationResult {
+                    try _$observationRegistrar.withMutation(of: self, keyPath: keyPath, mutation)
+                }
+
+                public init(id: Int64, title: String, count: Int = 0) {
+                    self.id = id
+                    self.title = title
+                    self.count = count
+                }
+            }
+
+            extension Row: TrackedModels.TrackedModel, Observation.Observable {
+            }
+            """
+        )
+    }
+
+    @Test func routesAColumnThroughTheRegistrar() {
+        assertExpansion(
+            """
+            final class Row {
+                @_TrackedColumn(2) var count: Int = 0
+            }
+            """,
+            expandedSource: """
+            final class Row {
+                var count: Int {
+                    @storageRestrictions(initializes: _count)
+                    init(initialValue) {
+                        _count = initialValue
+                    }
+                    get {
+                        _$tracking.access(column: 2)
+                        access(keyPath: \\.count)
+                        return _count
+                    }
+                    set {
+                        guard _count != newValue else {
+                            return
+                        }
+                        let oldValue = _count
+                        withMutation(keyPath: \\.count) {
+                            _count = newValue
+                        }
+                        _$tracking.didSet(column: 2, from: oldValue, to: newValue)
+                    }
+                }
+
+                private var _count: Int = 0
+            }
+            """
+        )
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+import TrackedModels
+
+/// Runs the helper executable built next to the test binary.
+enum Helper {
+    static var url: URL {
+        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var directory = executable.deletingLastPathComponent()
+        // Under XCTest the binary sits inside a bundle folder; the helper is beside the bundle.
+        while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("tracked-increment-helper").path),
+              directory.path != "/" {
+            directory.deleteLastPathComponent()
+        }
+        return directory.appendingPathComponent("tracked-increment-helper")
+    }
+
+    static func start(_ arguments: [String], output: Pipe = Pipe()) throws -> Process {
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        process.standardOutput = output
+        process.standardError = FileHandle.standardError
+        try process.run()
+        return process
+    }
+}
+
+@MainActor
+@Suite(.serialized) struct CrossProcessTests {
+    @Test func twoProcessesIncrementingOneRowLoseNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        let store = try await Stores.rows(1, at: .file(path))
+        try await store.close()
+        let processes = try (0..<2).map { _ in try Helper.start(["increment", path, "0", "10000"]) }
+        for process in processes {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    process.waitUntilExit()
+                    continuation.resume()
+                }
+            }
+            #expect(process.terminationStatus == 0)
+        }
+        #expect(try Peek(path).value("SELECT count FROM rows") == 20_000)
+    }
+
+    @Test func aKilledProcessKeepsWhatFlushAcknowledged() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        let store = try await Stores.rows(1, at: .file(path))
+        try await store.close()
+        let output = Pipe()
+        let process = try Helper.start(["write-then-wait", path, "0"], output: output)
+        let line = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var text = ""
+                while !text.contains("\n") {
+                    let chunk = output.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    text += String(decoding: chunk, as: UTF8.self)
+                }
+                continuation.resume(returning: text)
+            }
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(line.hasPrefix("flushed written by "))
+        let title = line.dropFirst("flushed ".count).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try Peek(path).value("SELECT title FROM rows WHERE id = 0") == .text(title))
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+@testable import TrackedModels
+
+/// Opens stores for tests: a fresh file in a temporary directory, or memory.
+@MainActor
+enum Stores {
+    static func configuration(createTables: Bool = true) -> ModelStore.Configuration {
+        var configuration = ModelStore.Configuration()
+        configuration.createsMissingTables = createTables
+        // Long enough that no test sees an interval flush it did not ask for.
+        configuration.flushInterval = .seconds(30)
+        configuration.pendingThreshold = 1_000_000
+        return configuration
+    }
+
+    static func rows(_ count: Int, at location: DatabaseLocation = .inMemory, configuration: ModelStore.Configuration = configuration()) async throws -> ModelStore {
+        let store = try ModelStore(location, models: [Row.self], configuration: configuration)
+        try await store.insert(contentsOf: (0..<Int64(count)).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        return store
+    }
+}
+
+/// A second connection to a store's file, to read what is committed.
+final class Peek {
+    private let connection: Connection
+
+    init(_ path: String) throws {
+        connection = try Connection(filename: path, mode: .readWriteCreate, busyTimeout: .seconds(5))
+    }
+
+    func value(_ sql: String, _ arguments: [SQLValue] = []) throws -> SQLValue {
+        try connection.scalar(sql, arguments)
+    }
+
+    func execute(_ sql: String) throws {
+        try connection.execute(sql)
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import Testing
+@testable import TrackedModels
+
+@MainActor
+@Suite struct WriteBehindTests {
+    @Test func flushMakesChangesVisibleToAnotherConnection() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        let store = try await Stores.rows(10, at: .file(path))
+        let row = try #require(try store.find(Row.self, key: Int64(4)))
+        row.title = "Renamed"
+        row.count = 9
+        let peek = try Peek(path)
+        #expect(try peek.value("SELECT title FROM rows WHERE id = 4") == "Row 4")
+        try await store.flush()
+        #expect(try peek.value("SELECT title FROM rows WHERE id = 4") == "Renamed")
+        #expect(try peek.value("SELECT count FROM rows WHERE id = 4") == 9)
+    }
+
+    @Test func aMillionAssignmentsToOneCellMakeOneUpdate() async throws {
+        let store = try await Stores.rows(1)
+        let row = try #require(try store.find(Row.self, key: Int64(0)))
+        let before = store.writerStatistics
+        for value in 1...1_000_000 { row.count = value }
+        try await store.flush()
+        let after = store.writerStatistics
+        #expect(after.rowStatements - before.rowStatements == 1)
+        #expect(after.commits - before.commits == 1)
+        #expect(try store.count(Row.self, where: "count = 1000000") == 1)
+    }
+
+    @Test func onlyChangedRowsAreWritten() async throws {
+        let store = try await Stores.rows(100)
+        let rows = try store.fetch(Row.self, orderBy: "id")
+        let before = store.writerStatistics.rowStatements
+        rows[3].count = 1
+        rows[70].title = "x"
+        rows[70].count = 2
+        try await store.flush()
+        #expect(store.writerStatistics.rowStatements - before == 2)
+    }
+
+    @Test func anEqualValueIsNoChange() async throws {
+        let store = try await Stores.rows(1)
+        let row = try #require(try store.find(Row.self, key: Int64(0)))
+        row.title = "Row 0"
+        row.count = 0
+        #expect(!store.hasPendingChanges)
+    }
+
+    @Test func closeFlushes() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        let store = try await Stores.rows(2, at: .file(path))
+        try #require(try store.find(Row.self, key: Int64(1))).count = 42
+        try await store.close()
+        #expect(try Peek(path).value("SELECT count FROM rows WHERE id = 1") == 42)
+    }
+
+    @Test func theIntervalFlushesWithoutBeingAsked() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        var configuration = Stores.configuration()
+        configuration.flushInterval = .milliseconds(20)
+        let store = try await Stores.rows(1, at: .file(path), configuration: configuration)
+        try #require(try store.find(Row.self, key: Int64(0))).count = 7
+        let peek = try Peek(path)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try peek.value("SELECT count FROM rows") != 7, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try peek.value("SELECT count FROM rows") == 7)
+        #expect(store.writerStatistics.commits == 2)
+    }
+
+    @Test func theThresholdFlushesWithoutWaitingForTheInterval() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        var configuration = Stores.configuration()
+        configuration.pendingThreshold = 10
+        let store = try await Stores.rows(10, at: .file(path), configuration: configuration)
+        for row in try store.fetch(Row.self) { row.count = 1 }
+        let peek = try Peek(path)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try peek.value("SELECT sum(count) FROM rows") != 10, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try peek.value("SELECT sum(count) FROM rows") == 10)
+    }
+
+    @Test func incrementsCoalesceAndTheObjectHoldsTheCommittedValue() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        let store = try await Stores.rows(1, at: .file(path))
+        let row = try #require(try store.find(Row.self, key: Int64(0)))
+        for _ in 0..<100 { try store.increment(\Row.count, of: row, by: 1) }
+        #expect(row.count == 100)
+        // Another writer bumps the same row meanwhile: the delta adds to it.
+        try Peek(path).execute("UPDATE rows SET count = count + 1000")
+        let before = store.writerStatistics.rowStatements
+        try await store.flush()
+        #expect(store.writerStatistics.rowStatements - before == 1)
+        #expect(row.count == 1_100)
+        #expect(try Peek(path).value("SELECT count FROM rows") == 1_100)
+    }
+
+    @Test func incrementOverflowIsAnErrorAndChangesNothing() async throws {
+        let store = try await Stores.rows(1)
+        let row = try #require(try store.find(Row.self, key: Int64(0)))
+        row.count = Int.max
+        try await store.flush()
+        #expect { try store.increment(\Row.count, of: row, by: 1) } throws: { ($0 as? StoreError)?.code == .overflow }
+        #expect(row.count == Int.max)
+        #expect(!store.hasPendingChanges)
+    }
+
+    @Test func anUpdateQueuedBeforeADeleteNeverResurrectsTheRow() async throws {
+        let store = try await Stores.rows(2)
+        let row = try #require(try store.find(Row.self, key: Int64(1)))
+        row.count = 5
+        try store.delete(row)
+        row.count = 6
+        try await store.flush()
+        #expect(try store.count(Row.self) == 1)
+    }
+
+    @Test func anUpdateBeforeAnInsertIsKeptAndOrdered() async throws {
+        let store = try await Stores.rows(2)
+        let old = try #require(try store.find(Row.self, key: Int64(1)))
+        old.title = "about to go"
+        try store.delete(old)
+        let other = try #require(try store.find(Row.self, key: Int64(0)))
+        other.count = 3
+        let replacement = Row(id: 1, title: "replacement", count: 1)
+        try await store.insert(replacement)
+        replacement.count = 2
+        try await store.flush()
+        let reread = try store.fetch(Row.self, orderBy: "id")
+        #expect(reread.map(\.count) == [3, 2])
+        #expect(reread[1].title == "replacement")
+        #expect(reread[1] === replacement)
+    }
+
+    @Test func aFailingWriteIsReportedAndStaysPending() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        try Peek(path).execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, title TEXT NOT NULL, count INTEGER NOT NULL CHECK (count < 100))")
+        let store = try await Stores.rows(2, at: .file(path))
+        let errors = store.writeErrors
+        let row = try #require(try store.find(Row.self, key: Int64(0)))
+        row.count = 500
+        try #require(try store.find(Row.self, key: Int64(1))).title = "kept in order"
+        do {
+            try await store.flush()
+            Issue.record("the CHECK constraint did not fail the flush")
+        } catch ResultCode.constraintCheck {}
+        var iterator = errors.makeAsyncIterator()
+        let reported = await iterator.next()
+        #expect(reported?.code == .constraintCheck)
+        #expect(store.pendingChanges == ["update rows 0: count = 500", "update rows 1: title = 'kept in order'"])
+        #expect(try Peek(path).value("SELECT title FROM rows WHERE id = 1") == "Row 1")
+        // Fixing the value resolves it; nothing was dropped.
+        row.count = 50
+        try await store.flush()
+        #expect(!store.hasPendingChanges)
+        #expect(try Peek(path).value("SELECT title FROM rows WHERE id = 1") == "kept in order")
+    }
+
+    @Test func aDroppedTableIsReportedAndTheChangeStaysPending() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        let store = try await Stores.rows(1, at: .file(path))
+        let row = try #require(try store.find(Row.self, key: Int64(0)))
+        try Peek(path).execute("DROP TABLE rows")
+        row.count = 1
+        await #expect(throws: SQLiteError.self) { try await store.flush() }
+        #expect(store.pendingChanges == ["update rows 0: count = 1"])
+        await #expect(throws: SQLiteError.self) { try await store.close() }
+        store.discardPendingChanges()
+        try await store.close()
+    }
+
+    @Test func fullDurabilityCommitsWithSynchronousFull() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        var configuration = Stores.configuration()
+        configuration.durability = .full
+        let store = try await Stores.rows(1, at: .file(path), configuration: configuration)
+        #expect(try store.writer.synchronousSetting() == 2)
+        try #require(try store.find(Row.self, key: Int64(0))).count = 1
+        try await store.flush()
+        #expect(try Peek(path).value("SELECT count FROM rows") == 1)
+    }
+}
