@@ -7,9 +7,11 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10)],
     products: [
         .library(name: "TrackedModels", targets: ["TrackedModels"]),
+        .library(name: "TrackedModelsTesting", targets: ["TrackedModelsTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swiftlang/swift-syntax.git", "602.0.0"..<"604.0.0"),
+        .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.4"),
     ],
     targets: [
         .systemLibrary(
@@ -29,6 +31,7 @@ let package = Package(
             ]
         ),
         .target(name: "TrackedModels", dependencies: ["CSQLite", "TrackedMacros"]),
+        .target(name: "TrackedModelsTesting", dependencies: ["TrackedModels"]),
         .executableTarget(
             name: "tracked-increment-helper",
             dependencies: ["TrackedModels"],
@@ -36,8 +39,14 @@ let package = Package(
         ),
         .testTarget(
             name: "TrackedModelsTests",
-            dependencies: ["TrackedModels", "tracked-increment-helper"]
+            dependencies: [
+                "TrackedModels",
+                "TrackedModelsTesting",
+                "tracked-increment-helper",
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+            ]
         ),
+        .testTarget(name: "TrackedModelsTestingTests", dependencies: ["TrackedModelsTesting"]),
         .testTarget(
             name: "TrackedMacrosTests",
             dependencies: [

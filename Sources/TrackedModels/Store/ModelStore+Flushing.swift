@@ -80,7 +80,7 @@ extension ModelStore {
 
     /// Called after every queued change: flushes at the threshold, else arms the interval.
     func pendingDidChange() {
-        guard !flushState.isAutoFlushSuspended else { return }
+        guard !flushState.isAutoFlushSuspended, !registrar.isInTransaction else { return }
         if registrar.pending.count >= configuration.pendingThreshold {
             submitPending()
         } else if !flushState.isIntervalScheduled {

@@ -51,7 +51,7 @@ extension ModelStore {
                 try registrar.applying(.local) { try object._$apply(key, toColumn: schema.primaryKeyIndex) }
             }
             let key = object._$primaryKey
-            registrar.attach(object, table: table, key: key)
+            registrar.didInsert(object, table: table, origin: .local)
             // Writes made while the insert was in flight were not tracked yet: queue them now.
             for (column, (old, new)) in zip(inserted, object._$values()).enumerated()
             where old != new && column != schema.primaryKeyIndex {
@@ -71,11 +71,8 @@ extension ModelStore {
     public func delete<Model: TrackedModel>(_ object: Model) throws {
         try checkOpen("delete")
         let table = try registrar.tableIndex(of: Model.self)
-        let key = object._$tracking.rowKey
         guard object._$tracking.registrar === registrar else { throw StoreError.notAttached(Model.self, operation: "delete") }
-        registrar.detach(table: table, key: key)
-        registrar.pending.delete(RowReference(table: table, key: key))
-        pendingDidChange()
+        registrar.didDelete(object, table: table, origin: .local)
     }
 
     /// Adds to an integer property so that concurrent writers never lose an increment.

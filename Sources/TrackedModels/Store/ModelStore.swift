@@ -33,6 +33,8 @@ public final class ModelStore {
     private(set) var mailbox: StoreMailbox<StoreMessage>!
     var flushState = FlushState()
     var isClosed = false
+    /// The continuations of ``changes(_:bufferingPolicy:)`` streams, by subscription.
+    var feedStreams: [UInt64: AsyncStream<ChangeEvent>.Continuation] = [:]
 
     /// Opens a database for the given models and checks that each one matches its table.
     ///
@@ -100,6 +102,7 @@ public final class ModelStore {
             submitPending()
             writer.close {}
         }
+        for continuation in feedStreams.values { continuation.finish() }
         mailbox.finish()
         registrar.detachAll()
     }
@@ -120,6 +123,8 @@ public final class ModelStore {
         }
         registrar.detachAll()
         finishErrorStreams()
+        for continuation in feedStreams.values { continuation.finish() }
+        feedStreams.removeAll()
         mailbox.finish()
     }
 
@@ -137,6 +142,8 @@ public final class ModelStore {
 enum StoreMessage: Sendable {
     case batchFinished(BatchOutcome)
     case flushIntervalElapsed
+    /// An `AsyncStream` feed ended: drop its subscription.
+    case streamTerminated(subscription: UInt64)
 }
 
 extension ModelStore: MailboxTarget {
@@ -144,6 +151,9 @@ extension ModelStore: MailboxTarget {
         switch message {
         case .batchFinished(let outcome): handle(outcome)
         case .flushIntervalElapsed: intervalElapsed()
+        case .streamTerminated(let subscription):
+            feedStreams.removeValue(forKey: subscription)
+            registrar.feeds.remove(id: subscription)
         }
     }
 }

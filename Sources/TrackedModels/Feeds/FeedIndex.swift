@@ -1,0 +1,156 @@
+/// Subscriptions by what they watch, so that a change reaches exactly its subscribers.
+///
+/// Keys are a cell (table, row, column), a row, a column of every row, a whole table, and a
+/// table's membership (inserts and deletes). A change looks up at most four keys, so its cost
+/// is O(subscribers notified), whatever the number of rows or of other subscriptions.
+final class FeedIndex {
+    enum Key: Hashable {
+        case cell(CellReference)
+        case row(RowReference)
+        case column(table: Int, column: Int)
+        case table(Int)
+        case membership(Int)
+    }
+
+    final class Subscription {
+        let id: UInt64
+        let keys: [Key]
+        /// The columns the subscriber asked for; `nil` for all.
+        let columns: Set<Int>?
+        /// Cancelled after its first event (dependency capture).
+        let isOneShot: Bool
+        let handler: (ChangeEvent) -> Void
+        var isCancelled = false
+
+        init(id: UInt64, keys: [Key], columns: Set<Int>?, isOneShot: Bool, handler: @escaping (ChangeEvent) -> Void) {
+            self.id = id
+            self.keys = keys
+            self.columns = columns
+            self.isOneShot = isOneShot
+            self.handler = handler
+        }
+    }
+
+    let schemas: [TableSchema]
+    private var buckets: [Key: [Subscription]] = [:]
+    private var byID: [UInt64: Subscription] = [:]
+    private var lastID: UInt64 = 0
+
+    init(schemas: [TableSchema]) {
+        self.schemas = schemas
+    }
+
+    /// Live subscriptions.
+    var count: Int { byID.count }
+
+    // MARK: - Subscribing
+
+    func add(keys: [Key], columns: Set<Int>?, isOneShot: Bool = false, handler: @escaping (ChangeEvent) -> Void) -> FeedToken {
+        lastID += 1
+        let subscription = Subscription(id: lastID, keys: keys, columns: columns, isOneShot: isOneShot, handler: handler)
+        for key in keys { buckets[key, default: []].append(subscription) }
+        byID[subscription.id] = subscription
+        return FeedToken(index: self, subscription: subscription)
+    }
+
+    func remove(_ subscription: Subscription) {
+        guard !subscription.isCancelled else { return }
+        subscription.isCancelled = true
+        byID.removeValue(forKey: subscription.id)
+        for key in subscription.keys {
+            buckets[key]?.removeAll { $0 === subscription }
+            if buckets[key]?.isEmpty == true { buckets.removeValue(forKey: key) }
+        }
+    }
+
+    func remove(id: UInt64) {
+        if let subscription = byID[id] { remove(subscription) }
+    }
+
+    /// Checks that no cancelled subscription is left in a bucket and that every live one is.
+    func checkInvariants() {
+        for (key, subscriptions) in buckets {
+            precondition(!subscriptions.isEmpty, "empty bucket left for \(key)")
+            for subscription in subscriptions {
+                precondition(!subscription.isCancelled && byID[subscription.id] === subscription, "cancelled subscription left under \(key)")
+            }
+        }
+    }
+
+    // MARK: - Delivering
+
+    /// The subscriptions a change of these columns of a row reaches, each once.
+    func subscriptions(table: Int, key: SQLValue, columns: some Collection<Int>, membership: Bool) -> [Subscription] {
+        let row = RowReference(table: table, key: key)
+        var found: [Subscription] = []
+        func collect(_ key: Key) {
+            if let bucket = buckets[key] { found.append(contentsOf: bucket) }
+        }
+        for column in columns {
+            collect(.cell(CellReference(row: row, column: column)))
+            collect(.column(table: table, column: column))
+        }
+        collect(.row(row))
+        collect(.table(table))
+        if membership { collect(.membership(table)) }
+        guard columns.count > 1 || membership else { return found }
+        var seen = Set<UInt64>()
+        return found.filter { seen.insert($0.id).inserted }
+    }
+
+    /// Delivers one column's change to its subscribers: the hot path of every tracked write.
+    func deliverUpdate(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin) {
+        let row = RowReference(table: table, key: key)
+        var event: ChangeEvent?
+        func visit(_ key: Key) {
+            guard let bucket = buckets[key] else { return }
+            let change = event ?? ChangeEvent(
+                table: schemas[table].name, key: row.key, kind: .update,
+                changes: [ColumnChange(column: schemas[table].columns[column].name, index: column, old: old, new: new)],
+                origin: origin
+            )
+            event = change
+            for subscription in bucket { deliver(change, to: subscription) }
+        }
+        visit(.cell(CellReference(row: row, column: column)))
+        visit(.row(row))
+        visit(.column(table: table, column: column))
+        visit(.table(table))
+    }
+
+    /// Delivers a change of a whole row: one event per subscriber, its columns filtered to
+    /// what the subscriber asked for.
+    func deliver(_ event: ChangeEvent, table: Int) {
+        let columns = event.changes.map(\.index)
+        let isMembership = event.kind == .insert || event.kind == .delete
+        for subscription in subscriptions(table: table, key: event.key, columns: columns, membership: isMembership) {
+            let changes = subscription.columns.map { wanted in event.changes.filter { wanted.contains($0.index) } } ?? event.changes
+            guard !changes.isEmpty || event.kind != .update else { continue }
+            deliver(ChangeEvent(table: event.table, key: event.key, kind: event.kind, changes: changes, origin: event.origin), to: subscription)
+        }
+    }
+
+    /// Delivers a reset to every subscription of a table.
+    func deliverReset(table: Int, origin: ChangeOrigin) {
+        let event = ChangeEvent(table: schemas[table].name, key: .null, kind: .reset, changes: [], origin: origin)
+        for subscription in byID.values.sorted(by: { $0.id < $1.id }) where subscription.keys.contains(where: { $0.table == table }) {
+            deliver(event, to: subscription)
+        }
+    }
+
+    private func deliver(_ event: ChangeEvent, to subscription: Subscription) {
+        guard !subscription.isCancelled else { return }
+        if subscription.isOneShot { remove(subscription) }
+        subscription.handler(event)
+    }
+}
+
+extension FeedIndex.Key {
+    var table: Int {
+        switch self {
+        case .cell(let cell): cell.row.table
+        case .row(let row): row.table
+        case .column(let table, _), .table(let table), .membership(let table): table
+        }
+    }
+}

@@ -1,0 +1,123 @@
+extension ModelStore {
+    /// Calls `handler` with each change in `scope`, until the returned token is cancelled or
+    /// released.
+    ///
+    /// Handlers run synchronously on the store's actor, right after the change (for changes
+    /// inside ``transaction(_:)``, when it ends). A handler may read and write models.
+    ///
+    /// ```swift
+    /// let token = try store.subscribe(to: .row(42, \Row.count)) { event in
+    ///     print("row 42 count:", event.change(of: \Row.count)!.new)
+    /// }
+    /// ```
+    public func subscribe<Model: TrackedModel>(to scope: FeedScope<Model>, _ handler: @escaping (ChangeEvent) -> Void) throws -> FeedToken {
+        try checkOpen("subscribe")
+        let table = try registrar.tableIndex(of: Model.self)
+        let (keys, columns) = Self.keys(of: scope, table: table)
+        return registrar.feeds.add(keys: keys, columns: columns, handler: handler)
+    }
+
+    /// The changes in `scope`, as an `AsyncSequence`. The subscription ends when the iteration
+    /// does (the stream is released or its task cancelled) or the store closes.
+    ///
+    /// Compose with swift-async-algorithms for rate limits:
+    ///
+    /// ```swift
+    /// for await event in try store.changes(.row(42, \Row.count))
+    ///     .debounce(for: .milliseconds(100), clock: .continuous) {
+    ///     render(event)   // once a burst settles, with its latest value
+    /// }
+    /// ```
+    ///
+    /// - Parameter bufferingPolicy: What the stream keeps while nobody iterates: everything by
+    ///   default; `.bufferingNewest(1)` keeps only the latest event.
+    public func changes<Model: TrackedModel>(
+        _ scope: FeedScope<Model>,
+        bufferingPolicy: AsyncStream<ChangeEvent>.Continuation.BufferingPolicy = .unbounded
+    ) throws -> AsyncStream<ChangeEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ChangeEvent.self, bufferingPolicy: bufferingPolicy)
+        let token = try subscribe(to: scope) { continuation.yield($0) }
+        let mailbox = mailbox!
+        let subscription = token.subscriptionID
+        continuation.onTermination = { _ in mailbox.send(.streamTerminated(subscription: subscription)) }
+        // The stream's end cancels the subscription, not the token's release.
+        token.cancelsOnRelease = false
+        feedStreams[subscription] = continuation
+        return stream
+    }
+
+    /// Runs `body` and subscribes once to exactly the tracked cells it read, like
+    /// `withObservationTracking`.
+    ///
+    /// `onChange` runs once, for the first change to any of those cells (after the
+    /// transaction, for changes inside one); the subscription then ends. To keep tracking,
+    /// run `withTracking` again, typically from `onChange`, so that the cells read by the new
+    /// evaluation are the ones tracked next.
+    ///
+    /// ```swift
+    /// func render() {
+    ///     let (text, token) = store.withTracking { "\(row.title): \(row.count)" } onChange: { _ in
+    ///         render()  // re-arms with what the new evaluation reads
+    ///     }
+    ///     self.token = token
+    ///     print(text)
+    /// }
+    /// ```
+    ///
+    /// - Returns: What `body` returned, and the token of the subscription (cancel it to stop
+    ///   early; releasing it stops it too).
+    public func withTracking<Result>(
+        _ body: () throws -> Result,
+        onChange: @escaping (ChangeEvent) -> Void
+    ) rethrows -> (value: Result, token: FeedToken) {
+        let (value, cells) = try registrar.capturingAccess(body)
+        let keys = cells.map { FeedIndex.Key.cell($0) }
+        let token = registrar.feeds.add(keys: keys, columns: nil, isOneShot: true, handler: onChange)
+        return (value, token)
+    }
+
+    /// Runs `body` as one unit: feeds hear one event per subscriber and row when it ends, with
+    /// each column's first old and last new value; the changes commit in one SQLite
+    /// transaction. If `body` throws, its changes are undone and nobody hears of them.
+    ///
+    /// Transactions nest: an inner one that throws undoes only its own changes.
+    ///
+    /// ```swift
+    /// try store.transaction {
+    ///     for _ in 0..<100 { try store.increment(\Row.count, of: row) }
+    /// }   // row 42's subscribers hear one event: count 0 → 100
+    /// ```
+    public func transaction<Result>(_ body: () throws -> Result) rethrows -> Result {
+        registrar.beginTransaction()
+        do {
+            let result = try body()
+            registrar.endTransaction(succeeded: true)
+            return result
+        } catch {
+            registrar.endTransaction(succeeded: false)
+            throw error
+        }
+    }
+
+    /// Live feed subscriptions, for tests and diagnostics.
+    public var feedSubscriptionCount: Int { registrar.feeds.count }
+
+    /// Traps if a cancelled subscription is still indexed; for tests.
+    public func checkFeedInvariants() { registrar.feeds.checkInvariants() }
+
+    static func keys<Model>(of scope: FeedScope<Model>, table: Int) -> ([FeedIndex.Key], Set<Int>?) {
+        switch scope.shape {
+        case .cells(let key, let columns):
+            let row = RowReference(table: table, key: key)
+            return (columns.map { .cell(CellReference(row: row, column: $0)) }, Set(columns))
+        case .row(let key):
+            return ([.row(RowReference(table: table, key: key))], nil)
+        case .columns(let columns):
+            return (columns.map { .column(table: table, column: $0) }, Set(columns))
+        case .table:
+            return ([.table(table)], nil)
+        case .membership:
+            return ([.membership(table)], nil)
+        }
+    }
+}
