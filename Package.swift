@@ -8,10 +8,12 @@ let package = Package(
     products: [
         .library(name: "TrackedModels", targets: ["TrackedModels"]),
         .library(name: "TrackedModelsTesting", targets: ["TrackedModelsTesting"]),
+        .executable(name: "modelctl", targets: ["modelctl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/swiftlang/swift-syntax.git", "602.0.0"..<"604.0.0"),
         .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.4"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -32,6 +34,15 @@ let package = Package(
         ),
         .target(name: "TrackedModels", dependencies: ["CSQLite", "TrackedMacros"]),
         .target(name: "TrackedModelsTesting", dependencies: ["TrackedModels"]),
+        .target(name: "TrackedModelsBenchmarks", dependencies: ["TrackedModels"]),
+        .executableTarget(
+            name: "modelctl",
+            dependencies: [
+                "TrackedModels",
+                "TrackedModelsBenchmarks",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "tracked-increment-helper",
             dependencies: ["TrackedModels"],
@@ -47,6 +58,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "TrackedModelsTestingTests", dependencies: ["TrackedModelsTesting"]),
+        .testTarget(name: "modelctlTests", dependencies: ["modelctl"]),
         .testTarget(
             name: "TrackedMacrosTests",
             dependencies: [

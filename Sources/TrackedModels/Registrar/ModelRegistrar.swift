@@ -87,6 +87,16 @@ final class ModelRegistrar {
         if origin == .local { didQueueChange() }
     }
 
+    /// Detaches every object of a table, queues deleting all its rows, and tells the table's
+    /// subscribers to re-read (a reset).
+    func didDeleteAll(table: Int) {
+        for object in tables[table].objects.values { object._$tracking.registrar = nil }
+        tables[table].objects.removeAll()
+        pending.deleteAll(table: table)
+        feeds.deliverReset(table: table, origin: .local)
+        didQueueChange()
+    }
+
     func deletion(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin) -> ChangeEvent {
         let changes = tables[table].schema.columns.enumerated().map { index, column in
             ColumnChange(column: column.name, index: index, old: values[index], new: .null)

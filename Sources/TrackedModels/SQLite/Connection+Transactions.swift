@@ -1,7 +1,7 @@
 /// How a transaction takes its locks.
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/lang_transaction.html>
-enum TransactionKind: String, Sendable {
+package enum TransactionKind: String, Sendable {
     /// Takes no lock until the first read or write.
     case deferred = "DEFERRED"
     /// Takes the write lock at `BEGIN`, so a busy database fails early instead of half-way.
@@ -13,7 +13,7 @@ extension Connection {
     ///
     /// Inside an open transaction, the call nests through a savepoint that is released on
     /// success and rolled back on failure, leaving the outer transaction open.
-    func withTransaction<Result>(_ kind: TransactionKind = .deferred, _ body: () throws -> Result) throws -> Result {
+    package func withTransaction<Result>(_ kind: TransactionKind = .deferred, _ body: () throws -> Result) throws -> Result {
         if isInTransaction {
             return try withSavepoint(body)
         }

@@ -12,7 +12,7 @@ public enum DatabaseLocation: Sendable, Hashable {
 }
 
 /// How a connection opens its database.
-enum OpenMode: Sendable {
+package enum OpenMode: Sendable {
     case readOnly
     case readWrite
     case readWriteCreate
@@ -27,7 +27,7 @@ enum OpenMode: Sendable {
 /// database connection nor any object derived from database connection, such as a prepared
 /// statement, is used in two or more threads at the same time."
 /// (<https://www.sqlite.org/threadsafe.html>)
-final class Connection {
+package final class Connection {
     let handle: OpaquePointer
     /// The file name SQLite was given (absolute), or the private in-memory name.
     let filename: String
@@ -42,7 +42,7 @@ final class Connection {
     ///   - mode: Read-only, read-write, or read-write creating the file when missing.
     ///   - busyTimeout: How long a statement waits on another connection's lock before it fails
     ///     with `SQLITE_BUSY`.
-    init(filename: String, mode: OpenMode, busyTimeout: Duration) throws {
+    package init(filename: String, mode: OpenMode, busyTimeout: Duration) throws {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         switch mode {
         case .readOnly: flags |= SQLITE_OPEN_READONLY
@@ -86,7 +86,7 @@ final class Connection {
     }
 
     /// Resolves a user-given path into the absolute file name handed to SQLite.
-    static func absoluteFilename(_ path: String) -> String {
+    package static func absoluteFilename(_ path: String) -> String {
         if path.hasPrefix("/") { return URL(fileURLWithPath: path).standardizedFileURL.path }
         let cwd = FileManager.default.currentDirectoryPath
         return URL(fileURLWithPath: cwd).appendingPathComponent(path).standardizedFileURL.path
@@ -105,7 +105,7 @@ final class Connection {
 
     /// Compiles one statement. Trailing text after the first statement is an error, so that a
     /// second statement is never silently ignored.
-    func makeStatement(_ sql: String) throws -> Statement {
+    package func makeStatement(_ sql: String) throws -> Statement {
         var statementHandle: OpaquePointer?
         var tail: UnsafePointer<CChar>?
         let code = sql.withCString { sqlite3_prepare_v3(handle, $0, -1, 0, &statementHandle, &tail) }
@@ -136,7 +136,7 @@ final class Connection {
     }
 
     /// Runs SQL that may hold several statements, none of which returns rows worth reading.
-    func execute(_ sql: String) throws {
+    package func execute(_ sql: String) throws {
         try forEachStatement(in: sql) { statement in
             try statement.run()
         }

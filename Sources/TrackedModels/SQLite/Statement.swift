@@ -6,7 +6,7 @@ import Foundation
 /// Bound values are never copied into errors: a failing statement reports its SQL only.
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/c3ref/stmt.html>
-final class Statement {
+package final class Statement {
     let handle: OpaquePointer
     let sql: String
     private unowned let connection: Connection
@@ -100,7 +100,7 @@ final class Statement {
     }
 
     /// Runs the statement to completion with the given arguments, ignoring rows.
-    func run(_ arguments: [SQLValue] = []) throws {
+    package func run(_ arguments: [SQLValue] = []) throws {
         if !arguments.isEmpty { try bind(arguments) }
         defer { reset() }
         while try step() {}

@@ -75,6 +75,19 @@ extension ModelStore {
         registrar.didDelete(object, table: table, origin: .local)
     }
 
+    /// Deletes every row of a model's table (written behind) and detaches its objects.
+    ///
+    /// Subscribers of the table hear a ``ChangeEvent/Kind/reset`` rather than one deletion per
+    /// row.
+    ///
+    /// ```swift
+    /// try store.deleteAll(Row.self)
+    /// ```
+    public func deleteAll<Model: TrackedModel>(_ type: Model.Type) throws {
+        try checkOpen("delete")
+        registrar.didDeleteAll(table: try registrar.tableIndex(of: type))
+    }
+
     /// Adds to an integer property so that concurrent writers never lose an increment.
     ///
     /// The object changes at once (subscribers hear it); the writer stores

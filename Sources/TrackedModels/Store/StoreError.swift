@@ -29,6 +29,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let insertFailed = Code(name: "insertFailed")
         /// An increment would overflow the property's integer type; nothing changed.
         public static let overflow = Code(name: "overflow")
+        /// SQL that would change the database was given where only reads are allowed.
+        public static let notReadOnly = Code(name: "notReadOnly")
         /// The row is missing from the table.
         public static let rowNotFound = Code(name: "rowNotFound")
     }

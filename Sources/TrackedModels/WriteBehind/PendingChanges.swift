@@ -38,6 +38,11 @@ struct PendingChanges {
         slots.append(.ready(.delete(row: row)))
     }
 
+    mutating func deleteAll(table: Int) {
+        for row in openUpdates.keys where row.table == table { close(row) }
+        slots.append(.ready(.deleteAll(table: table)))
+    }
+
     /// Stops coalescing into a row's open update: later writes go into a new update.
     private mutating func close(_ row: RowReference) {
         guard let cells = openUpdates.removeValue(forKey: row),
@@ -91,6 +96,8 @@ struct PendingChanges {
                 for cell in cells { write(cell.write, to: CellReference(row: row, column: cell.column)) }
             case .delete(let row):
                 delete(row)
+            case .deleteAll(let table):
+                deleteAll(table: table)
             }
         }
     }
@@ -136,6 +143,8 @@ extension WriteOperation {
             return "update \(schema.name) \(row.key): \(pairs.joined(separator: ", "))"
         case .delete(let row):
             return "delete from \(tables[row.table].name) \(row.key)"
+        case .deleteAll(let table):
+            return "delete every row from \(tables[table].name)"
         }
     }
 }

@@ -119,6 +119,8 @@ final class WriteBehindWriter: @unchecked Sendable {
                 while try statement.step() {}
             case .delete(let row):
                 try statement(.delete(table: row.table), on: connection).run([row.key])
+            case .deleteAll(let table):
+                try connection.execute("DELETE FROM \(quoteIdentifier(tables[table].name))")
             }
             statistics.withLock { $0.rowStatements += 1 }
         }

@@ -43,6 +43,8 @@ enum WriteOperation: Sendable {
     /// Writes changed cells of one row, in column order.
     case update(row: RowReference, cells: [(column: Int, write: CellWrite)])
     case delete(row: RowReference)
+    /// Deletes every row of a table.
+    case deleteAll(table: Int)
 }
 
 /// The operations of one flush: committed in one transaction, in order.

@@ -1,0 +1,41 @@
+/// Why migrations could not be read, checked or applied; it names the file and, for a failing
+/// statement, the statement and SQLite's message.
+public struct MigrationError: Error, Sendable, CustomStringConvertible {
+    /// The kind of a ``MigrationError``.
+    public enum Code: Sendable, Hashable {
+        /// A file in the folder is not named `NNNN_name.sql`.
+        case malformedName
+        /// Two files share a version.
+        case duplicateVersion
+        /// Versions do not run 1, 2, 3, ... without a hole.
+        case gap
+        /// An applied migration's file changed since it was applied.
+        case checksumMismatch
+        /// An applied migration has no file.
+        case missingFile
+        /// A statement failed; the database stays at the previous version.
+        case statementFailed
+        /// The requested target version does not exist.
+        case unknownVersion
+        /// The migrations folder cannot be read.
+        case unreadableDirectory
+    }
+
+    public var code: Code
+    public var message: String
+    /// The file concerned, when there is one.
+    public var file: String?
+    /// The SQLite error underneath a failing statement.
+    public var underlying: SQLiteError?
+
+    public var description: String {
+        var text = message
+        if let underlying { text += " (SQLite \(underlying.code.rawValue): \(underlying.message))" }
+        return text
+    }
+
+    /// Whether the migration set itself is wrong (as opposed to a statement failing).
+    public var isBadMigrationSet: Bool {
+        code != .statementFailed
+    }
+}

@@ -1,0 +1,153 @@
+/// Applies migrations in version order, each in its own transaction, and records them with
+/// their checksum in `trackedmodels_migrations`.
+///
+/// A failing statement rolls its migration back and leaves the database at the last good
+/// version. An applied migration whose SQL changed, or that is no longer in the set, stops
+/// every operation until it is put back. Two processes migrating at once are safe: one
+/// applies, the other waits for the write lock and then finds nothing to do.
+///
+/// ```swift
+/// let migrator = try SchemaMigrator(MigrationDirectory.migrations(in: schemasFolder))
+/// let applied = try migrator.migrate(databaseAt: "model.sqlite")
+/// ```
+public struct SchemaMigrator: Sendable {
+    /// The bookkeeping table.
+    public static let tableName = "trackedmodels_migrations"
+    public let migrations: [Migration]
+    /// How long to wait for another process's lock: 30 s.
+    public var busyTimeout: Duration = .seconds(30)
+
+    /// - Throws: ``MigrationError`` for duplicate versions or gaps.
+    public init(_ migrations: [Migration]) throws {
+        self.migrations = try MigrationDirectory.validated(migrations)
+    }
+
+    /// The version the set ends at (0 for an empty set).
+    public var latestVersion: Int { migrations.last?.version ?? 0 }
+
+    /// Where a database stands.
+    public struct Status: Sendable, Hashable {
+        public var applied: [AppliedMigration]
+        /// Migrations not applied yet, in order.
+        public var pending: [Migration]
+        /// Problems with what was applied (edited or missing files); empty when in sync.
+        public var drift: [MigrationError]
+
+        public var currentVersion: Int { applied.last?.version ?? 0 }
+    }
+
+    /// Reads where a database stands, without changing it. A database without the
+    /// bookkeeping table is at version 0.
+    public func status(databaseAt path: String) throws -> Status {
+        let connection = try Connection(filename: Connection.absoluteFilename(path), mode: .readOnly, busyTimeout: busyTimeout)
+        return try status(on: connection)
+    }
+
+    /// The migrations ``migrate(databaseAt:upTo:)`` would apply, in order, without applying them.
+    public func plan(databaseAt path: String, upTo target: Int? = nil) throws -> [Migration] {
+        let status = try status(databaseAt: path)
+        if let first = status.drift.first { throw first }
+        return try pending(status.pending, upTo: target)
+    }
+
+    /// Applies every pending migration up to `target` (the latest by default).
+    ///
+    /// - Returns: The migrations this call applied (empty when up to date, also when another
+    ///   process applied them first).
+    /// - Throws: ``MigrationError``: drift in what was applied (nothing runs), or a failing
+    ///   statement (its migration is rolled back; earlier ones stay applied).
+    @discardableResult
+    public func migrate(databaseAt path: String, upTo target: Int? = nil) throws -> [Migration] {
+        let connection = try Connection(filename: Connection.absoluteFilename(path), mode: .readWriteCreate, busyTimeout: busyTimeout)
+        try connection.execute("PRAGMA journal_mode = WAL")
+        _ = try pending(migrations, upTo: target)
+        var applied: [Migration] = []
+        while true {
+            let next: Migration? = try connection.withTransaction(.immediate) {
+                try connection.execute("""
+                    CREATE TABLE IF NOT EXISTS \(Self.tableName) (
+                        version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL
+                    )
+                    """)
+                let status = try status(on: connection)
+                if let first = status.drift.first { throw first }
+                guard let migration = try pending(status.pending, upTo: target).first else { return nil }
+                try run(migration, on: connection)
+                try connection.makeStatement("INSERT INTO \(Self.tableName) (version, name, checksum, applied_at) VALUES (?, ?, ?, datetime('now'))")
+                    .run([.integer(Int64(migration.version)), .text(migration.name), .text(migration.checksum)])
+                return migration
+            }
+            guard let next else { return applied }
+            applied.append(next)
+        }
+    }
+
+    // MARK: - Internals
+
+    private func pending(_ pending: [Migration], upTo target: Int?) throws -> [Migration] {
+        guard let target else { return pending }
+        guard (0...latestVersion).contains(target) else {
+            throw MigrationError(code: .unknownVersion, message: "there is no migration version \(target); the latest is \(latestVersion)")
+        }
+        return pending.filter { $0.version <= target }
+    }
+
+    private func run(_ migration: Migration, on connection: Connection) throws {
+        do {
+            try connection.forEachStatement(in: migration.sql) { try $0.run() }
+        } catch let error as SQLiteError {
+            throw MigrationError(
+                code: .statementFailed,
+                message: "migration \(migration.fileName) failed at statement `\(error.sql ?? "?")`; the database stays at version \(migration.version - 1); fix the migration and run it again",
+                file: migration.fileName,
+                underlying: error
+            )
+        }
+    }
+
+    private func status(on connection: Connection) throws -> Status {
+        let exists = try connection.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(Self.tableName)])
+        var applied: [AppliedMigration] = []
+        if exists == .integer(1) {
+            for row in try connection.makeStatement("SELECT version, name, checksum, applied_at FROM \(Self.tableName) ORDER BY version").rows() {
+                guard case .integer(let version) = row[0], case .text(let name) = row[1],
+                      case .text(let checksum) = row[2], case .text(let appliedAt) = row[3]
+                else { continue }
+                applied.append(AppliedMigration(version: Int(version), name: name, checksum: checksum, appliedAt: appliedAt))
+            }
+        }
+        let byVersion = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
+        var drift: [MigrationError] = []
+        for record in applied {
+            let fileName = Migration(version: record.version, name: record.name, sql: "").fileName
+            guard let migration = byVersion[record.version], migration.name == record.name else {
+                drift.append(MigrationError(
+                    code: .missingFile,
+                    message: "applied migration \(fileName) is missing from the migrations folder; restore the file",
+                    file: fileName
+                ))
+                continue
+            }
+            if migration.checksum != record.checksum {
+                drift.append(MigrationError(
+                    code: .checksumMismatch,
+                    message: "migration \(fileName) was edited after it was applied (checksum \(migration.checksum), applied \(record.checksum)); restore it and put the change in a new migration",
+                    file: fileName
+                ))
+            }
+        }
+        let appliedVersions = Set(applied.map(\.version))
+        return Status(applied: applied, pending: migrations.filter { !appliedVersions.contains($0.version) }, drift: drift)
+    }
+}
+
+extension MigrationError: Hashable {
+    public static func == (lhs: MigrationError, rhs: MigrationError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.file == rhs.file
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+    }
+}

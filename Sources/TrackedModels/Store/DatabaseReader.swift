@@ -1,0 +1,57 @@
+/// Runs read-only SQL on a database file: for inspection, reports and tools.
+///
+/// The file is opened read-only and never created. Every statement of the SQL is compiled and
+/// checked before any runs, so a string that hides a write among reads changes nothing.
+///
+/// ```swift
+/// let reader = try DatabaseReader(path: "model.sqlite")
+/// let result = try reader.query("SELECT id, count FROM rows WHERE count > ?", [10])
+/// print(result.columns, result.rows.count)
+/// ```
+public final class DatabaseReader {
+    private let connection: Connection
+
+    /// Opens a database read-only.
+    ///
+    /// - Throws: ``SQLiteError`` with ``ResultCode/cannotOpen`` when there is no such file.
+    public init(path: String, busyTimeout: Duration = .seconds(5)) throws {
+        connection = try Connection(filename: Connection.absoluteFilename(path), mode: .readOnly, busyTimeout: busyTimeout)
+    }
+
+    /// The result of a query: column names and rows of values.
+    public struct Result: Sendable, Hashable {
+        public var columns: [String]
+        public var rows: [[SQLValue]]
+    }
+
+    /// Runs read-only SQL and returns the rows of its last statement.
+    ///
+    /// - Parameters:
+    ///   - sql: One or more statements; each must be read-only.
+    ///   - arguments: Values for the `?` placeholders of the last statement.
+    ///   - limit: Stop after this many rows.
+    /// - Throws: ``StoreError`` with code ``StoreError/Code/notReadOnly`` naming the first
+    ///   statement that would write (nothing has run then), or SQLite's error.
+    public func query(_ sql: String, _ arguments: [SQLValue] = [], limit: Int? = nil) throws -> Result {
+        var statements: [Statement] = []
+        try connection.forEachStatement(in: sql) { statement in
+            guard statement.isReadOnly else {
+                throw StoreError(
+                    code: .notReadOnly,
+                    message: "statement \(statements.count + 1) would change the database: `\(statement.sql)`; nothing ran. Only read-only SQL (SELECT, read-only PRAGMA, EXPLAIN) is allowed here"
+                )
+            }
+            statements.append(statement)
+        }
+        guard let last = statements.popLast() else { return Result(columns: [], rows: []) }
+        for statement in statements { try statement.run() }
+        try last.bind(arguments)
+        defer { last.reset() }
+        let columns = (0..<last.columnCount).map(last.columnName(at:))
+        var rows: [[SQLValue]] = []
+        while rows.count < (limit ?? .max), try last.step() {
+            rows.append((0..<columns.count).map(last.value(at:)))
+        }
+        return Result(columns: columns, rows: rows)
+    }
+}

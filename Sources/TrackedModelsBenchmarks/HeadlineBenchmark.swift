@@ -1,0 +1,188 @@
+import Foundation
+import Observation
+import TrackedModels
+
+/// The headline measurement: what one bump costs and whom it notifies, for TrackedModels with
+/// per-row subscribers, the trap shape, Apple's `@Observable` with per-row tracking, and an
+/// object-level baseline; plus flush throughput against a raw prepared-statement loop.
+///
+/// Every figure comes from the same run, so ratios hold on a noisy machine; each is the median
+/// of several rounds.
+///
+/// ```swift
+/// let report = try await HeadlineBenchmark(rows: 1_000).run(in: temporaryFolder)
+/// print(report.table)
+/// ```
+@MainActor
+public struct HeadlineBenchmark {
+    public var rows: Int
+    /// Bumps per round for the contenders that notify one subscriber.
+    public var bumps = 20_000
+    /// Rounds per figure; the median is reported.
+    public var rounds = 5
+    /// At most this many events per round for the contenders that notify everyone.
+    public var eventBudget = 2_000_000
+
+    public init(rows: Int) {
+        self.rows = rows
+    }
+
+    /// Runs every measurement, with a database file in `folder`.
+    public func run(in folder: String) async throws -> HeadlineReport {
+        let path = URL(fileURLWithPath: folder).appendingPathComponent("bench-\(UUID().uuidString).sqlite").path
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        var configuration = ModelStore.Configuration()
+        configuration.createsMissingTables = true
+        let store = try ModelStore(.file(path), models: [BenchmarkRow.self], configuration: configuration)
+        try await store.insert(contentsOf: (0..<Int64(rows)).map { BenchmarkRow(id: $0, title: "Row \($0)", count: 0) })
+        let objects = try store.fetch(BenchmarkRow.self, orderBy: "id")
+        let wideBumps = max(3, min(bumps, eventBudget / max(rows, 1)))
+
+        let perRow = try await trackedPerRow(store, objects)
+        let trap = try trackedTrap(store, objects, bumps: wideBumps)
+        let observable = observablePerRow()
+        let objectLevel = objectLevelBaseline(bumps: wideBumps)
+        try await store.flush()
+        let (flushRows, flushRate) = try await flushThroughput(store, objects)
+        let rawRate = try rawUpdateThroughput(path: path, rows: flushRows)
+        let tracked = trackedAssignment(objects[0])
+        let plain = observableAssignment()
+        try await store.close()
+        return HeadlineReport(
+            rows: rows, contenders: [perRow, trap, observable, objectLevel],
+            flushRows: flushRows, flushRowsPerSecond: flushRate, rawRowsPerSecond: rawRate,
+            trackedAssignmentNs: tracked, observableAssignmentNs: plain
+        )
+    }
+
+    // MARK: - Contenders
+
+    private func trackedPerRow(_ store: ModelStore, _ objects: [BenchmarkRow]) async throws -> HeadlineReport.Contender {
+        var events = 0
+        var tokens = try objects.map { row in try store.subscribe(to: .object(row, \BenchmarkRow.count)) { _ in events += 1 } }
+        tokens.append(try store.subscribe(to: .membership(BenchmarkRow.self)) { _ in events += 1 })
+        let ns = try await measureAsync(bumps: bumps) { sequence in
+            for _ in 0..<bumps { objects[sequence.next()].count += 1 }
+            try await store.flush()
+        }
+        tokens.removeAll()
+        return .init(name: "tracked-per-row", eventsPerBump: Double(events) / Double(bumps * rounds), nsPerBump: ns, bumps: bumps)
+    }
+
+    private func trackedTrap(_ store: ModelStore, _ objects: [BenchmarkRow], bumps: Int) throws -> HeadlineReport.Contender {
+        var events = 0
+        var tokens = try objects.map { _ in try store.subscribe(to: .table(BenchmarkRow.self)) { _ in events += 1 } }
+        let ns = measure(bumps: bumps) { sequence in
+            for _ in 0..<bumps { objects[sequence.next()].count += 1 }
+        }
+        tokens.removeAll()
+        return .init(name: "tracked-trap", eventsPerBump: Double(events) / Double(bumps * rounds), nsPerBump: ns, bumps: bumps)
+    }
+
+    private func observablePerRow() -> HeadlineReport.Contender {
+        let objects = (0..<Int64(rows)).map { ObservableRow(id: $0, title: "Row \($0)", count: 0) }
+        let events = EventCounter()
+        func track(_ row: ObservableRow) {
+            withObservationTracking { _ = row.count } onChange: { events.increment() }
+        }
+        objects.forEach(track)
+        let ns = measure(bumps: bumps) { sequence in
+            for _ in 0..<bumps {
+                let row = objects[sequence.next()]
+                row.count += 1
+                track(row)  // re-arm after each fire, as a view re-rendering would
+            }
+        }
+        return .init(name: "observable-per-row", eventsPerBump: Double(events.value) / Double(bumps * rounds), nsPerBump: ns, bumps: bumps)
+    }
+
+    private func objectLevelBaseline(bumps: Int) -> HeadlineReport.Contender {
+        let list = ObjectLevelList(rows: rows)
+        var events = 0
+        for _ in 0...rows { list.subscribe { events += 1 } }  // one per row, and the list's
+        let ns = measure(bumps: bumps) { sequence in
+            for _ in 0..<bumps { list.bump(sequence.next()) }
+        }
+        return .init(name: "object-level", eventsPerBump: Double(events) / Double(bumps * rounds), nsPerBump: ns, bumps: bumps)
+    }
+
+    // MARK: - Throughput
+
+    private func flushThroughput(_ store: ModelStore, _ objects: [BenchmarkRow]) async throws -> (Int, Double) {
+        let count = min(objects.count, 100_000)
+        var samples: [Double] = []
+        for round in 0..<rounds {
+            for row in objects.prefix(count) { row.title = "Row \(row.id) v\(round)" }
+            let start = ContinuousClock.now
+            try await store.flush()
+            samples.append(Double(count) / (ContinuousClock.now - start).seconds)
+        }
+        return (count, median(samples))
+    }
+
+    private func rawUpdateThroughput(path: String, rows count: Int) throws -> Double {
+        let connection = try Connection(filename: path, mode: .readWrite, busyTimeout: .seconds(5))
+        try connection.execute("PRAGMA synchronous = NORMAL")
+        let statement = try connection.makeStatement("UPDATE rows SET title = ? WHERE id = ?")
+        var samples: [Double] = []
+        for round in 0..<rounds {
+            let start = ContinuousClock.now
+            try connection.withTransaction(.immediate) {
+                for id in 0..<Int64(count) {
+                    try statement.run([.text("Row \(id) raw\(round)"), .integer(id)])
+                }
+            }
+            samples.append(Double(count) / (ContinuousClock.now - start).seconds)
+        }
+        return median(samples)
+    }
+
+    private func trackedAssignment(_ row: BenchmarkRow) -> Double {
+        measure(bumps: bumps * 10) { _ in
+            for value in 0..<Int64(bumps * 10) { row.count = value }
+        }
+    }
+
+    private func observableAssignment() -> Double {
+        let row = ObservableRow(id: 0, title: "Row 0", count: 0)
+        return measure(bumps: bumps * 10) { _ in
+            for value in 0..<Int64(bumps * 10) { row.count = value }
+        }
+    }
+
+    // MARK: - Timing
+
+    private func measure(bumps: Int, _ body: (inout RowSequence) -> Void) -> Double {
+        var sequence = RowSequence(rows: rows)
+        let samples = (0..<rounds).map { _ in
+            let start = ContinuousClock.now
+            body(&sequence)
+            return (ContinuousClock.now - start).seconds * 1e9 / Double(bumps)
+        }
+        return median(samples)
+    }
+
+    private func measureAsync(bumps: Int, _ body: (inout RowSequence) async throws -> Void) async throws -> Double {
+        var sequence = RowSequence(rows: rows)
+        var samples: [Double] = []
+        for _ in 0..<rounds {
+            let start = ContinuousClock.now
+            try await body(&sequence)
+            samples.append((ContinuousClock.now - start).seconds * 1e9 / Double(bumps))
+        }
+        return median(samples)
+    }
+
+    private func median(_ samples: [Double]) -> Double {
+        let sorted = samples.sorted()
+        return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+    }
+}
+
+extension Duration {
+    fileprivate var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

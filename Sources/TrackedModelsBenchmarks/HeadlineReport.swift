@@ -1,0 +1,63 @@
+/// The figures of one ``HeadlineBenchmark`` run, all measured in the same process.
+public struct HeadlineReport: Sendable {
+    public struct Contender: Sendable {
+        /// `tracked-per-row`, `tracked-trap`, `observable-per-row` or `object-level`.
+        public var name: String
+        public var eventsPerBump: Double
+        /// The median over rounds of the mean cost of one bump.
+        public var nsPerBump: Double
+        /// Bumps measured per round.
+        public var bumps: Int
+    }
+
+    public var rows: Int
+    public var contenders: [Contender]
+    /// Rows changed in each measured flush.
+    public var flushRows: Int
+    /// Rows per second that `flush()` commits (one changed column per row).
+    public var flushRowsPerSecond: Double
+    /// Rows per second of a raw prepared `UPDATE` loop in one transaction on the same file.
+    public var rawRowsPerSecond: Double
+    /// ns per tracked assignment with nobody subscribed (registrar, Observation, write-behind).
+    public var trackedAssignmentNs: Double
+    /// ns per assignment to a plain `@Observable` property with nobody observing.
+    public var observableAssignmentNs: Double
+
+    /// One JSON object (`modelctl bench --json`).
+    public var json: String {
+        let results = contenders.map {
+            "{\"name\": \"\($0.name)\", \"events_per_bump\": \(number($0.eventsPerBump)), \"ns_per_bump\": \(number($0.nsPerBump)), \"bumps\": \($0.bumps)}"
+        }
+        return """
+            {"rows": \(rows), "results": [\(results.joined(separator: ", "))], \
+            "flush": {"rows": \(flushRows), "rows_per_s": \(number(flushRowsPerSecond)), "raw_rows_per_s": \(number(rawRowsPerSecond))}, \
+            "assignment": {"tracked_ns": \(number(trackedAssignmentNs)), "observable_ns": \(number(observableAssignmentNs))}}
+            """
+    }
+
+    /// A table for people.
+    public var table: String {
+        var lines = ["rows: \(rows)", pad("contender", 22) + pad("events/bump", 14) + "ns/bump"]
+        for contender in contenders {
+            lines.append(pad(contender.name, 22) + pad(number(contender.eventsPerBump), 14) + number(contender.nsPerBump))
+        }
+        lines.append("flush: \(number(flushRowsPerSecond)) rows/s over \(flushRows) rows; raw prepared UPDATE loop: \(number(rawRowsPerSecond)) rows/s (ratio \(number(flushRowsPerSecond / rawRowsPerSecond, digits: 2)))")
+        lines.append("assignment: tracked \(number(trackedAssignmentNs)) ns, @Observable \(number(observableAssignmentNs)) ns (ratio \(number(trackedAssignmentNs / observableAssignmentNs, digits: 2)))")
+        return lines.joined(separator: "\n")
+    }
+
+    private func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    }
+
+    private func number(_ value: Double, digits: Int = 1) -> String {
+        guard value.isFinite else { return "null" }
+        let scale = Double(Int(pow10(digits)))
+        let rounded = (value * scale).rounded() / scale
+        return rounded == rounded.rounded() ? String(Int64(rounded)) : String(rounded)
+    }
+
+    private func pow10(_ digits: Int) -> Double {
+        (0..<digits).reduce(1) { result, _ in result * 10 }
+    }
+}

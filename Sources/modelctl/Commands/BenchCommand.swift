@@ -1,0 +1,41 @@
+import ArgumentParser
+import Foundation
+import TrackedModelsBenchmarks
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure the headline table: events and ns per bump, and flush throughput.",
+        discussion: """
+            Runs in a temporary database, never --db. Build in release mode for real figures: \
+            swift run -c release modelctl bench --rows 100000
+            """
+    )
+
+    @Option(help: "How many rows the list has.")
+    var rows = 1_000
+
+    @Option(help: "Bumps per round for the contenders that notify one subscriber.")
+    var bumps = 20_000
+
+    @Flag(help: "Print one JSON object instead of a table.")
+    var json = false
+
+    func validate() throws {
+        guard rows >= 1 else { throw ValidationError("--rows must be at least 1, not \(rows)") }
+        guard bumps >= 1 else { throw ValidationError("--bumps must be at least 1, not \(bumps)") }
+    }
+
+    func run() async throws {
+        try await reportingErrors(operation: "bench", path: FileManager.default.temporaryDirectory.path) {
+            try await bench()
+        }
+    }
+
+    @MainActor private func bench() async throws {
+        var benchmark = HeadlineBenchmark(rows: rows)
+        benchmark.bumps = bumps
+        let report = try await benchmark.run(in: FileManager.default.temporaryDirectory.path)
+        print(json ? report.json : report.table)
+    }
+}

@@ -1,0 +1,137 @@
+import ArgumentParser
+import Foundation
+import TrackedModels
+
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Apply, plan, check and create schema migrations.",
+        subcommands: [Status.self, Up.self, Plan.self, Verify.self, New.self],
+        defaultSubcommand: Status.self
+    )
+}
+
+extension MigrateCommand {
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the database's version, and what is pending or drifted.")
+
+        @OptionGroup var options: DatabaseOptions
+
+        func run() async throws {
+            try await reportingErrors(operation: "migrate status", path: options.path) {
+                try options.requireExistingDatabase(for: "migrate status")
+                let migrator = try options.migrator()
+                let status = try migrator.status(databaseAt: options.path)
+                print("version \(status.currentVersion) of \(migrator.latestVersion)")
+                for migration in status.applied {
+                    print("  applied  \(Migration(version: migration.version, name: migration.name, sql: "").fileName)  \(migration.appliedAt)")
+                }
+                for migration in status.pending { print("  pending  \(migration.fileName)") }
+                for problem in status.drift { print("  drift    \(problem.message)") }
+            }
+        }
+    }
+
+    struct Up: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Apply pending migrations, each in its own transaction.",
+            discussion: "A failing migration is rolled back and the database stays at the last good version (exit 65)."
+        )
+
+        @OptionGroup var options: DatabaseOptions
+
+        @Option(help: "Stop at this version instead of the latest.")
+        var to: Int?
+
+        func run() async throws {
+            try await reportingErrors(operation: "migrate up", path: options.path) {
+                let migrator = try options.migrator()
+                let applied = try migrator.migrate(databaseAt: options.path, upTo: to)
+                for migration in applied { print("applied \(migration.fileName)") }
+                let version = try migrator.status(databaseAt: options.path).currentVersion
+                print(applied.isEmpty ? "already at version \(version)" : "now at version \(version)")
+            }
+        }
+    }
+
+    struct Plan: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print what `migrate up` would run, without running it.")
+
+        @OptionGroup var options: DatabaseOptions
+
+        @Option(help: "Plan up to this version instead of the latest.")
+        var to: Int?
+
+        func run() async throws {
+            try await reportingErrors(operation: "migrate plan", path: options.path) {
+                let migrator = try options.migrator()
+                let plan = FileManager.default.fileExists(atPath: options.path)
+                    ? try migrator.plan(databaseAt: options.path, upTo: to)
+                    : migrator.migrations.filter { $0.version <= (to ?? migrator.latestVersion) }
+                if plan.isEmpty { print("nothing to apply") }
+                for migration in plan {
+                    print("-- \(migration.fileName)")
+                    print(migration.sql.trimmingCharacters(in: .whitespacesAndNewlines))
+                }
+            }
+        }
+    }
+
+    struct Verify: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check that applied migrations match their files; exit 78 on any drift.",
+            discussion: "Pending migrations are not drift: verify passes on a database that is behind."
+        )
+
+        @OptionGroup var options: DatabaseOptions
+
+        func run() async throws {
+            try await reportingErrors(operation: "migrate verify", path: options.path) {
+                try options.requireExistingDatabase(for: "migrate verify")
+                let status = try options.migrator().status(databaseAt: options.path)
+                if let first = status.drift.first {
+                    for problem in status.drift.dropFirst() {
+                        FileHandle.standardError.write(Data("modelctl: migrate verify \(options.path): \(problem.message)\n".utf8))
+                    }
+                    throw first
+                }
+                print("in sync: \(status.applied.count) applied, \(status.pending.count) pending")
+            }
+        }
+    }
+
+    struct New: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create the next migration file in the schemas folder (./Schemas by default).",
+            discussion: "Example: modelctl migrate new add_note_to_rows"
+        )
+
+        @OptionGroup var options: DatabaseOptions
+
+        @Argument(help: "The migration's name: lowercase letters, digits and underscores.")
+        var name: String
+
+        func validate() throws {
+            guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "_") }) else {
+                throw ValidationError("'\(name)' is not a migration name; use lowercase letters, digits and underscores, such as add_note_to_rows")
+            }
+        }
+
+        func run() async throws {
+            let folder = options.schemas ?? "Schemas"
+            try await reportingErrors(operation: "migrate new", path: folder) {
+                guard FileManager.default.fileExists(atPath: folder) else {
+                    throw CLIError(.missingInput, "migrate new: there is no folder \(folder); create it or pass --schemas DIR")
+                }
+                let existing = try MigrationDirectory.migrations(in: folder)
+                let migration = Migration(version: (existing.last?.version ?? 0) + 1, name: name, sql: "")
+                let path = URL(fileURLWithPath: folder).appendingPathComponent(migration.fileName).path
+                let template = "-- \(migration.fileName): describe the change, then write its SQL.\n"
+                guard FileManager.default.createFile(atPath: path, contents: Data(template.utf8)) else {
+                    throw CLIError(.ioError, "migrate new: cannot write \(path); check the folder's permissions")
+                }
+                print(path)
+            }
+        }
+    }
+}

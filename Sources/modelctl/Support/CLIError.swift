@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+import TrackedModels
+
+/// A failure to report on stderr with a sysexits.h exit code.
+struct CLIError: Error {
+    enum Status: Int32 {
+        case usage = 64
+        case dataError = 65
+        case missingInput = 66
+        case ioError = 74
+        case temporaryFailure = 75
+        case permissionDenied = 77
+        case configuration = 78
+    }
+
+    let status: Status
+    let message: String
+
+    init(_ status: Status, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    /// The status and message for any error the library throws.
+    init(_ error: any Error, operation: String, path: String) {
+        switch error {
+        case let error as CLIError:
+            self = error
+        case let error as SQLiteError:
+            self.init(sqlite: error, operation: operation, path: path)
+        case let error as StoreError:
+            let status: Status = switch error.code {
+            case .schemaMismatch: .configuration
+            case .notReadOnly: .usage
+            case .closed: .ioError
+            default: .dataError
+            }
+            if let underlying = error.underlying as? SQLiteError, error.code == .insertFailed {
+                self.init(sqlite: underlying, operation: operation, path: path)
+            } else {
+                self.init(status, "\(operation) \(path): \(error)")
+            }
+        case let error as MigrationError:
+            self.init(error.isBadMigrationSet ? .configuration : .dataError, "\(operation) \(path): \(error)")
+        default:
+            self.init(.dataError, "\(operation) \(path): \(error)")
+        }
+    }
+
+    private init(sqlite error: SQLiteError, operation: String, path: String) {
+        let advice: String
+        let status: Status
+        switch error.code.primary {
+        case .busy, .locked:
+            (status, advice) = (.temporaryFailure, "another process holds the database; try again")
+        case .readOnly, .permission, .auth:
+            (status, advice) = (.permissionDenied, "check the file's permissions")
+        case .ioError, .full:
+            (status, advice) = (.ioError, "check the disk (space, errors)")
+        case .cannotOpen:
+            (status, advice) = (.missingInput, "check the path, or run `modelctl seed` to create it")
+        case .corrupt, .notADatabase:
+            (status, advice) = (.dataError, "the file is not a usable SQLite database; point --db at another file")
+        default:
+            (status, advice) = (.dataError, "see SQLite's message above")
+        }
+        var message = "\(operation) \(path): \(error.message) (SQLite code \(error.code.rawValue))"
+        if let sql = error.sql { message += "\n  in: \(sql)" }
+        self.init(status, message + "; " + advice)
+    }
+}
+
+/// Runs a command body, turning any error into a stderr message and a sysexits.h exit code.
+func reportingErrors(operation: String, path: String, _ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as ExitCode {
+        throw error
+    } catch let error as ValidationError {
+        throw error
+    } catch {
+        let failure = CLIError(error, operation: operation, path: path)
+        FileHandle.standardError.write(Data("modelctl: \(failure.message)\n".utf8))
+        throw ExitCode(failure.status.rawValue)
+    }
+}

@@ -1,0 +1,24 @@
+import TrackedModels
+
+/// The demo migrations, built into modelctl so that it works from any directory.
+///
+/// They are copies of the files in `Schemas/`; a test checks that both stay identical.
+enum DemoSchemas {
+    static let migrations: [Migration] = [
+        Migration(version: 1, name: "create_rows", sql: """
+            -- The demo dataset: one row per list item, bumped by `modelctl bump`.
+            -- STRICT, so that a value of the wrong type is an error instead of a silent conversion.
+            CREATE TABLE rows (
+                id INTEGER PRIMARY KEY,
+                title TEXT NOT NULL,
+                count INTEGER NOT NULL DEFAULT 0
+            ) STRICT;
+
+            """),
+        Migration(version: 2, name: "index_rows_by_count", sql: """
+            -- Queries for the busiest rows (`ORDER BY count DESC`) read this index instead of the table.
+            CREATE INDEX rows_by_count ON rows (count);
+
+            """),
+    ]
+}

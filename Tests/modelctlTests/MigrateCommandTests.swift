@@ -1,0 +1,109 @@
+import Foundation
+import Testing
+
+@Suite struct MigrateCommandTests {
+    @Test func theBuiltInMigrationsMatchTheSchemasFolder() async throws {
+        let workspace = try Workspace()
+        try await workspace.modelctl.run("seed", "--rows", "1")
+        let verify = try await workspace.modelctl.run("migrate", "verify", "--schemas", ModelCtlProcess.repositorySchemas)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(verify.stdout == "in sync: 2 applied, 0 pending\n")
+    }
+
+    @Test func statusPlanAndUpTo() async throws {
+        let workspace = try Workspace()
+        let plan = try await workspace.modelctl.run("migrate", "plan")
+        #expect(plan.stdout.contains("-- 0001_create_rows.sql"))
+        #expect(plan.stdout.contains("-- 0002_index_rows_by_count.sql"))
+        #expect(!FileManager.default.fileExists(atPath: workspace.modelctl.path("model.sqlite")))
+        let up = try await workspace.modelctl.run("migrate", "up", "--to", "1")
+        #expect(up.stdout == "applied 0001_create_rows.sql\nnow at version 1\n")
+        let status = try await workspace.modelctl.run("migrate", "status")
+        #expect(status.stdout.hasPrefix("version 1 of 2"))
+        #expect(status.stdout.contains("pending  0002_index_rows_by_count.sql"))
+        let rest = try await workspace.modelctl.run("migrate", "up")
+        #expect(rest.stdout == "applied 0002_index_rows_by_count.sql\nnow at version 2\n")
+        #expect(try await workspace.modelctl.run("migrate", "up").stdout == "already at version 2\n")
+    }
+
+    @Test func anEditedAppliedMigrationIsDrift() async throws {
+        let workspace = try Workspace()
+        let schemas = try workspace.copySchemas()
+        try await workspace.modelctl.run("migrate", "up", "--schemas", schemas)
+        let file = URL(fileURLWithPath: schemas).appendingPathComponent("0001_create_rows.sql")
+        try (try String(contentsOf: file, encoding: .utf8) + "\n-- edited\n").write(to: file, atomically: true, encoding: .utf8)
+        let verify = try await workspace.modelctl.run("migrate", "verify", "--schemas", schemas)
+        #expect(verify.status == 78)
+        #expect(verify.stderr.contains("0001_create_rows.sql was edited after it was applied"))
+        let up = try await workspace.modelctl.run("migrate", "up", "--schemas", schemas)
+        #expect(up.status == 78)
+    }
+
+    @Test func aMissingAppliedMigrationIsDrift() async throws {
+        let workspace = try Workspace()
+        let schemas = try workspace.copySchemas()
+        try await workspace.modelctl.run("migrate", "up", "--schemas", schemas)
+        try FileManager.default.removeItem(atPath: schemas + "/0002_index_rows_by_count.sql")
+        let verify = try await workspace.modelctl.run("migrate", "verify", "--schemas", schemas)
+        #expect(verify.status == 78)
+        #expect(verify.stderr.contains("0002_index_rows_by_count.sql is missing"))
+    }
+
+    @Test func aFailingMigrationLeavesTheDatabaseAtThePreviousVersion() async throws {
+        let workspace = try Workspace()
+        let schemas = try workspace.copySchemas()
+        try "CREATE TABLE notes (id INTEGER PRIMARY KEY);\nINSERT INTO missing_table VALUES (1);\n"
+            .write(toFile: schemas + "/0003_add_notes.sql", atomically: true, encoding: .utf8)
+        let up = try await workspace.modelctl.run("migrate", "up", "--schemas", schemas)
+        #expect(up.status == 65)
+        #expect(up.stderr.contains("0003_add_notes.sql failed at statement `INSERT INTO missing_table VALUES (1);`"))
+        #expect(up.stderr.contains("no such table: missing_table"))
+        #expect(up.stderr.contains("stays at version 2"))
+        let status = try await workspace.modelctl.run("migrate", "status", "--schemas", schemas)
+        #expect(status.stdout.hasPrefix("version 2 of 3"))
+        let tables = try await workspace.modelctl.run("query", "SELECT name FROM sqlite_master WHERE name = 'notes'", "--format", "csv")
+        #expect(tables.stdout == "name\r\n")
+    }
+
+    @Test func malformedDuplicateAndGappedSetsAreRefused() async throws {
+        let cases: [(file: String, message: String)] = [
+            ("3_bad.sql", "is not named NNNN_name.sql"),
+            ("0002_again.sql", "share version 2"),
+            ("0005_later.sql", "has version 5 but 3 was expected"),
+        ]
+        for (file, message) in cases {
+            let workspace = try Workspace()
+            let schemas = try workspace.copySchemas()
+            try "SELECT 1;".write(toFile: schemas + "/" + file, atomically: true, encoding: .utf8)
+            let up = try await workspace.modelctl.run("migrate", "up", "--schemas", schemas)
+            #expect(up.status == 78, "\(file)")
+            #expect(up.stderr.contains(message), "\(file): \(up.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: workspace.modelctl.path("model.sqlite")))
+        }
+    }
+
+    @Test func twoProcessesMigratingAtOnceApplyOnce() async throws {
+        let workspace = try Workspace()
+        let first = try workspace.modelctl.start(["migrate", "up"])
+        let second = try workspace.modelctl.start(["migrate", "up"])
+        for process in [first, second] {
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { process.waitUntilExit(); continuation.resume() }
+            }
+            #expect(process.terminationStatus == 0)
+        }
+        let applied = try await workspace.modelctl.run("query", "SELECT count(*) AS n FROM trackedmodels_migrations", "--format", "csv")
+        #expect(applied.stdout == "n\r\n2\r\n")
+    }
+
+    @Test func newCreatesTheNextFile() async throws {
+        let workspace = try Workspace()
+        let schemas = try workspace.copySchemas()
+        let new = try await workspace.modelctl.run("migrate", "new", "add_notes", "--schemas", schemas)
+        #expect(new.status == 0)
+        #expect(new.stdout.hasSuffix("Schemas/0003_add_notes.sql\n"))
+        #expect(FileManager.default.fileExists(atPath: schemas + "/0003_add_notes.sql"))
+        let bad = try await workspace.modelctl.run("migrate", "new", "Add Notes", "--schemas", schemas)
+        #expect(bad.status == 64)
+    }
+}

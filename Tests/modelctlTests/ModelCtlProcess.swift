@@ -1,0 +1,90 @@
+import Foundation
+
+/// Runs the built `modelctl` binary in a temporary directory.
+struct ModelCtlProcess {
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// A fresh working directory, removed by the caller's `TemporaryFolder`.
+    let directory: URL
+
+    static var executable: URL {
+        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: folder.appendingPathComponent("modelctl").path), folder.path != "/" {
+            folder.deleteLastPathComponent()
+        }
+        return folder.appendingPathComponent("modelctl")
+    }
+
+    /// The repository's `Schemas/` folder.
+    static var repositorySchemas: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Schemas").path
+    }
+
+    func path(_ name: String) -> String {
+        directory.appendingPathComponent(name).path
+    }
+
+    func start(_ arguments: [String], stdout: Pipe = Pipe(), stderr: Pipe = Pipe()) throws -> Process {
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "MODELCTL_DB")
+        process.environment = environment
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        return process
+    }
+
+    @discardableResult
+    func run(_ arguments: String...) async throws -> Output {
+        try await run(arguments)
+    }
+
+    func run(_ arguments: [String]) async throws -> Output {
+        let stdout = Pipe()
+        let stderr = Pipe()
+        let process = try start(arguments, stdout: stdout, stderr: stderr)
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let out = stdout.fileHandleForReading.readDataToEndOfFile()
+                let err = stderr.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                continuation.resume(returning: Output(
+                    status: process.terminationStatus,
+                    stdout: String(decoding: out, as: UTF8.self),
+                    stderr: String(decoding: err, as: UTF8.self)
+                ))
+            }
+        }
+    }
+}
+
+/// A temporary directory with a `modelctl` runner, removed when released.
+final class Workspace: Sendable {
+    let modelctl: ModelCtlProcess
+
+    init() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("modelctlTests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        modelctl = ModelCtlProcess(directory: url)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: modelctl.directory)
+    }
+
+    /// A copy of the repository's migrations in the workspace, to edit.
+    func copySchemas() throws -> String {
+        let target = modelctl.path("Schemas")
+        try FileManager.default.copyItem(atPath: ModelCtlProcess.repositorySchemas, toPath: target)
+        return target
+    }
+}

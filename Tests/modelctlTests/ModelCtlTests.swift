@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+
+@Suite struct ModelCtlTests {
+    private func rows(_ workspace: Workspace, _ arguments: String...) async throws -> [[String: Any]] {
+        let output = try await workspace.modelctl.run(["query", "--format", "json"] + arguments)
+        #expect(output.status == 0, "\(output.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [[String: Any]])
+    }
+
+    @Test func seedBumpQueryRoundTrip() async throws {
+        let workspace = try Workspace()
+        let seed = try await workspace.modelctl.run("seed")
+        #expect(seed.status == 0)
+        #expect(seed.stdout.hasPrefix("seeded 1000 rows into model.sqlite"))
+        #expect(seed.stderr.isEmpty)
+        let bump = try await workspace.modelctl.run("bump", "42", "--by", "3", "--times", "2")
+        #expect(bump.status == 0)
+        #expect(bump.stdout == "6\n")
+        let all = try await rows(workspace)
+        #expect(all.count == 1_000)
+        let bumped = try await rows(workspace, "--where", "count > 0")
+        #expect(bumped.count == 1)
+        #expect(bumped.first?["id"] as? Int == 42)
+        #expect(bumped.first?["title"] as? String == "Row 42")
+        #expect(bumped.first?["count"] as? Int == 6)
+        let csv = try await workspace.modelctl.run("query", "SELECT id, title FROM rows WHERE id IN (1, 2) ORDER BY id", "--format", "csv")
+        #expect(csv.stdout == "id,title\r\n1,Row 1\r\n2,Row 2\r\n")
+    }
+
+    @Test func theDatabaseComesFromTheEnvironmentOrDB() async throws {
+        let workspace = try Workspace()
+        #expect(try await workspace.modelctl.run("seed", "--rows", "3", "--db", "other.sqlite").status == 0)
+        #expect(FileManager.default.fileExists(atPath: workspace.modelctl.path("other.sqlite")))
+        #expect(!FileManager.default.fileExists(atPath: workspace.modelctl.path("model.sqlite")))
+    }
+
+    @Test func anUnknownIDIsAnErrorAndChangesNothing() async throws {
+        let workspace = try Workspace()
+        try await workspace.modelctl.run("seed", "--rows", "10")
+        let bump = try await workspace.modelctl.run("bump", "4242")
+        #expect(bump.status == 65)
+        #expect(bump.stdout.isEmpty)
+        #expect(bump.stderr.contains("bump model.sqlite: there is no row 4242; nothing changed"))
+        #expect(try await rows(workspace, "--where", "count != 0").isEmpty)
+    }
+
+    @Test func anOverflowingBumpIsAnErrorAndChangesNothing() async throws {
+        let workspace = try Workspace()
+        try await workspace.modelctl.run("seed", "--rows", "1")
+        let bump = try await workspace.modelctl.run("bump", "0", "--by", "9223372036854775807", "--times", "2")
+        #expect(bump.status == 65)
+        #expect(bump.stderr.contains("overflows"))
+        #expect(try await rows(workspace, "--where", "count != 0").isEmpty)
+    }
+
+    @Test func aWritingQueryIsRefusedAndChangesNothing() async throws {
+        let workspace = try Workspace()
+        try await workspace.modelctl.run("seed", "--rows", "10")
+        for sql in ["DELETE FROM rows", "SELECT 1; UPDATE rows SET count = 9", "SELECT 1;\nDROP TABLE rows"] {
+            let query = try await workspace.modelctl.run("query", sql)
+            #expect(query.status == 64)
+            #expect(query.stdout.isEmpty)
+            #expect(query.stderr.contains("would change the database"))
+        }
+        let all = try await rows(workspace)
+        #expect(all.count == 10)
+        #expect(all.allSatisfy { $0["count"] as? Int == 0 })
+    }
+
+    @Test func seedingANonEmptyTableNeedsReset() async throws {
+        let workspace = try Workspace()
+        try await workspace.modelctl.run("seed", "--rows", "5")
+        try await workspace.modelctl.run("bump", "1")
+        let again = try await workspace.modelctl.run("seed", "--rows", "5")
+        #expect(again.status == 65)
+        #expect(again.stderr.contains("already has 5 rows; pass --reset"))
+        #expect(try await rows(workspace, "--where", "count = 1").count == 1)
+        let reset = try await workspace.modelctl.run("seed", "--rows", "3", "--reset")
+        #expect(reset.status == 0)
+        let all = try await rows(workspace)
+        #expect(all.count == 3)
+        #expect(all.allSatisfy { $0["count"] as? Int == 0 })
+    }
+
+    @Test func aQueryOnAMissingFileFailsAndCreatesNothing() async throws {
+        let workspace = try Workspace()
+        let query = try await workspace.modelctl.run("query", "--db", "missing.sqlite")
+        #expect(query.status == 66)
+        #expect(query.stderr.contains("query missing.sqlite: there is no such database"))
+        #expect(!FileManager.default.fileExists(atPath: workspace.modelctl.path("missing.sqlite")))
+        #expect(try await workspace.modelctl.run("migrate", "status", "--db", "missing.sqlite").status == 66)
+        #expect(!FileManager.default.fileExists(atPath: workspace.modelctl.path("missing.sqlite")))
+    }
+
+    @Test func aFileThatIsNotADatabaseIsBadData() async throws {
+        let workspace = try Workspace()
+        try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: workspace.modelctl.path("junk.sqlite")))
+        for arguments in [["query", "--db", "junk.sqlite"], ["bump", "1", "--db", "junk.sqlite"]] {
+            let output = try await workspace.modelctl.run(arguments)
+            #expect(output.status == 65, "\(arguments): \(output.stderr)")
+            #expect(output.stderr.contains("not a database"))
+            #expect(output.stderr.split(separator: "\n").count <= 2)
+        }
+    }
+
+    @Test func twoBumpProcessesInParallelLoseNothing() async throws {
+        let workspace = try Workspace()
+        try await workspace.modelctl.run("seed", "--rows", "10")
+        async let first: Void = bumpRepeatedly(workspace, times: 25)
+        async let second: Void = bumpRepeatedly(workspace, times: 25)
+        _ = try await (first, second)
+        let row = try await rows(workspace, "--where", "id = 7")
+        #expect(row.first?["count"] as? Int == 50 * 4)
+    }
+
+    private func bumpRepeatedly(_ workspace: Workspace, times: Int) async throws {
+        for _ in 0..<times {
+            let output = try await workspace.modelctl.run("bump", "7", "--by", "2", "--times", "2")
+            #expect(output.status == 0, "\(output.stderr)")
+        }
+    }
+
+    @Test func helpListsEveryCommand() async throws {
+        let workspace = try Workspace()
+        let help = try await workspace.modelctl.run("--help")
+        #expect(help.status == 0)
+        for command in ["seed", "bump", "query", "migrate", "bench"] {
+            #expect(help.stdout.contains("  \(command)"))
+        }
+    }
+
+    @Test func benchPrintsTheHeadlineJSON() async throws {
+        let workspace = try Workspace()
+        let bench = try await workspace.modelctl.run("bench", "--rows", "50", "--bumps", "200", "--json")
+        #expect(bench.status == 0, "\(bench.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(bench.stdout.utf8)) as? [String: Any])
+        #expect(report["rows"] as? Int == 50)
+        let results = try #require(report["results"] as? [[String: Any]])
+        let events = Dictionary(uniqueKeysWithValues: results.map { ($0["name"] as! String, $0["events_per_bump"] as! Double) })
+        #expect(events == ["tracked-per-row": 1, "tracked-trap": 50, "observable-per-row": 1, "object-level": 51])
+        let flush = try #require(report["flush"] as? [String: Any])
+        #expect((flush["rows_per_s"] as? Double ?? 0) > 0)
+        #expect((flush["raw_rows_per_s"] as? Double ?? 0) > 0)
+    }
+}
