@@ -33,6 +33,24 @@ extension ModelStore {
         /// so that a missing table is reported instead of silently created.
         public var createsMissingTables = false
 
+        /// Whether the store hears changes other connections commit to its tables (another
+        /// process, another store, the `sqlite3` shell): `true`.
+        ///
+        /// The store installs change-log triggers on its tables and polls for commits. The
+        /// triggers add a log row to every written row, whoever writes; turn this off for a
+        /// store that never shares its file (a store that turns it off installs no triggers,
+        /// but triggers another store installed still fire).
+        public var observesExternalChanges = true
+
+        /// How often the store checks for other connections' commits: 25 ms. A check that
+        /// finds nothing costs one `PRAGMA data_version`.
+        public var externalChangePollInterval: Duration = .milliseconds(25)
+
+        /// How many change-log entries stay for slower readers: 10,000. The log is pruned back
+        /// to this when it doubles; a store that falls further behind reloads its objects and
+        /// sends a ``ChangeEvent/Kind/reset``.
+        public var changeLogRetention = 10_000
+
         public init() {}
     }
 

@@ -33,6 +33,9 @@ public final class ModelStore {
     private(set) var mailbox: StoreMailbox<StoreMessage>!
     var flushState = FlushState()
     var isClosed = false
+    /// Callers of ``refreshExternalChanges()`` waiting for their poll, by poll.
+    var pollWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    var lastPoll: UInt64 = 0
     /// The continuations of ``changes(_:bufferingPolicy:)`` streams, by subscription.
     var feedStreams: [UInt64: AsyncStream<ChangeEvent>.Continuation] = [:]
 
@@ -82,12 +85,22 @@ public final class ModelStore {
         let writerConnection = try Connection(filename: filename, mode: .readWrite, busyTimeout: configuration.busyTimeout)
         try writerConnection.execute("PRAGMA synchronous = \(configuration.durability.synchronousPragma)")
         try writerConnection.execute("PRAGMA foreign_keys = ON")
+        var changeLog: ChangeLogReader?
+        if configuration.observesExternalChanges {
+            let layouts = try ChangeLog.install(on: reader, schemas: registrar.schemas)
+            changeLog = try ChangeLogReader(
+                schemas: registrar.schemas, layouts: layouts,
+                retention: configuration.changeLogRetention, connection: writerConnection
+            )
+        }
         let outcomes = OutcomeForwarder()
         writer = WriteBehindWriter(
             connection: writerConnection,
             tables: registrar.schemas,
             maxBusyRetries: configuration.maxBusyRetries,
-            report: { outcomes.forward(.batchFinished($0)) }
+            changeLog: changeLog,
+            pollInterval: configuration.externalChangePollInterval,
+            report: { outcomes.forward($0) }
         )
         self.registrar = registrar
         mailbox = StoreMailbox(target: self, actor: isolation)
@@ -125,6 +138,8 @@ public final class ModelStore {
         finishErrorStreams()
         for continuation in feedStreams.values { continuation.finish() }
         feedStreams.removeAll()
+        for waiter in pollWaiters.values { waiter.resume() }
+        pollWaiters.removeAll()
         mailbox.finish()
     }
 
@@ -140,7 +155,7 @@ public final class ModelStore {
 
 /// Messages delivered to a store on its actor.
 enum StoreMessage: Sendable {
-    case batchFinished(BatchOutcome)
+    case writer(WriterEvent)
     case flushIntervalElapsed
     /// An `AsyncStream` feed ended: drop its subscription.
     case streamTerminated(subscription: UInt64)
@@ -149,7 +164,9 @@ enum StoreMessage: Sendable {
 extension ModelStore: MailboxTarget {
     func receive(_ message: StoreMessage) {
         switch message {
-        case .batchFinished(let outcome): handle(outcome)
+        case .writer(.batchFinished(let outcome)): handle(outcome)
+        case .writer(.externalChanges(let batch)): apply(batch)
+        case .writer(.pollFinished(let id)): pollFinished(id)
         case .flushIntervalElapsed: intervalElapsed()
         case .streamTerminated(let subscription):
             feedStreams.removeValue(forKey: subscription)
@@ -164,7 +181,7 @@ private final class OutcomeForwarder: @unchecked Sendable {
     // receives its first batch; the queue hand-off orders that write before every read.
     var mailbox: StoreMailbox<StoreMessage>?
 
-    func forward(_ message: StoreMessage) {
-        mailbox?.send(message)
+    func forward(_ event: WriterEvent) {
+        mailbox?.send(.writer(event))
     }
 }

@@ -2,36 +2,77 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Commits write batches on its own connection and its own serial queue.
+/// What the writer tells its store, in order.
+enum WriterEvent: Sendable {
+    case batchFinished(BatchOutcome)
+    /// Other connections committed these changes (read before the writer's next commit).
+    case externalChanges(ExternalChangeBatch)
+    /// A poll asked for with ``WriteBehindWriter/pollNow(_:)`` is done.
+    case pollFinished(UInt64)
+}
+
+/// Commits write batches on its own connection and its own serial queue, and watches the
+/// change log for other connections' commits.
 ///
 /// Each batch is one `BEGIN IMMEDIATE` transaction, run in the order batches were submitted.
 /// After a batch fails, the writer skips every batch already submitted (the store puts them
 /// back in order) until ``resume()``, so that nothing commits ahead of a failed change.
 final class WriteBehindWriter: @unchecked Sendable {
-    // @unchecked Sendable: `connection`, `statements` and `isHalted` are touched only by blocks
-    // running on `queue`, which is serial; `statistics` is a Mutex; the rest is immutable.
+    // @unchecked Sendable: `connection`, `statements`, `changeLog`, `timer` and `isHalted` are
+    // touched only by blocks running on `queue`, which is serial (and by `init`, before any
+    // block runs); `statistics` is a Mutex; the rest is immutable.
     private let queue = DispatchQueue(label: "TrackedModels.WriteBehindWriter")
     private var connection: Connection?
     private var statements: [StatementShape: Statement] = [:]
     private var isHalted = false
+    private let changeLog: ChangeLogReader?
+    private var timer: (any DispatchSourceTimer)?
     private let tables: [TableSchema]
     private let maxBusyRetries: Int
-    private let report: @Sendable (BatchOutcome) -> Void
+    private let report: @Sendable (WriterEvent) -> Void
     let statistics = Mutex(WriterStatistics())
 
-    /// Opens the writer's connection.
+    /// Takes over the writer's connection.
     ///
-    /// - Parameter report: Called on the writer's queue with each batch's outcome, in order.
-    init(connection: Connection, tables: [TableSchema], maxBusyRetries: Int, report: @escaping @Sendable (BatchOutcome) -> Void) {
+    /// - Parameters:
+    ///   - changeLog: Reads other connections' changes; `nil` when the store does not watch.
+    ///   - pollInterval: How often to check for other connections' commits.
+    ///   - report: Called on the writer's queue with what happened, in order.
+    init(
+        connection: Connection,
+        tables: [TableSchema],
+        maxBusyRetries: Int,
+        changeLog: ChangeLogReader?,
+        pollInterval: Duration,
+        report: @escaping @Sendable (WriterEvent) -> Void
+    ) {
         self.connection = connection
         self.tables = tables
         self.maxBusyRetries = maxBusyRetries
+        self.changeLog = changeLog
         self.report = report
+        if changeLog != nil {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            let nanoseconds = Int(pollInterval.components.seconds) * 1_000_000_000 + Int(pollInterval.components.attoseconds / 1_000_000_000)
+            timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(max(nanoseconds, 1_000_000)))
+            timer.setEventHandler { [weak self] in self?.poll() }
+            timer.resume()
+            self.timer = timer
+        }
     }
 
     func submit(_ batch: WriteBatch) {
         queue.async { [self] in
-            report(BatchOutcome(sequence: batch.sequence, result: run(batch)))
+            let result = run(batch)
+            report(.batchFinished(BatchOutcome(sequence: batch.sequence, result: result)))
+        }
+    }
+
+    /// Looks for other connections' commits now, then reports `.pollFinished(id)`.
+    func pollNow(_ id: UInt64) {
+        queue.async { [self] in
+            poll()
+            report(.pollFinished(id))
         }
     }
 
@@ -43,6 +84,8 @@ final class WriteBehindWriter: @unchecked Sendable {
     /// Closes the connection once every submitted batch has run, then calls `completion`.
     func close(completion: @escaping @Sendable () -> Void) {
         queue.async { [self] in
+            timer?.cancel()
+            timer = nil
             statements.removeAll()
             connection = nil
             completion()
@@ -56,6 +99,18 @@ final class WriteBehindWriter: @unchecked Sendable {
 
     // MARK: - On the queue
 
+    private func poll() {
+        guard let connection, let changeLog, (try? changeLog.othersCommitted(on: connection)) == true else { return }
+        // A failed read is retried on the next tick: the position only moves on success.
+        let position = changeLog.position
+        do {
+            let batch = try connection.withTransaction(.deferred) { try changeLog.collect(on: connection) }
+            if !batch.isEmpty { report(.externalChanges(batch)) }
+        } catch {
+            changeLog.rewind(to: position)
+        }
+    }
+
     private func run(_ batch: WriteBatch) -> BatchOutcome.Result {
         guard !isHalted else { return .skipped }
         guard let connection else {
@@ -64,11 +119,27 @@ final class WriteBehindWriter: @unchecked Sendable {
         }
         var attempt = 0
         while true {
+            // Others' changes are read first, inside the write lock, so that everything the
+            // log holds after them is this writer's own.
+            var external = ExternalChangeBatch()
+            let startPosition = changeLog?.position ?? 0
+            var positionAfterOthers = startPosition
+            defer { if !external.isEmpty { report(.externalChanges(external)) } }
             do {
-                let report = try connection.withTransaction(.immediate) { try apply(batch, on: connection) }
+                let commit = try connection.withTransaction(.immediate) {
+                    if let changeLog {
+                        external = try changeLog.collect(on: connection)
+                        positionAfterOthers = changeLog.position
+                    }
+                    let commit = try apply(batch, on: connection)
+                    try changeLog?.skipOwnEntries(on: connection)
+                    return commit
+                }
                 statistics.withLock { $0.commits += 1 }
-                return .committed(report)
+                _ = try? changeLog?.othersCommitted(on: connection)
+                return .committed(commit)
             } catch let error as SQLiteError {
+                changeLog?.rewind(to: positionAfterOthers)
                 if error.code.isTransient, attempt < maxBusyRetries {
                     attempt += 1
                     statistics.withLock { $0.busyRetries += 1 }
@@ -79,6 +150,7 @@ final class WriteBehindWriter: @unchecked Sendable {
                 isHalted = true
                 return .failed(error)
             } catch {
+                changeLog?.rewind(to: positionAfterOthers)
                 statistics.withLock { $0.failures += 1 }
                 isHalted = true
                 return .failed(SQLiteError(code: .error, message: "\(error)"))

@@ -9,11 +9,15 @@ final class Interruption {
     private let flag = SignalFlag()
     private var sources: [any DispatchSourceSignal] = []
 
-    init() {
+    /// - Parameter onSignal: Called on a background queue when a signal arrives.
+    init(onSignal: @escaping @Sendable () -> Void = {}) {
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { [flag] in flag.set(signalNumber) }
+            source.setEventHandler { [flag] in
+                flag.set(signalNumber)
+                onSignal()
+            }
             source.resume()
             sources.append(source)
         }

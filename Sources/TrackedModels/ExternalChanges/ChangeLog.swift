@@ -1,0 +1,89 @@
+/// The change log: triggers on tracked tables append (table, row, kind, changed-column mask) to
+/// `trackedmodels_changes` inside the writing transaction, whoever writes (another store,
+/// `modelctl`, the `sqlite3` shell).
+///
+/// Triggers are named `trackedmodels_<table>_<kind>_v<version>` and generated from the table's
+/// real columns, so every store on a file installs the same ones. Installing is idempotent: a
+/// trigger whose SQL differs (an older version, or a table that gained columns) is replaced.
+///
+/// Related SQLite documentation: <https://www.sqlite.org/lang_createtrigger.html>
+enum ChangeLog {
+    static let version = 1
+    static let table = "trackedmodels_changes"
+    static let stateTable = "trackedmodels_changes_state"
+
+    enum Kind: Int64, Sendable {
+        case update = 0
+        case insert = 1
+        case delete = 2
+    }
+
+    /// Which model column each bit of a table's mask stands for.
+    struct Layout: Sendable {
+        /// By bit position (the table's column order): the model column, if the model has it.
+        var modelColumns: [Int?]
+
+        /// The model columns a mask names; every model column for a mask of -1.
+        func columns(in mask: Int64, modelColumnCount: Int) -> [Int] {
+            guard mask != -1, modelColumns.count <= 62 else { return Array(0..<modelColumnCount) }
+            return modelColumns.enumerated().compactMap { bit, column in
+                mask & (1 << Int64(bit)) != 0 ? column : nil
+            }.sorted()
+        }
+    }
+
+    /// Creates the log and the triggers of each table when missing or out of date.
+    static func install(on connection: Connection, schemas: [TableSchema]) throws -> [Layout] {
+        try connection.withTransaction(.immediate) {
+            try connection.execute("""
+                CREATE TABLE IF NOT EXISTS \(table) (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl TEXT NOT NULL, row_key, kind INTEGER NOT NULL, mask INTEGER NOT NULL
+                );
+                CREATE TABLE IF NOT EXISTS \(stateTable) (id INTEGER PRIMARY KEY CHECK (id = 1), pruned_through INTEGER NOT NULL);
+                INSERT OR IGNORE INTO \(stateTable) (id, pruned_through) VALUES (1, 0);
+                """)
+            return try schemas.map { schema in
+                let columns = try connection.makeStatement("SELECT name FROM pragma_table_info(?) ORDER BY cid")
+                    .rows([.text(schema.name)]).compactMap { row -> String? in
+                        if case .text(let name) = row[0] { name } else { nil }
+                    }
+                let wanted = triggers(table: schema.name, columns: columns, primaryKey: schema.primaryKey.name)
+                let existing = try connection.makeStatement("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND name LIKE 'trackedmodels\\_%' ESCAPE '\\'")
+                    .rows([.text(schema.name)])
+                for row in existing {
+                    guard case .text(let name) = row[0] else { continue }
+                    if wanted[name] != row[1] { try connection.execute("DROP TRIGGER \(quoteIdentifier(name))") }
+                }
+                for (name, sql) in wanted.sorted(by: { $0.key < $1.key }) {
+                    guard case .text(let sql) = sql else { continue }
+                    let present = existing.contains { $0[0] == .text(name) && $0[1] == .text(sql) }
+                    if !present { try connection.execute(sql) }
+                }
+                return Layout(modelColumns: columns.map { schema.columnIndex(named: $0) })
+            }
+        }
+    }
+
+    /// The three triggers of a table, by name.
+    private static func triggers(table: String, columns: [String], primaryKey: String) -> [String: SQLValue] {
+        let quotedTable = quoteIdentifier(table)
+        let tableLiteral = "'" + table.replacingOccurrences(of: "'", with: "''") + "'"
+        let key = quoteIdentifier(primaryKey)
+        let differences = columns.map { "OLD.\(quoteIdentifier($0)) IS NOT NEW.\(quoteIdentifier($0))" }
+        let mask = columns.count > 62
+            ? "-1"
+            : differences.enumerated().map { bit, difference in bit == 0 ? "(\(difference))" : "((\(difference)) << \(bit))" }
+                .joined(separator: " | ")
+        func name(_ kind: String) -> String { "trackedmodels_\(table)_\(kind)_v\(version)" }
+        func insert(_ keyValue: String, _ kind: Kind, _ mask: String) -> String {
+            "INSERT INTO \(Self.table) (tbl, row_key, kind, mask) VALUES (\(tableLiteral), \(keyValue), \(kind.rawValue), \(mask));"
+        }
+        return [
+            name("update"): .text("CREATE TRIGGER \(quoteIdentifier(name("update"))) AFTER UPDATE ON \(quotedTable) WHEN \(differences.joined(separator: " OR ")) BEGIN \(insert("NEW.\(key)", .update, mask)) END"),
+            name("insert"): .text("CREATE TRIGGER \(quoteIdentifier(name("insert"))) AFTER INSERT ON \(quotedTable) BEGIN \(insert("NEW.\(key)", .insert, "-1")) END"),
+            name("delete"): .text("CREATE TRIGGER \(quoteIdentifier(name("delete"))) AFTER DELETE ON \(quotedTable) BEGIN \(insert("OLD.\(key)", .delete, "-1")) END"),
+        ]
+    }
+}
+
+import Foundation

@@ -1,0 +1,105 @@
+/// Reads the change log on the writer's connection and queue, past its last position.
+///
+/// Running on the writer's queue makes "skip our own commits" exact: inside a flush, the
+/// writer first reads what others committed, then writes, then moves past its own entries.
+/// Outside flushes, `PRAGMA data_version` says whether anyone else committed at all.
+final class ChangeLogReader {
+    private let schemas: [TableSchema]
+    private let layouts: [ChangeLog.Layout]
+    private let tableIndexByName: [String: Int]
+    private let retention: Int64
+    private(set) var position: Int64 = 0
+    private var dataVersion: SQLValue = .null
+
+    init(schemas: [TableSchema], layouts: [ChangeLog.Layout], retention: Int, connection: Connection) throws {
+        self.schemas = schemas
+        self.layouts = layouts
+        self.retention = Int64(max(retention, 1))
+        tableIndexByName = Dictionary(schemas.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        position = try Self.lastSequence(on: connection)
+        dataVersion = try connection.scalar("PRAGMA data_version")
+    }
+
+    /// Whether another connection committed since the last look.
+    func othersCommitted(on connection: Connection) throws -> Bool {
+        let version = try connection.scalar("PRAGMA data_version")
+        defer { dataVersion = version }
+        return version != dataVersion
+    }
+
+    /// Reads the entries past the position, merges them per row, and reloads those rows.
+    func collect(on connection: Connection) throws -> ExternalChangeBatch {
+        var batch = ExternalChangeBatch()
+        let prunedThrough = try connection.scalar("SELECT pruned_through FROM \(ChangeLog.stateTable) WHERE id = 1")
+        if case .integer(let pruned) = prunedThrough, pruned > position {
+            batch.resetTables = Array(schemas.indices)
+            position = try Self.lastSequence(on: connection)
+            return batch
+        }
+        var order: [RowReference] = []
+        var merged: [RowReference: (kind: ChangeLog.Kind, mask: Int64)] = [:]
+        let entries = try connection.cachedStatement("SELECT seq, tbl, row_key, kind, mask FROM \(ChangeLog.table) WHERE seq > ? ORDER BY seq")
+            .rows([.integer(position)])
+        for entry in entries {
+            guard case .integer(let sequence) = entry[0], case .text(let name) = entry[1],
+                  case .integer(let kindValue) = entry[3], case .integer(let mask) = entry[4]
+            else { continue }
+            position = max(position, sequence)
+            guard let table = tableIndexByName[name], let kind = ChangeLog.Kind(rawValue: kindValue) else { continue }
+            let row = RowReference(table: table, key: entry[2])
+            if let previous = merged[row] {
+                let kind: ChangeLog.Kind = switch (previous.kind, kind) {
+                case (_, .delete): .delete
+                case (.delete, .insert): .update
+                case (.insert, .update): .insert
+                default: kind
+                }
+                merged[row] = (kind, previous.mask | mask)
+            } else {
+                order.append(row)
+                merged[row] = (kind, mask)
+            }
+        }
+        for row in order {
+            let (kind, mask) = merged[row]!
+            let schema = schemas[row.table]
+            let values = kind == .delete ? nil : try reload(row, schema: schema, on: connection)
+            let columns = layouts[row.table].columns(in: mask, modelColumnCount: schema.columns.count)
+            let rowKind: ExternalChangeBatch.Row.Kind = switch (kind, values) {
+            case (.delete, _), (_, nil): .delete
+            case (.insert, _): .insert
+            case (.update, _): .update
+            }
+            batch.rows.append(.init(table: row.table, key: row.key, kind: rowKind, columns: columns, values: values))
+        }
+        return batch
+    }
+
+    /// Moves past the writer's own entries, made in the current transaction, and prunes the
+    /// log to `retention` entries when it has grown to twice that.
+    func skipOwnEntries(on connection: Connection) throws {
+        position = try Self.lastSequence(on: connection)
+        guard case .integer(let prunedThrough) = try connection.scalar("SELECT pruned_through FROM \(ChangeLog.stateTable) WHERE id = 1"),
+              position - prunedThrough > 2 * retention
+        else { return }
+        let through = position - retention
+        try connection.cachedStatement("DELETE FROM \(ChangeLog.table) WHERE seq <= ?").run([.integer(through)])
+        try connection.cachedStatement("UPDATE \(ChangeLog.stateTable) SET pruned_through = ? WHERE id = 1").run([.integer(through)])
+    }
+
+    /// Goes back to a position after a rolled-back transaction.
+    func rewind(to position: Int64) {
+        self.position = position
+    }
+
+    private func reload(_ row: RowReference, schema: TableSchema, on connection: Connection) throws -> [SQLValue]? {
+        let columns = schema.columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")
+        let sql = "SELECT \(columns) FROM \(quoteIdentifier(schema.name)) WHERE \(quoteIdentifier(schema.primaryKey.name)) = ?"
+        return try connection.cachedStatement(sql).rows([row.key]).first
+    }
+
+    private static func lastSequence(on connection: Connection) throws -> Int64 {
+        if case .integer(let sequence) = try connection.scalar("SELECT max(seq) FROM \(ChangeLog.table)") { return sequence }
+        return 0
+    }
+}

@@ -1,0 +1,106 @@
+import ArgumentParser
+import Foundation
+import TrackedModels
+
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Print each change to the demo rows as it happens, also those of other processes.",
+        discussion: """
+            One line per event. --format json prints JSON lines such as
+            {"table": "rows", "row": 42, "kind": "update", "origin": "external", "columns": {"count": {"old": 0, "new": 1}}}
+            Ctrl-C ends it cleanly (exit 0).
+
+            Example: modelctl watch --row 42 --columns count --count 1 --timeout 10
+            """
+    )
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
+    @OptionGroup var options: DatabaseOptions
+
+    @Option(name: .customLong("row"), help: "Watch only this row (repeatable).")
+    var rows: [Int64] = []
+
+    @Option(help: "Watch only these columns, comma-separated (such as count,title).")
+    var columns: String?
+
+    @Option(help: "How to print events.")
+    var format: Format = .text
+
+    @Option(help: "Exit after this many events.")
+    var count: Int?
+
+    @Option(help: "Exit after this many seconds.")
+    var timeout: Double?
+
+    func validate() throws {
+        if let count, count < 1 { throw ValidationError("--count must be at least 1, not \(count)") }
+        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
+        _ = try columnKeyPaths()
+    }
+
+    /// The key paths of --columns; all columns when it is absent.
+    private func columnKeyPaths() throws -> [PartialKeyPath<Row>] {
+        let known: [String: PartialKeyPath<Row>] = ["id": \Row.id, "title": \Row.title, "count": \Row.count]
+        guard let columns else { return [] }
+        return try columns.split(separator: ",").map { name in
+            let name = name.trimmingCharacters(in: .whitespaces)
+            guard let keyPath = known[name] else {
+                throw ValidationError("rows has no column '\(name)'; use one of: \(known.keys.sorted().joined(separator: ", "))")
+            }
+            return keyPath
+        }
+    }
+
+    func run() async throws {
+        try await reportingErrors(operation: "watch", path: options.path) {
+            try options.requireExistingDatabase(for: "watch")
+            try await watch()
+        }
+    }
+
+    private enum Item: Sendable {
+        case event(ChangeEvent)
+        case stop
+    }
+
+    @MainActor private func watch() async throws {
+        let store = try ModelStore(.file(options.path), models: [Row.self])
+        let (items, sink) = AsyncStream.makeStream(of: Item.self)
+        // Hold the watched rows, so that events carry their old values.
+        let watched = rows.isEmpty ? try store.fetch(Row.self) : try rows.compactMap { try store.find(Row.self, key: $0) }
+        let keyPaths = try columnKeyPaths()
+        let wanted = Set(keyPaths.compactMap { Row._$columnIndex(of: $0) })
+        var tokens: [FeedToken] = []
+        let forward: (ChangeEvent) -> Void = { event in
+            guard wanted.isEmpty || event.kind != .update || event.changes.contains(where: { wanted.contains($0.index) }) else { return }
+            sink.yield(.event(event))
+        }
+        if rows.isEmpty {
+            tokens.append(try store.subscribe(to: .table(Row.self), forward))
+        } else {
+            for id in rows { tokens.append(try store.subscribe(to: .row(id, of: Row.self), forward)) }
+        }
+        _ = watched
+
+        let interruption = Interruption { sink.yield(.stop) }
+        let timer = timeout.map { seconds in
+            Task { try await Task.sleep(for: .seconds(seconds)); sink.yield(.stop) }
+        }
+        var printed = 0
+        for await item in items {
+            guard case .event(let event) = item else { break }
+            let line = format == .json ? EventFormatter.json(event, columns: wanted) : EventFormatter.text(event, columns: wanted)
+            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+            printed += 1
+            if let count, printed >= count { break }
+        }
+        timer?.cancel()
+        tokens.removeAll()
+        _ = interruption
+        try await store.close()
+    }
+}
