@@ -54,6 +54,7 @@ let package = Package(
                 "TrackedModels",
                 "TrackedModelsTesting",
                 "tracked-increment-helper",
+                "modelctl",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
             ]
         ),

@@ -2,27 +2,46 @@ import Foundation
 import Testing
 import TrackedModels
 
-/// Runs the helper executable built next to the test binary.
+/// Runs executables built next to the test binary (the helper, modelctl) or found on the PATH.
 enum Helper {
-    static var url: URL {
+    static func builtExecutable(_ name: String) -> URL {
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         var directory = executable.deletingLastPathComponent()
-        // Under XCTest the binary sits inside a bundle folder; the helper is beside the bundle.
-        while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("tracked-increment-helper").path),
-              directory.path != "/" {
+        // Under XCTest the binary sits inside a bundle folder; executables are beside the bundle.
+        while !FileManager.default.fileExists(atPath: directory.appendingPathComponent(name).path), directory.path != "/" {
             directory.deleteLastPathComponent()
         }
-        return directory.appendingPathComponent("tracked-increment-helper")
+        return directory.appendingPathComponent(name)
     }
 
-    static func start(_ arguments: [String], output: Pipe = Pipe()) throws -> Process {
+    static func start(_ arguments: [String], executable: URL = builtExecutable("tracked-increment-helper"), output: Pipe = Pipe()) throws -> Process {
         let process = Process()
-        process.executableURL = url
+        process.executableURL = executable
         process.arguments = arguments
         process.standardOutput = output
         process.standardError = FileHandle.standardError
         try process.run()
         return process
+    }
+
+    /// Runs a command to completion and returns its exit status.
+    static func run(_ arguments: [String], executable: URL) async throws -> Int32 {
+        let process = try start(arguments, executable: executable, output: Pipe())
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                process.waitUntilExit()
+                continuation.resume(returning: process.terminationStatus)
+            }
+        }
+    }
+
+    /// The `sqlite3` shell (`apt-get install sqlite3`).
+    static var sqlite3: URL {
+        get throws {
+            let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":")
+                .map { "\($0)/sqlite3" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+            return URL(fileURLWithPath: try #require(path, "the sqlite3 shell is not installed; apt-get install sqlite3"))
+        }
     }
 }
 

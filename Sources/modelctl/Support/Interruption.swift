@@ -4,7 +4,6 @@ import Synchronization
 
 /// Turns SIGINT and SIGTERM into a flag a long command checks between units of work, so that
 /// it can commit what it acknowledged and exit cleanly instead of dying mid-write.
-@MainActor
 final class Interruption {
     private let flag = SignalFlag()
     private var sources: [any DispatchSourceSignal] = []
@@ -14,12 +13,17 @@ final class Interruption {
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { [flag] in
-                flag.set(signalNumber)
-                onSignal()
-            }
+            source.setEventHandler(handler: Self.handler(flag: flag, signalNumber: signalNumber, onSignal: onSignal))
             source.resume()
             sources.append(source)
+        }
+    }
+
+    /// The handler is made outside any actor: it runs on a dispatch queue.
+    private nonisolated static func handler(flag: SignalFlag, signalNumber: Int32, onSignal: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
+        {
+            flag.set(signalNumber)
+            onSignal()
         }
     }
 

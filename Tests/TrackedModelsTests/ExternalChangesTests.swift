@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+@testable import TrackedModels
+import TrackedModelsTesting
+
+/// Changes committed by other processes and connections, heard column by column.
+@MainActor
+@Suite(.serialized) struct ExternalChangesTests {
+    struct Workload {
+        let directory: TemporaryDirectory
+        let path: String
+        let store: ModelStore
+        let rows: [Row]
+        let probe: NotificationProbe
+    }
+
+    private func workload(rows count: Int = 1_000, configuration: ModelStore.Configuration = Stores.configuration()) async throws -> Workload {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        let store = try await Stores.rows(count, at: .file(path), configuration: configuration)
+        let rows = try store.fetch(Row.self, orderBy: "id")
+        let probe = NotificationProbe(store: store)
+        for row in rows { try probe.subscribe("row \(row.id)", to: .object(row, \Row.count)) }
+        try probe.subscribe("list", to: .membership(Row.self))
+        return Workload(directory: directory, path: path, store: store, rows: rows, probe: probe)
+    }
+
+    /// Waits until `condition` holds (or 10 s pass), then a little longer, so that an extra
+    /// event would have time to arrive.
+    private func settle(_ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !condition(), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try await Task.sleep(for: .milliseconds(150))
+    }
+
+    private func sqlite3(_ path: String, _ sql: String) async throws {
+        #expect(try await Helper.run([path, sql], executable: Helper.sqlite3) == 0)
+    }
+
+    @Test func aBumpByAnotherProcessNotifiesExactlyThatRowsSubscriber() async throws {
+        let workload = try await workload()
+        let status = try await Helper.run(["bump", "42", "--db", workload.path], executable: Helper.builtExecutable("modelctl"))
+        #expect(status == 0)
+        try await settle { workload.probe.total > 0 }
+        #expect(workload.probe.counts == ["row 42": 1])
+        let event = try #require(workload.probe.events(of: "row 42").first)
+        #expect(event.origin == .external)
+        #expect(event.change(of: \Row.count)! == (old: 0, new: 1))
+        #expect(workload.rows[42].count == 1)
+    }
+
+    @Test func aTitleChangedInTheShellReachesOnlyTitleSubscribers() async throws {
+        let workload = try await workload()
+        try workload.probe.subscribe("title 7", to: .object(workload.rows[7], \Row.title))
+        try workload.probe.subscribe("titles", to: .column(\Row.title))
+        try await sqlite3(workload.path, "UPDATE rows SET title = 'from the shell' WHERE id = 7")
+        try await settle { workload.probe.total > 1 }
+        #expect(workload.probe.counts == ["title 7": 1, "titles": 1])
+        #expect(workload.probe.events(of: "title 7")[0].change(of: \Row.title)! == (old: "Row 7", new: "from the shell"))
+        #expect(workload.rows[7].title == "from the shell")
+    }
+
+    @Test func aThousandBumpsInOneTransactionAreOneEvent() async throws {
+        let workload = try await workload()
+        let bumps = String(repeating: "UPDATE rows SET count = count + 1 WHERE id = 42;\n", count: 1_000)
+        try await sqlite3(workload.path, "BEGIN IMMEDIATE;\n\(bumps)COMMIT;")
+        try await settle { workload.probe.total > 0 }
+        #expect(workload.probe.counts == ["row 42": 1])
+        #expect(workload.probe.events(of: "row 42")[0].change(of: \Row.count)! == (old: 0, new: 1_000))
+    }
+
+    @Test func insertsAndDeletesByOthersReachMembership() async throws {
+        let workload = try await workload(rows: 10)
+        try await sqlite3(workload.path, "INSERT INTO rows (id, title, count) VALUES (100, 'Row 100', 0); DELETE FROM rows WHERE id = 3;")
+        try await settle { workload.probe.total > 2 }
+        #expect(workload.probe.counts == ["list": 2, "row 3": 1])
+        #expect(workload.probe.events(of: "list").map(\.kind) == [.insert, .delete])
+        #expect(try workload.store.find(Row.self, key: Int64(3)) == nil)
+    }
+
+    @Test func theStoresOwnFlushesAreNotExternal() async throws {
+        let workload = try await workload(rows: 10)
+        try workload.store.increment(\Row.count, of: workload.rows[4])
+        try await workload.store.flush()
+        try await workload.store.refreshExternalChanges()
+        try await settle { false }
+        #expect(workload.probe.received.map(\.event.origin) == [.local])
+    }
+
+    @Test func anotherStoreInTheSameProcessIsExternalToo() async throws {
+        let workload = try await workload(rows: 10)
+        let other = try ModelStore(.file(workload.path), models: [Row.self], configuration: Stores.configuration())
+        try other.increment(\Row.count, of: try #require(try other.find(Row.self, key: Int64(5))), by: 3)
+        try await other.flush()
+        try await workload.store.refreshExternalChanges()
+        #expect(workload.probe.counts == ["row 5": 1])
+        #expect(workload.probe.events(of: "row 5")[0].origin == .external)
+        try await other.close()
+    }
+
+    @Test func aLocalWriteNotYetCommittedKeepsItsValue() async throws {
+        let workload = try await workload(rows: 10)
+        workload.rows[2].title = "mine"
+        try await sqlite3(workload.path, "UPDATE rows SET title = 'theirs', count = 7 WHERE id = 2")
+        try await workload.store.refreshExternalChanges()
+        #expect(workload.rows[2].title == "mine")
+        #expect(workload.rows[2].count == 7)
+        try await workload.store.flush()
+        #expect(try Peek(workload.path).value("SELECT title FROM rows WHERE id = 2") == "mine")
+    }
+
+    @Test func aStoreThatFellBehindAPrunedLogReloadsAndResets() async throws {
+        var quiet = Stores.configuration()
+        quiet.externalChangePollInterval = .seconds(3_600)
+        let workload = try await workload(rows: 10, configuration: quiet)
+        var events: [ChangeEvent] = []
+        let token = try workload.store.subscribe(to: .table(Row.self)) { events.append($0) }
+        var pruning = Stores.configuration()
+        pruning.changeLogRetention = 5
+        let other = try ModelStore(.file(workload.path), models: [Row.self], configuration: pruning)
+        let row = try #require(try other.find(Row.self, key: Int64(3)))
+        for round in 1...30 {
+            row.title = "round \(round)"
+            try await other.flush()
+        }
+        let peek = try Peek(workload.path)
+        #expect(try peek.value("SELECT count(*) <= 10 FROM trackedmodels_changes") == 1)
+        try await workload.store.refreshExternalChanges()
+        #expect(events.contains { $0.kind == .reset && $0.origin == .external })
+        #expect(workload.rows[3].title == "round 30")
+        try await other.close()
+        _ = token
+    }
+
+    @Test func triggersAreInstalledOnceAndNotWithoutTheLog() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        for _ in 0..<2 {
+            let store = try ModelStore(.file(path), models: [Row.self], configuration: Stores.configuration())
+            try await store.close()
+        }
+        let peek = try Peek(path)
+        #expect(try peek.value("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name)")
+            == "trackedmodels_rows_delete_v1,trackedmodels_rows_insert_v1,trackedmodels_rows_update_v1")
+
+        let bare = directory.path("bare.sqlite")
+        var off = Stores.configuration()
+        off.observesExternalChanges = false
+        let store = try ModelStore(.file(bare), models: [Row.self], configuration: off)
+        try await store.close()
+        #expect(try Peek(bare).value("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'") == 0)
+    }
+}
