@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Observation
 import TrackedModels
 
@@ -22,6 +22,11 @@ public struct HeadlineBenchmark {
     public var rounds = 5
     /// At most this many events per round for the contenders that notify everyone.
     public var eventBudget = 2_000_000
+    /// Commits of the other process in the latency measurement.
+    public var latencyCommits = 100
+    /// Starts the other process of the latency measurement (see ``ExternalLatencyBenchmark``);
+    /// without it, latency is not measured.
+    public var startCommitter: ((_ path: String, _ commits: Int, _ gapMilliseconds: Int) throws -> (Process, Pipe))?
 
     public init(rows: Int) {
         self.rows = rows
@@ -50,10 +55,17 @@ public struct HeadlineBenchmark {
         let tracked = trackedAssignment(objects[0])
         let plain = observableAssignment()
         try await store.close()
+        let withoutLog = try await flushThroughputWithoutLog(in: folder, rows: flushRows)
+        var latency: ExternalLatencyBenchmark.Report?
+        if let startCommitter {
+            var benchmark = ExternalLatencyBenchmark()
+            benchmark.commits = latencyCommits
+            latency = try await benchmark.run(path: path, startCommitter: startCommitter)
+        }
         return HeadlineReport(
             rows: rows, contenders: [perRow, trap, observable, objectLevel],
-            flushRows: flushRows, flushRowsPerSecond: flushRate, rawRowsPerSecond: rawRate,
-            trackedAssignmentNs: tracked, observableAssignmentNs: plain
+            flushRows: flushRows, flushRowsPerSecond: flushRate, flushWithoutLogRowsPerSecond: withoutLog,
+            rawRowsPerSecond: rawRate, trackedAssignmentNs: tracked, observableAssignmentNs: plain, latency: latency
         )
     }
 
@@ -120,6 +132,23 @@ public struct HeadlineBenchmark {
             samples.append(Double(count) / (ContinuousClock.now - start).seconds)
         }
         return (count, median(samples))
+    }
+
+    /// The same flush on a store that keeps no change log (no triggers on its file).
+    private func flushThroughputWithoutLog(in folder: String, rows count: Int) async throws -> Double {
+        let path = URL(fileURLWithPath: folder).appendingPathComponent("bench-nolog-\(UUID().uuidString).sqlite").path
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        var configuration = ModelStore.Configuration()
+        configuration.createsMissingTables = true
+        configuration.observesExternalChanges = false
+        let store = try ModelStore(.file(path), models: [BenchmarkRow.self], configuration: configuration)
+        try await store.insert(contentsOf: (0..<Int64(count)).map { BenchmarkRow(id: $0, title: "Row \($0)", count: 0) })
+        let objects = try store.fetch(BenchmarkRow.self, orderBy: "id")
+        let (_, rate) = try await flushThroughput(store, objects)
+        try await store.close()
+        return rate
     }
 
     private func rawUpdateThroughput(path: String, rows count: Int) throws -> Double {

@@ -14,14 +14,19 @@ public struct HeadlineReport: Sendable {
     public var contenders: [Contender]
     /// Rows changed in each measured flush.
     public var flushRows: Int
-    /// Rows per second that `flush()` commits (one changed column per row).
+    /// Rows per second that `flush()` commits (one changed column per row), with the change
+    /// log's triggers on.
     public var flushRowsPerSecond: Double
+    /// The same, on a file without the change log.
+    public var flushWithoutLogRowsPerSecond: Double
     /// Rows per second of a raw prepared `UPDATE` loop in one transaction on the same file.
     public var rawRowsPerSecond: Double
     /// ns per tracked assignment with nobody subscribed (registrar, Observation, write-behind).
     public var trackedAssignmentNs: Double
     /// ns per assignment to a plain `@Observable` property with nobody observing.
     public var observableAssignmentNs: Double
+    /// Commit-to-event latency across processes, when measured.
+    public var latency: ExternalLatencyBenchmark.Report?
 
     /// One JSON object (`modelctl bench --json`).
     public var json: String {
@@ -30,8 +35,9 @@ public struct HeadlineReport: Sendable {
         }
         return """
             {"rows": \(rows), "results": [\(results.joined(separator: ", "))], \
-            "flush": {"rows": \(flushRows), "rows_per_s": \(number(flushRowsPerSecond)), "raw_rows_per_s": \(number(rawRowsPerSecond))}, \
-            "assignment": {"tracked_ns": \(number(trackedAssignmentNs)), "observable_ns": \(number(observableAssignmentNs))}}
+            "flush": {"rows": \(flushRows), "rows_per_s": \(number(flushRowsPerSecond)), \
+            "rows_per_s_without_log": \(number(flushWithoutLogRowsPerSecond)), "raw_rows_per_s": \(number(rawRowsPerSecond))}, \
+            "assignment": {"tracked_ns": \(number(trackedAssignmentNs)), "observable_ns": \(number(observableAssignmentNs))}\(latencyJSON)}
             """
     }
 
@@ -42,8 +48,18 @@ public struct HeadlineReport: Sendable {
             lines.append(pad(contender.name, 22) + pad(number(contender.eventsPerBump), 14) + number(contender.nsPerBump))
         }
         lines.append("flush: \(number(flushRowsPerSecond)) rows/s over \(flushRows) rows; raw prepared UPDATE loop: \(number(rawRowsPerSecond)) rows/s (ratio \(number(flushRowsPerSecond / rawRowsPerSecond, digits: 2)))")
+        lines.append("flush without the change log: \(number(flushWithoutLogRowsPerSecond)) rows/s (log costs \(number((1 - flushRowsPerSecond / flushWithoutLogRowsPerSecond) * 100))% of flush throughput)")
+        if let latency {
+            lines.append("cross-process commit-to-event latency over \(latency.commits) commits: median \(number(latency.medianMilliseconds, digits: 2)) ms, p99 \(number(latency.p99Milliseconds, digits: 2)) ms, \(number(latency.eventsPerCommit, digits: 2)) events per commit")
+        }
         lines.append("assignment: tracked \(number(trackedAssignmentNs)) ns, @Observable \(number(observableAssignmentNs)) ns (ratio \(number(trackedAssignmentNs / observableAssignmentNs, digits: 2)))")
         return lines.joined(separator: "\n")
+    }
+
+    private var latencyJSON: String {
+        guard let latency else { return "" }
+        return ", \"latency\": {\"commits\": \(latency.commits), \"median_ms\": \(number(latency.medianMilliseconds, digits: 3)), "
+            + "\"p99_ms\": \(number(latency.p99Milliseconds, digits: 3)), \"events_per_commit\": \(number(latency.eventsPerCommit, digits: 3))}"
     }
 
     private func pad(_ text: String, _ width: Int) -> String {

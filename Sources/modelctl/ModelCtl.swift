@@ -13,6 +13,6 @@ struct ModelCtl: AsyncParsableCommand {
             75 database busy, 77 permission denied, 78 schema mismatch or bad migration set.
             """,
         version: "0.1.0",
-        subcommands: [SeedCommand.self, BumpCommand.self, QueryCommand.self, WatchCommand.self, MigrateCommand.self, BenchCommand.self]
+        subcommands: [SeedCommand.self, BumpCommand.self, QueryCommand.self, WatchCommand.self, MigrateCommand.self, BenchCommand.self, CommitTimedCommand.self]
     )
 }

@@ -132,7 +132,7 @@ import Testing
 
     @Test func benchPrintsTheHeadlineJSON() async throws {
         let workspace = try Workspace()
-        let bench = try await workspace.modelctl.run("bench", "--rows", "50", "--bumps", "200", "--json")
+        let bench = try await workspace.modelctl.run("bench", "--rows", "50", "--bumps", "200", "--commits", "5", "--json")
         #expect(bench.status == 0, "\(bench.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(bench.stdout.utf8)) as? [String: Any])
         #expect(report["rows"] as? Int == 50)
@@ -142,5 +142,9 @@ import Testing
         let flush = try #require(report["flush"] as? [String: Any])
         #expect((flush["rows_per_s"] as? Double ?? 0) > 0)
         #expect((flush["raw_rows_per_s"] as? Double ?? 0) > 0)
+        #expect((flush["rows_per_s_without_log"] as? Double ?? 0) > 0)
+        let latency = try #require(report["latency"] as? [String: Any])
+        #expect(latency["commits"] as? Int == 5)
+        #expect(latency["events_per_commit"] as? Double == 1)
     }
 }

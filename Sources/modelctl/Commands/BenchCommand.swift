@@ -18,12 +18,16 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Bumps per round for the contenders that notify one subscriber.")
     var bumps = 20_000
 
+    @Option(help: "Commits another modelctl process makes for the cross-process latency figures.")
+    var commits = 100
+
     @Flag(help: "Print one JSON object instead of a table.")
     var json = false
 
     func validate() throws {
         guard rows >= 1 else { throw ValidationError("--rows must be at least 1, not \(rows)") }
         guard bumps >= 1 else { throw ValidationError("--bumps must be at least 1, not \(bumps)") }
+        guard commits >= 1 else { throw ValidationError("--commits must be at least 1, not \(commits)") }
     }
 
     func run() async throws {
@@ -35,6 +39,16 @@ struct BenchCommand: AsyncParsableCommand {
     @MainActor private func bench() async throws {
         var benchmark = HeadlineBenchmark(rows: rows)
         benchmark.bumps = bumps
+        benchmark.latencyCommits = commits
+        benchmark.startCommitter = { path, commits, gap in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+            process.arguments = ["_commit-timed", "--db", path, "--commits", String(commits), "--gap", String(gap)]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            return (process, output)
+        }
         let report = try await benchmark.run(in: FileManager.default.temporaryDirectory.path)
         print(json ? report.json : report.table)
     }

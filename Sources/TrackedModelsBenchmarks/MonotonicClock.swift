@@ -1,0 +1,9 @@
+import Foundation
+
+/// Nanoseconds of `CLOCK_MONOTONIC`, which every process on the machine shares, so that a
+/// commit time printed by one process compares with a receive time taken in another.
+public func monotonicNanoseconds() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}

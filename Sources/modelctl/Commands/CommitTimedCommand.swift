@@ -1,0 +1,38 @@
+import ArgumentParser
+import Foundation
+import TrackedModels
+import TrackedModelsBenchmarks
+
+/// The other process of `modelctl bench`'s latency measurement: bumps a row, one commit at a
+/// time, and prints each new value with the monotonic time its flush returned.
+struct CommitTimedCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "_commit-timed",
+        abstract: "Internal: the committing side of `modelctl bench`.",
+        shouldDisplay: false
+    )
+
+    @Option(name: .customLong("db")) var path: String
+    @Option var commits: Int
+    @Option var gap: Int
+
+    func run() async throws {
+        try await reportingErrors(operation: "bench", path: path) {
+            try await commit()
+        }
+    }
+
+    @MainActor private func commit() async throws {
+        var configuration = ModelStore.Configuration()
+        configuration.observesExternalChanges = false
+        let store = try ModelStore(.file(path), models: [Row.self], configuration: configuration)
+        guard let row = try store.find(Row.self, key: Int64(0)) else { throw CLIError(.dataError, "bench \(path): no row 0") }
+        for _ in 0..<commits {
+            try await Task.sleep(for: .milliseconds(gap))
+            try store.increment(\Row.count, of: row)
+            try await store.flush()
+            FileHandle.standardOutput.write(Data("\(row.count) \(monotonicNanoseconds())\n".utf8))
+        }
+        try await store.close()
+    }
+}
