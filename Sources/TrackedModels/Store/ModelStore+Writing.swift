@@ -85,6 +85,7 @@ extension ModelStore {
     /// ```
     public func deleteAll<Model: TrackedModel>(_ type: Model.Type) throws {
         try checkOpen("delete")
+        precondition(!registrar.isInTransaction, "deleteAll cannot run inside store.transaction { }; call it before or after")
         registrar.didDeleteAll(table: try registrar.tableIndex(of: type))
     }
 

@@ -31,8 +31,6 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let overflow = Code(name: "overflow")
         /// SQL that would change the database was given where only reads are allowed.
         public static let notReadOnly = Code(name: "notReadOnly")
-        /// The row is missing from the table.
-        public static let rowNotFound = Code(name: "rowNotFound")
     }
 
     public var code: Code
