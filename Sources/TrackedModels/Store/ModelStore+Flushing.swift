@@ -10,8 +10,8 @@ struct FlushState {
     var isIntervalScheduled = false
     /// After a permanent failure, only an explicit flush tries again.
     var isAutoFlushSuspended = false
-    /// Counter cells with writes in flight: the deltas, and how many plain sets.
-    var counterCellsInFlight: [CellReference: (delta: Int64, sets: Int)] = [:]
+    /// Cells with writes in flight: the sum of their increments, and how many plain sets.
+    var cellsInFlight: [CellReference: (delta: Int64, sets: Int)] = [:]
     /// Keys SQLite assigned to inserts, by request, until the insert collects them.
     var assignedKeys: [UInt64: SQLValue] = [:]
     var lastInsertRequest: UInt64 = 0
@@ -105,7 +105,7 @@ extension ModelStore {
         guard !registrar.pending.isEmpty else { return }
         flushState.lastSubmitted += 1
         let batch = WriteBatch(sequence: flushState.lastSubmitted, operations: registrar.pending.take())
-        trackCounterCells(of: batch, sign: 1)
+        trackCellsInFlight(of: batch, sign: 1)
         flushState.inFlight.append(batch)
         writer.submit(batch)
     }
@@ -120,7 +120,7 @@ extension ModelStore {
         case .committed(let report):
             flushState.inFlight.removeFirst()
             flushState.lastFinished = batch.sequence
-            trackCounterCells(of: batch, sign: -1)
+            trackCellsInFlight(of: batch, sign: -1)
             flushState.assignedKeys.merge(report.assignedKeys) { _, new in new }
             reconcileCounters(report.counterValues)
             resumeWaiters { $0 <= batch.sequence ? .success(()) : nil }
@@ -129,7 +129,7 @@ extension ModelStore {
             // skips the batches it still has until it is resumed.
             let failed = flushState.inFlight
             flushState.inFlight.removeAll()
-            for batch in failed { trackCounterCells(of: batch, sign: -1) }
+            for batch in failed { trackCellsInFlight(of: batch, sign: -1) }
             registrar.pending.restore(failed.flatMap(\.operations))
             flushState.lastFinished = flushState.lastSubmitted
             writer.resume()
@@ -161,22 +161,20 @@ extension ModelStore {
         flushState.errorContinuations.removeAll()
     }
 
-    // MARK: - Counters
+    // MARK: - Cells in flight and counters
 
-    private func trackCounterCells(of batch: WriteBatch, sign: Int64) {
+    /// Counts, per cell, the writes handed to the writer and not yet reported, so that values
+    /// read back (committed counters, other connections' changes) can account for them.
+    private func trackCellsInFlight(of batch: WriteBatch, sign: Int64) {
         for case .update(let row, let cells) in batch.operations {
             for cell in cells {
                 let reference = CellReference(row: row, column: cell.column)
+                var entry = flushState.cellsInFlight[reference] ?? (0, 0)
                 switch cell.write {
-                case .add(let delta):
-                    flushState.counterCellsInFlight[reference, default: (0, 0)].delta &+= sign &* delta
-                case .set:
-                    guard flushState.counterCellsInFlight[reference] != nil || sign > 0 else { continue }
-                    flushState.counterCellsInFlight[reference, default: (0, 0)].sets += Int(sign)
+                case .add(let delta): entry.delta &+= sign &* delta
+                case .set: entry.sets += Int(sign)
                 }
-                if flushState.counterCellsInFlight[reference].map({ $0.delta == 0 && $0.sets == 0 }) == true {
-                    flushState.counterCellsInFlight.removeValue(forKey: reference)
-                }
+                flushState.cellsInFlight[reference] = entry.delta == 0 && entry.sets == 0 ? nil : entry
             }
         }
     }
@@ -188,7 +186,7 @@ extension ModelStore {
             guard case .integer(let committedValue) = committed,
                   let object = registrar.object(table: cell.row.table, key: cell.row.key)
             else { continue }
-            let inFlight = flushState.counterCellsInFlight[cell] ?? (0, 0)
+            let inFlight = flushState.cellsInFlight[cell] ?? (0, 0)
             guard inFlight.sets == 0 else { continue }
             var delta = inFlight.delta
             switch registrar.pending.write(to: cell) {
