@@ -100,7 +100,7 @@ extension TrackedMacro: MemberMacro {
 
         var members: [DeclSyntax] = [
             "private let _$observationRegistrar = Observation.ObservationRegistrar()",
-            "\(raw: access)var _$tracking = \(raw: module).ModelTracking()",
+            "\(raw: access)let _$tracking = \(raw: module).ModelTracking()",
             """
             \(raw: access)static let _$schema = \(raw: module).TableSchema(
                 name: \(raw: literal(table)),

@@ -79,17 +79,17 @@ public struct HeadlineBenchmark {
             for _ in 0..<bumps { objects[sequence.next()].count += 1 }
             try await store.flush()
         }
-        tokens.removeAll()
+        tokens.forEach { $0.cancel() }
         return .init(name: "tracked-per-row", eventsPerBump: Double(events) / Double(bumps * rounds), nsPerBump: ns, bumps: bumps)
     }
 
     private func trackedTrap(_ store: ModelStore, _ objects: [BenchmarkRow], bumps: Int) throws -> HeadlineReport.Contender {
         var events = 0
-        var tokens = try objects.map { _ in try store.subscribe(to: .table(BenchmarkRow.self)) { _ in events += 1 } }
+        let tokens = try objects.map { _ in try store.subscribe(to: .table(BenchmarkRow.self)) { _ in events += 1 } }
         let ns = measure(bumps: bumps) { sequence in
             for _ in 0..<bumps { objects[sequence.next()].count += 1 }
         }
-        tokens.removeAll()
+        tokens.forEach { $0.cancel() }
         return .init(name: "tracked-trap", eventsPerBump: Double(events) / Double(bumps * rounds), nsPerBump: ns, bumps: bumps)
     }
 

@@ -22,7 +22,7 @@ import Testing
 
                 private let _$observationRegistrar = Observation.ObservationRegistrar()
 
-                public var _$tracking = TrackedModels.ModelTracking()
+                public let _$tracking = TrackedModels.ModelTracking()
 
                 public static let _$schema = TrackedModels.TableSchema(
                     name: "rows",

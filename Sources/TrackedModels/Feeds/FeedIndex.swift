@@ -35,9 +35,12 @@ final class FeedIndex {
     private var buckets: [Key: [Subscription]] = [:]
     private var byID: [UInt64: Subscription] = [:]
     private var lastID: UInt64 = 0
+    /// Keys in use, by table and kind: a write skips the lookups of kinds nobody subscribed to.
+    private var keysInUse: [[Int]]
 
     init(schemas: [TableSchema]) {
         self.schemas = schemas
+        keysInUse = Array(repeating: Array(repeating: 0, count: Key.kindCount), count: schemas.count)
     }
 
     /// Live subscriptions.
@@ -48,7 +51,10 @@ final class FeedIndex {
     func add(keys: [Key], columns: Set<Int>?, isOneShot: Bool = false, handler: @escaping (ChangeEvent) -> Void) -> FeedToken {
         lastID += 1
         let subscription = Subscription(id: lastID, keys: keys, columns: columns, isOneShot: isOneShot, handler: handler)
-        for key in keys { buckets[key, default: []].append(subscription) }
+        for key in keys {
+            buckets[key, default: []].append(subscription)
+            keysInUse[key.table][key.kind] += 1
+        }
         byID[subscription.id] = subscription
         return FeedToken(index: self, subscription: subscription)
     }
@@ -58,6 +64,7 @@ final class FeedIndex {
         subscription.isCancelled = true
         byID.removeValue(forKey: subscription.id)
         for key in subscription.keys {
+            keysInUse[key.table][key.kind] -= 1
             buckets[key]?.removeAll { $0 === subscription }
             if buckets[key]?.isEmpty == true { buckets.removeValue(forKey: key) }
         }
@@ -69,6 +76,11 @@ final class FeedIndex {
 
     /// Checks that no cancelled subscription is left in a bucket and that every live one is.
     func checkInvariants() {
+        for (table, counts) in keysInUse.enumerated() {
+            for (kind, count) in counts.enumerated() {
+                precondition(count == buckets.reduce(0) { $0 + ($1.key.table == table && $1.key.kind == kind ? $1.value.count : 0) }, "key count of table \(table), kind \(kind) is off")
+            }
+        }
         for (key, subscriptions) in buckets {
             precondition(!subscriptions.isEmpty, "empty bucket left for \(key)")
             for subscription in subscriptions {
@@ -101,9 +113,10 @@ final class FeedIndex {
     /// Delivers one column's change to its subscribers: the hot path of every tracked write.
     func deliverUpdate(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin) {
         let row = RowReference(table: table, key: key)
+        let inUse = keysInUse[table]
         var event: ChangeEvent?
         func visit(_ key: Key) {
-            guard let bucket = buckets[key] else { return }
+            guard inUse[key.kind] > 0, let bucket = buckets[key] else { return }
             let change = event ?? ChangeEvent(
                 table: schemas[table].name, key: row.key, kind: .update,
                 changes: [ColumnChange(column: schemas[table].columns[column].name, index: column, old: old, new: new)],
@@ -146,6 +159,18 @@ final class FeedIndex {
 }
 
 extension FeedIndex.Key {
+    static let kindCount = 5
+
+    var kind: Int {
+        switch self {
+        case .cell: 0
+        case .row: 1
+        case .column: 2
+        case .table: 3
+        case .membership: 4
+        }
+    }
+
     var table: Int {
         switch self {
         case .cell(let cell): cell.row.table

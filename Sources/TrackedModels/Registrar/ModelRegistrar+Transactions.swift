@@ -48,7 +48,7 @@ extension ModelRegistrar {
         for event in Self.events(from: log, schemas: schemas) {
             feeds.deliver(event.event, table: event.table)
         }
-        if !pending.isEmpty { didQueueChange() }
+        if !pending.isEmpty { queued() }
     }
 
     /// The net change of each row in a transaction's log, in the order rows were first touched.

@@ -26,8 +26,13 @@ final class ModelRegistrar {
     /// Open transactions, outermost first, and what changed in them.
     var transactionLevels: [TransactionLevel] = []
     var transactionLog: [LoggedChange] = []
-    /// Called after each queued change.
+    /// Called after a queued change when a flush may be due: while no flush is scheduled, or
+    /// once the pending changes reach ``flushThreshold``. Not called on every write, which
+    /// keeps the store out of the hot path.
     var didQueueChange: () -> Void = {}
+    /// Whether a flush is scheduled (set by the store).
+    var isFlushScheduled = false
+    var flushThreshold = Int.max
 
     init(models: [any TrackedModel.Type]) {
         tables = models.map { Table(schema: $0._$schema, type: $0) }
@@ -84,7 +89,7 @@ final class ModelRegistrar {
         } else {
             feeds.deliver(deletion(table: table, key: key, values: values, origin: origin), table: table)
         }
-        if origin == .local { didQueueChange() }
+        if origin == .local { queued() }
     }
 
     /// Detaches every object of a table, queues deleting all its rows, and tells the table's
@@ -94,7 +99,7 @@ final class ModelRegistrar {
         tables[table].objects.removeAll()
         pending.deleteAll(table: table)
         feeds.deliverReset(table: table, origin: .local)
-        didQueueChange()
+        queued()
     }
 
     func deletion(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin) -> ChangeEvent {
@@ -137,7 +142,12 @@ final class ModelRegistrar {
         } else {
             feeds.deliverUpdate(table: tableIndex, key: rowKey, column: column, old: oldValue, new: newValue, origin: origin)
         }
-        if applyingOrigin == nil { didQueueChange() }
+        if applyingOrigin == nil { queued() }
+    }
+
+    /// Tells the store about a queued change when a flush may be due.
+    func queued() {
+        if !isFlushScheduled || pending.count >= flushThreshold { didQueueChange() }
     }
 
     // MARK: - Scoped modes

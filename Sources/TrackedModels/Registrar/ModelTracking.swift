@@ -1,10 +1,14 @@
 /// An object's link to the store that manages it: generated storage of every tracked model.
 ///
 /// The generated accessors report each read and write here. A detached object (not yet
-/// inserted, deleted, or whose store is gone) reports to nobody: it still notifies
+/// inserted, deleted, or whose store closed or went away) reports to nobody: it still notifies
 /// `Observation` observers, but nothing is stored.
-public struct ModelTracking {
-    weak var registrar: ModelRegistrar?
+///
+/// It is a class so that the accessors reach it without copying; it holds the registrar
+/// strongly, and the registrar clears that reference whenever it lets an object go (delete,
+/// close, the store's deinit), so no cycle outlives the store.
+public final class ModelTracking {
+    var registrar: ModelRegistrar?
     /// Where the object's table sits in the registrar.
     var tableIndex = 0
     /// The object's primary key while attached.

@@ -9,7 +9,7 @@ public protocol TrackedModel: AnyObject, Observable {
     /// Decodes an object from a row whose values follow ``_$schema``'s columns.
     init(_$row row: ModelRow) throws
     /// The object's link to the store that manages it.
-    var _$tracking: ModelTracking { get set }
+    var _$tracking: ModelTracking { get }
     /// The stored values, in column order, read without reporting access.
     func _$values() -> [SQLValue]
     /// Assigns a stored value to a column's property through its setter.

@@ -7,7 +7,6 @@ struct FlushState {
     /// Batches handed to the writer and not yet reported, oldest first.
     var inFlight: [WriteBatch] = []
     var waiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
-    var isIntervalScheduled = false
     /// After a permanent failure, only an explicit flush tries again.
     var isAutoFlushSuspended = false
     /// Cells with writes in flight: the sum of their increments, and how many plain sets.
@@ -78,13 +77,14 @@ extension ModelStore {
 
     // MARK: - Triggers
 
-    /// Called after every queued change: flushes at the threshold, else arms the interval.
+    /// Called after a queued change when a flush may be due: flushes at the threshold, else
+    /// arms the interval.
     func pendingDidChange() {
         guard !flushState.isAutoFlushSuspended, !registrar.isInTransaction else { return }
         if registrar.pending.count >= configuration.pendingThreshold {
             submitPending()
-        } else if !flushState.isIntervalScheduled {
-            flushState.isIntervalScheduled = true
+        } else if !registrar.isFlushScheduled {
+            registrar.isFlushScheduled = true
             let mailbox = mailbox!
             let interval = configuration.flushInterval
             let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
@@ -95,7 +95,7 @@ extension ModelStore {
     }
 
     func intervalElapsed() {
-        flushState.isIntervalScheduled = false
+        registrar.isFlushScheduled = false
         guard !flushState.isAutoFlushSuspended, !isClosed else { return }
         submitPending()
     }

@@ -105,6 +105,7 @@ public final class ModelStore {
         self.registrar = registrar
         mailbox = StoreMailbox(target: self, actor: isolation)
         outcomes.mailbox = mailbox
+        registrar.flushThreshold = configuration.pendingThreshold
         registrar.didQueueChange = { [unowned self] in pendingDidChange() }
     }
 

@@ -18,14 +18,14 @@ struct PendingChanges {
     var count: Int { slots.count }
 
     mutating func write(_ write: CellWrite, to cell: CellReference) {
-        if let existing = openUpdates[cell.row]?[cell.column] {
-            openUpdates[cell.row]![cell.column] = existing.followed(by: write)
-        } else if openUpdates[cell.row] != nil {
-            openUpdates[cell.row]![cell.column] = write
-        } else {
-            openUpdates[cell.row] = [cell.column: write]
-            slots.append(.openUpdate(cell.row))
-        }
+        // One lookup of the row: this runs on every tracked write.
+        let openRows = openUpdates.count
+        Self.merge(write, into: &openUpdates[cell.row, default: [:]], column: cell.column)
+        if openUpdates.count > openRows { slots.append(.openUpdate(cell.row)) }
+    }
+
+    private static func merge(_ write: CellWrite, into cells: inout [Int: CellWrite], column: Int) {
+        cells[column] = cells[column].map { $0.followed(by: write) } ?? write
     }
 
     mutating func insert(_ request: InsertRequest) {
