@@ -8,6 +8,9 @@ public struct HeadlineReport: Sendable {
         public var nsPerBump: Double
         /// Bumps measured per round.
         public var bumps: Int
+        /// For a persisting contender: the cost per bump of the bumps plus the `flush()` that
+        /// makes them durable (one UPDATE per distinct row bumped).
+        public var nsPerBumpUntilDurable: Double?
     }
 
     public var rows: Int
@@ -30,8 +33,10 @@ public struct HeadlineReport: Sendable {
 
     /// One JSON object (`modelctl bench --json`).
     public var json: String {
-        let results = contenders.map {
-            "{\"name\": \"\($0.name)\", \"events_per_bump\": \(number($0.eventsPerBump)), \"ns_per_bump\": \(number($0.nsPerBump)), \"bumps\": \($0.bumps)}"
+        let results = contenders.map { contender in
+            let durable = contender.nsPerBumpUntilDurable.map { ", \"ns_per_bump_until_durable\": \(number($0))" } ?? ""
+            return "{\"name\": \"\(contender.name)\", \"events_per_bump\": \(number(contender.eventsPerBump)), "
+                + "\"ns_per_bump\": \(number(contender.nsPerBump)), \"bumps\": \(contender.bumps)\(durable)}"
         }
         return """
             {"rows": \(rows), "results": [\(results.joined(separator: ", "))], \
@@ -43,9 +48,12 @@ public struct HeadlineReport: Sendable {
 
     /// A table for people.
     public var table: String {
-        var lines = ["rows: \(rows)", pad("contender", 22) + pad("events/bump", 14) + "ns/bump"]
+        var lines = ["rows: \(rows)", pad("contender", 22) + pad("events/bump", 14) + pad("ns/bump", 14) + "ns/bump until durable"]
         for contender in contenders {
-            lines.append(pad(contender.name, 22) + pad(number(contender.eventsPerBump), 14) + number(contender.nsPerBump))
+            lines.append(
+                pad(contender.name, 22) + pad(number(contender.eventsPerBump), 14) + pad(number(contender.nsPerBump), 14)
+                    + (contender.nsPerBumpUntilDurable.map { number($0) } ?? "-")
+            )
         }
         lines.append("flush: \(number(flushRowsPerSecond)) rows/s over \(flushRows) rows; raw prepared UPDATE loop: \(number(rawRowsPerSecond)) rows/s (ratio \(number(flushRowsPerSecond / rawRowsPerSecond, digits: 2)))")
         lines.append("flush without the change log: \(number(flushWithoutLogRowsPerSecond)) rows/s (log costs \(number((1 - flushRowsPerSecond / flushWithoutLogRowsPerSecond) * 100))% of flush throughput)")

@@ -192,4 +192,44 @@ import Testing
         try await store.flush()
         #expect(try Peek(path).value("SELECT count FROM rows") == 1)
     }
+
+    @Test func aBusyDatabaseIsRetriedAndThenCommits() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        var configuration = Stores.configuration()
+        configuration.busyTimeout = .milliseconds(20)
+        configuration.maxBusyRetries = 6
+        let store = try await Stores.rows(1, at: .file(path), configuration: configuration)
+        let locker = try Peek(path)
+        try locker.execute("BEGIN IMMEDIATE")
+        try #require(try store.find(Row.self, key: Int64(0))).count = 3
+        let release = Task {
+            try await Task.sleep(for: .milliseconds(150))
+            try locker.execute("COMMIT")
+        }
+        try await store.flush()
+        try await release.value
+        #expect(store.writerStatistics.busyRetries > 0)
+        #expect(try Peek(path).value("SELECT count FROM rows") == 3)
+    }
+
+    @Test func aDatabaseBusyPastEveryRetryIsReportedAndKept() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        var configuration = Stores.configuration()
+        configuration.busyTimeout = .milliseconds(10)
+        configuration.maxBusyRetries = 1
+        let store = try await Stores.rows(1, at: .file(path), configuration: configuration)
+        let locker = try Peek(path)
+        try locker.execute("BEGIN IMMEDIATE")
+        try #require(try store.find(Row.self, key: Int64(0))).count = 4
+        do {
+            try await store.flush()
+            Issue.record("the flush committed under another connection's write lock")
+        } catch ResultCode.busy {}
+        #expect(store.pendingChanges == ["update rows 0: count = 4"])
+        try locker.execute("COMMIT")
+        try await store.flush()
+        #expect(try Peek(path).value("SELECT count FROM rows") == 4)
+    }
 }

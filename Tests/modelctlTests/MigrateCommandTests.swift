@@ -106,4 +106,16 @@ import Testing
         let bad = try await workspace.modelctl.run("migrate", "new", "Add Notes", "--schemas", schemas)
         #expect(bad.status == 64)
     }
+
+    @Test func modelsThatDoNotMatchTheMigratedSchemaFailToOpen() async throws {
+        let workspace = try Workspace()
+        let schemas = workspace.modelctl.path("Other")
+        try FileManager.default.createDirectory(atPath: schemas, withIntermediateDirectories: true)
+        try "CREATE TABLE rows (id INTEGER PRIMARY KEY, title TEXT NOT NULL) STRICT;"
+            .write(toFile: schemas + "/0001_rows_without_count.sql", atomically: true, encoding: .utf8)
+        #expect(try await workspace.modelctl.run("migrate", "up", "--schemas", schemas).status == 0)
+        let bump = try await workspace.modelctl.run("bump", "1")
+        #expect(bump.status == 78)
+        #expect(bump.stderr.contains("rows.count: column is missing"))
+    }
 }

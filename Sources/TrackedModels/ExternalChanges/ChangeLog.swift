@@ -2,6 +2,10 @@
 /// `trackedmodels_changes` inside the writing transaction, whoever writes (another store,
 /// `modelctl`, the `sqlite3` shell).
 ///
+/// `seq` is a plain rowid (AUTOINCREMENT would cost a `sqlite_sequence` write per logged row):
+/// pruning always keeps the newest entry, so numbers never go back, and a reader that finds
+/// the log emptied by hand resets.
+///
 /// Triggers are named `trackedmodels_<table>_<kind>_v<version>` and generated from the table's
 /// real columns, so every store on a file installs the same ones. Installing is idempotent: a
 /// trigger whose SQL differs (an older version, or a table that gained columns) is replaced.
@@ -37,7 +41,7 @@ enum ChangeLog {
         try connection.withTransaction(.immediate) {
             try connection.execute("""
                 CREATE TABLE IF NOT EXISTS \(table) (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl TEXT NOT NULL, row_key, kind INTEGER NOT NULL, mask INTEGER NOT NULL
+                    seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, row_key, kind INTEGER NOT NULL, mask INTEGER NOT NULL
                 );
                 CREATE TABLE IF NOT EXISTS \(stateTable) (id INTEGER PRIMARY KEY CHECK (id = 1), pruned_through INTEGER NOT NULL);
                 INSERT OR IGNORE INTO \(stateTable) (id, pruned_through) VALUES (1, 0);

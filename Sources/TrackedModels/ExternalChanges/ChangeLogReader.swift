@@ -31,9 +31,11 @@ final class ChangeLogReader {
     func collect(on connection: Connection) throws -> ExternalChangeBatch {
         var batch = ExternalChangeBatch()
         let prunedThrough = try connection.scalar("SELECT pruned_through FROM \(ChangeLog.stateTable) WHERE id = 1")
-        if case .integer(let pruned) = prunedThrough, pruned > position {
+        let last = try Self.lastSequence(on: connection)
+        // Entries this reader has not seen were pruned, or the log was emptied by hand.
+        if case .integer(let pruned) = prunedThrough, pruned > position || last < position {
             batch.resetTables = Array(schemas.indices)
-            position = try Self.lastSequence(on: connection)
+            position = last
             return batch
         }
         var order: [RowReference] = []

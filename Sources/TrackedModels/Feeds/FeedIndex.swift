@@ -31,8 +31,18 @@ final class FeedIndex {
         }
     }
 
+    /// The subscriptions of one key, in subscription order. Cancelled ones are skipped and
+    /// swept out once they are half the bucket, so that cancelling is amortized O(1) even for
+    /// a key with a million subscribers.
+    struct Bucket {
+        var subscriptions: [Subscription] = []
+        var cancelled = 0
+
+        var live: Int { subscriptions.count - cancelled }
+    }
+
     let schemas: [TableSchema]
-    private var buckets: [Key: [Subscription]] = [:]
+    private var buckets: [Key: Bucket] = [:]
     private var byID: [UInt64: Subscription] = [:]
     private var lastID: UInt64 = 0
     /// Keys in use, by table and kind: a write skips the lookups of kinds nobody subscribed to.
@@ -52,7 +62,7 @@ final class FeedIndex {
         lastID += 1
         let subscription = Subscription(id: lastID, keys: keys, columns: columns, isOneShot: isOneShot, handler: handler)
         for key in keys {
-            buckets[key, default: []].append(subscription)
+            buckets[key, default: Bucket()].subscriptions.append(subscription)
             keysInUse[key.table][key.kind] += 1
         }
         byID[subscription.id] = subscription
@@ -65,8 +75,13 @@ final class FeedIndex {
         byID.removeValue(forKey: subscription.id)
         for key in subscription.keys {
             keysInUse[key.table][key.kind] -= 1
-            buckets[key]?.removeAll { $0 === subscription }
-            if buckets[key]?.isEmpty == true { buckets.removeValue(forKey: key) }
+            guard var bucket = buckets.removeValue(forKey: key) else { continue }
+            bucket.cancelled += 1
+            if bucket.cancelled * 2 > bucket.subscriptions.count {
+                bucket.subscriptions.removeAll { $0.isCancelled }
+                bucket.cancelled = 0
+            }
+            if bucket.live > 0 { buckets[key] = bucket }
         }
     }
 
@@ -78,13 +93,15 @@ final class FeedIndex {
     func checkInvariants() {
         for (table, counts) in keysInUse.enumerated() {
             for (kind, count) in counts.enumerated() {
-                precondition(count == buckets.reduce(0) { $0 + ($1.key.table == table && $1.key.kind == kind ? $1.value.count : 0) }, "key count of table \(table), kind \(kind) is off")
+                precondition(count == buckets.reduce(0) { $0 + ($1.key.table == table && $1.key.kind == kind ? $1.value.live : 0) }, "key count of table \(table), kind \(kind) is off")
             }
         }
-        for (key, subscriptions) in buckets {
-            precondition(!subscriptions.isEmpty, "empty bucket left for \(key)")
-            for subscription in subscriptions {
-                precondition(!subscription.isCancelled && byID[subscription.id] === subscription, "cancelled subscription left under \(key)")
+        for (key, bucket) in buckets {
+            precondition(bucket.live > 0, "a bucket with no live subscription is left for \(key)")
+            precondition(bucket.cancelled * 2 <= bucket.subscriptions.count, "cancelled subscriptions were not swept from \(key)")
+            precondition(bucket.subscriptions.count { $0.isCancelled } == bucket.cancelled, "cancelled count of \(key) is off")
+            for subscription in bucket.subscriptions where !subscription.isCancelled {
+                precondition(byID[subscription.id] === subscription, "live subscription under \(key) is not indexed")
             }
         }
     }
@@ -96,7 +113,7 @@ final class FeedIndex {
         let row = RowReference(table: table, key: key)
         var found: [Subscription] = []
         func collect(_ key: Key) {
-            if let bucket = buckets[key] { found.append(contentsOf: bucket) }
+            if let bucket = buckets[key] { found.append(contentsOf: bucket.subscriptions) }
         }
         for column in columns {
             collect(.cell(CellReference(row: row, column: column)))
@@ -116,7 +133,7 @@ final class FeedIndex {
         let inUse = keysInUse[table]
         var event: ChangeEvent?
         func visit(_ key: Key) {
-            guard inUse[key.kind] > 0, let bucket = buckets[key] else { return }
+            guard inUse[key.kind] > 0, let bucket = buckets[key]?.subscriptions else { return }
             let change = event ?? ChangeEvent(
                 table: schemas[table].name, key: row.key, kind: .update,
                 changes: [ColumnChange(column: schemas[table].columns[column].name, index: column, old: old, new: new)],

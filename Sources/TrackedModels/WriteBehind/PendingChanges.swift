@@ -10,8 +10,14 @@ struct PendingChanges {
         case openUpdate(RowReference)
     }
 
+    /// A row's update that later writes still coalesce into, and where it stands in `slots`.
+    private struct OpenUpdate {
+        var slot: Int
+        var cells: [Int: CellWrite] = [:]
+    }
+
     private var slots: [Slot] = []
-    private var openUpdates: [RowReference: [Int: CellWrite]] = [:]
+    private var openUpdates: [RowReference: OpenUpdate] = [:]
 
     var isEmpty: Bool { slots.isEmpty }
     /// Operations pending: one per inserted, updated or deleted row.
@@ -20,7 +26,7 @@ struct PendingChanges {
     mutating func write(_ write: CellWrite, to cell: CellReference) {
         // One lookup of the row: this runs on every tracked write.
         let openRows = openUpdates.count
-        Self.merge(write, into: &openUpdates[cell.row, default: [:]], column: cell.column)
+        Self.merge(write, into: &openUpdates[cell.row, default: OpenUpdate(slot: slots.count)].cells, column: cell.column)
         if openUpdates.count > openRows { slots.append(.openUpdate(cell.row)) }
     }
 
@@ -45,10 +51,8 @@ struct PendingChanges {
 
     /// Stops coalescing into a row's open update: later writes go into a new update.
     private mutating func close(_ row: RowReference) {
-        guard let cells = openUpdates.removeValue(forKey: row),
-              let index = slots.lastIndex(where: { if case .openUpdate(let open) = $0 { open == row } else { false } })
-        else { return }
-        slots[index] = .ready(.update(row: row, cells: Self.sorted(cells)))
+        guard let open = openUpdates.removeValue(forKey: row) else { return }
+        slots[open.slot] = .ready(.update(row: row, cells: Self.sorted(open.cells)))
     }
 
     /// The pending write of a cell, if any (merged over every pending update of its row).
@@ -58,7 +62,7 @@ struct PendingChanges {
             let write: CellWrite?
             switch slot {
             case .openUpdate(let row) where row == cell.row:
-                write = openUpdates[cell.row]?[cell.column]
+                write = openUpdates[cell.row]?.cells[cell.column]
             case .ready(.update(let row, let cells)) where row == cell.row:
                 write = cells.first { $0.column == cell.column }?.write
             default:
@@ -74,7 +78,7 @@ struct PendingChanges {
         let operations = slots.map { slot -> WriteOperation in
             switch slot {
             case .ready(let operation): operation
-            case .openUpdate(let row): .update(row: row, cells: Self.sorted(openUpdates[row] ?? [:]))
+            case .openUpdate(let row): .update(row: row, cells: Self.sorted(openUpdates[row]?.cells ?? [:]))
             }
         }
         slots.removeAll(keepingCapacity: true)
@@ -107,6 +111,9 @@ struct PendingChanges {
         slots.removeAll { slot in
             if case .ready(.insert(let request)) = slot { requests.contains(request.id) } else { false }
         }
+        for (index, slot) in slots.enumerated() {
+            if case .openUpdate(let row) = slot { openUpdates[row]?.slot = index }
+        }
     }
 
     /// A description of each pending operation, for inspection.
@@ -115,7 +122,7 @@ struct PendingChanges {
             switch slot {
             case .ready(let operation): operation.description(tables: tables)
             case .openUpdate(let row):
-                WriteOperation.update(row: row, cells: Self.sorted(openUpdates[row] ?? [:])).description(tables: tables)
+                WriteOperation.update(row: row, cells: Self.sorted(openUpdates[row]?.cells ?? [:])).description(tables: tables)
             }
         }
     }

@@ -122,8 +122,7 @@ final class WriteBehindWriter: @unchecked Sendable {
             // Others' changes are read first, inside the write lock, so that everything the
             // log holds after them is this writer's own.
             var external = ExternalChangeBatch()
-            let startPosition = changeLog?.position ?? 0
-            var positionAfterOthers = startPosition
+            var positionAfterOthers = changeLog?.position ?? 0
             defer { if !external.isEmpty { report(.externalChanges(external)) } }
             do {
                 let commit = try connection.withTransaction(.immediate) {

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+@Suite struct WatchCommandTests {
+    /// Reads a started process's stdout until it holds `lines` lines (or the process ends).
+    private func read(_ pipe: Pipe, lines: Int) async -> String {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var text = ""
+                while text.filter({ $0 == "\n" }).count < lines {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    text += String(decoding: chunk, as: UTF8.self)
+                }
+                continuation.resume(returning: text)
+            }
+        }
+    }
+
+    private func wait(_ process: Process) async -> Int32 {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                process.waitUntilExit()
+                continuation.resume(returning: process.terminationStatus)
+            }
+        }
+    }
+
+    /// Starts `modelctl watch` and waits until it is subscribed (it opened the store).
+    private func startWatch(_ workspace: Workspace, _ arguments: [String], output: Pipe) async throws -> Process {
+        let process = try workspace.modelctl.start(["watch"] + arguments, stdout: output)
+        try await Task.sleep(for: .milliseconds(500))
+        return process
+    }
+
+    @Test func printsAnotherProcesssBumpAsAJSONLine() async throws {
+        let workspace = try Workspace()
+        try await workspace.modelctl.run("seed", "--rows", "100")
+        let output = Pipe()
+        let watch = try await startWatch(workspace, ["--row", "42", "--format", "json", "--count", "1", "--timeout", "20"], output: output)
+        #expect(try await workspace.modelctl.run("bump", "42").status == 0)
+        let line = await read(output, lines: 1)
+        #expect(line == #"{"table": "rows", "row": 42, "kind": "update", "origin": "external", "columns": {"count": {"old": 0, "new": 1}}}"# + "\n")
+        #expect(await wait(watch) == 0)
+    }
+
+    @Test func filtersByRowAndColumn() async throws {
+        let workspace = try Workspace()
+        try await workspace.modelctl.run("seed", "--rows", "10")
+        let output = Pipe()
+        let watch = try await startWatch(workspace, ["--columns", "count", "--count", "1", "--timeout", "20"], output: output)
+        #expect(try await workspace.modelctl.run("query", "SELECT 1").status == 0)
+        try await workspace.modelctl.run("bump", "3", "--by", "5")
+        let line = await read(output, lines: 1)
+        #expect(line == "rows 3 update (external): count 0 → 5\n")
+        #expect(await wait(watch) == 0)
+    }
+
+    @Test func timeoutAndInterruptEndItCleanly() async throws {
+        let workspace = try Workspace()
+        try await workspace.modelctl.run("seed", "--rows", "1")
+        let timedOut = try await workspace.modelctl.run("watch", "--timeout", "0.3")
+        #expect(timedOut.status == 0)
+        #expect(timedOut.stdout.isEmpty)
+        let errors = Pipe()
+        let interrupted = try workspace.modelctl.start(["watch"], stderr: errors)
+        try await Task.sleep(for: .milliseconds(500))
+        kill(interrupted.processIdentifier, SIGINT)
+        #expect(await wait(interrupted) == 0)
+        #expect(interrupted.terminationReason == .exit)
+        #expect(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).isEmpty)
+    }
+
+    @Test func anUnknownColumnIsAUsageError() async throws {
+        let workspace = try Workspace()
+        try await workspace.modelctl.run("seed", "--rows", "1")
+        let watch = try await workspace.modelctl.run("watch", "--columns", "nope")
+        #expect(watch.status == 64)
+        #expect(watch.stderr.contains("rows has no column 'nope'"))
+    }
+}
