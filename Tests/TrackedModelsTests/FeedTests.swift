@@ -38,6 +38,8 @@ import TrackedModels
         #expect(events[0].changes.map(\.column) == ["title", "count"])
         #expect(events[0].change(of: \Row.count)! == (old: 0, new: 6))
         #expect(events[0].change(of: \Row.title)! == (old: "Row 0", new: "changed"))
+        #expect(events[0].changed(\Row.count))
+        #expect(!events[0].changed(\Row.id))
         token.cancel()
     }
 

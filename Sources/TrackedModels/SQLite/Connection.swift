@@ -172,14 +172,8 @@ package final class Connection {
     /// The rowid of the most recent successful INSERT on this connection.
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
-    /// Rows changed by the most recent INSERT, UPDATE or DELETE.
-    var changes: Int { Int(sqlite3_changes64(handle)) }
-
     /// Whether a transaction is open (the connection is out of autocommit mode).
     var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
-
-    /// Whether the connection may not write (opened read-only, or a read-only file).
-    var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
 
     /// Reads a single value: the first column of the first row, or `.null` without rows.
     func scalar(_ sql: String, _ arguments: [SQLValue] = []) throws -> SQLValue {
