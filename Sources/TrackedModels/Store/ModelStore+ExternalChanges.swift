@@ -66,7 +66,7 @@ extension ModelStore {
     /// cell; `nil` to keep the local value.
     private func externalValue(_ committed: SQLValue, for cell: CellReference) -> SQLValue? {
         var delta: Int64 = 0
-        if let inFlight = flushState.cellsInFlight[cell] {
+        if let inFlight = cellsInFlight()[cell] {
             guard inFlight.sets == 0 else { return nil }
             delta = inFlight.delta
         }

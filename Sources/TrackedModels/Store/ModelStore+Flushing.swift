@@ -9,8 +9,9 @@ struct FlushState {
     var waiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
     /// After a permanent failure, only an explicit flush tries again.
     var isAutoFlushSuspended = false
-    /// Cells with writes in flight: the sum of their increments, and how many plain sets.
-    var cellsInFlight: [CellReference: (delta: Int64, sets: Int)] = [:]
+    /// Cells with writes in flight (the sum of their increments, and how many plain sets),
+    /// built from `inFlight` only when values read back need it, and dropped when it changes.
+    var cellsInFlightCache: [CellReference: (delta: Int64, sets: Int)]?
     /// Keys SQLite assigned to inserts, by request, until the insert collects them.
     var assignedKeys: [UInt64: SQLValue] = [:]
     var lastInsertRequest: UInt64 = 0
@@ -105,8 +106,8 @@ extension ModelStore {
         guard !registrar.pending.isEmpty else { return }
         flushState.lastSubmitted += 1
         let batch = WriteBatch(sequence: flushState.lastSubmitted, operations: registrar.pending.take())
-        trackCellsInFlight(of: batch, sign: 1)
         flushState.inFlight.append(batch)
+        flushState.cellsInFlightCache = nil
         writer.submit(batch)
     }
 
@@ -119,8 +120,8 @@ extension ModelStore {
         switch outcome.result {
         case .committed(let report):
             flushState.inFlight.removeFirst()
+            flushState.cellsInFlightCache = nil
             flushState.lastFinished = batch.sequence
-            trackCellsInFlight(of: batch, sign: -1)
             flushState.assignedKeys.merge(report.assignedKeys) { _, new in new }
             reconcileCounters(report.counterValues)
             resumeWaiters { $0 <= batch.sequence ? .success(()) : nil }
@@ -129,7 +130,7 @@ extension ModelStore {
             // skips the batches it still has until it is resumed.
             let failed = flushState.inFlight
             flushState.inFlight.removeAll()
-            for batch in failed { trackCellsInFlight(of: batch, sign: -1) }
+            flushState.cellsInFlightCache = nil
             registrar.pending.restore(failed.flatMap(\.operations))
             flushState.lastFinished = flushState.lastSubmitted
             writer.resume()
@@ -163,20 +164,22 @@ extension ModelStore {
 
     // MARK: - Cells in flight and counters
 
-    /// Counts, per cell, the writes handed to the writer and not yet reported, so that values
-    /// read back (committed counters, other connections' changes) can account for them.
-    private func trackCellsInFlight(of batch: WriteBatch, sign: Int64) {
-        for case .update(let row, let cells) in batch.operations {
-            for cell in cells {
+    /// The writes handed to the writer and not yet reported, per cell, so that values read
+    /// back (committed counters, other connections' changes) can account for them.
+    func cellsInFlight() -> [CellReference: (delta: Int64, sets: Int)] {
+        if let cached = flushState.cellsInFlightCache { return cached }
+        var cells: [CellReference: (delta: Int64, sets: Int)] = [:]
+        for case .update(let row, let writes) in flushState.inFlight.lazy.flatMap(\.operations) {
+            for cell in writes {
                 let reference = CellReference(row: row, column: cell.column)
-                var entry = flushState.cellsInFlight[reference] ?? (0, 0)
                 switch cell.write {
-                case .add(let delta): entry.delta &+= sign &* delta
-                case .set: entry.sets += Int(sign)
+                case .add(let delta): cells[reference, default: (0, 0)].delta &+= delta
+                case .set: cells[reference, default: (0, 0)].sets += 1
                 }
-                flushState.cellsInFlight[reference] = entry.delta == 0 && entry.sets == 0 ? nil : entry
             }
         }
+        flushState.cellsInFlightCache = cells
+        return cells
     }
 
     /// After a commit, a counter holds the committed value plus the increments not yet committed:
@@ -186,7 +189,7 @@ extension ModelStore {
             guard case .integer(let committedValue) = committed,
                   let object = registrar.object(table: cell.row.table, key: cell.row.key)
             else { continue }
-            let inFlight = flushState.cellsInFlight[cell] ?? (0, 0)
+            let inFlight = cellsInFlight()[cell] ?? (0, 0)
             guard inFlight.sets == 0 else { continue }
             var delta = inFlight.delta
             switch registrar.pending.write(to: cell) {

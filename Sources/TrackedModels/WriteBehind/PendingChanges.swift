@@ -13,7 +13,9 @@ struct PendingChanges {
     /// A row's update that later writes still coalesce into, and where it stands in `slots`.
     private struct OpenUpdate {
         var slot: Int
-        var cells: [Int: CellWrite] = [:]
+        /// Changed cells in column order: a row has few columns, so a small sorted array beats
+        /// a dictionary, and it becomes the write operation as it is.
+        var cells: [(column: Int, write: CellWrite)] = []
     }
 
     private var slots: [Slot] = []
@@ -30,8 +32,16 @@ struct PendingChanges {
         if openUpdates.count > openRows { slots.append(.openUpdate(cell.row)) }
     }
 
-    private static func merge(_ write: CellWrite, into cells: inout [Int: CellWrite], column: Int) {
-        cells[column] = cells[column].map { $0.followed(by: write) } ?? write
+    private static func merge(_ write: CellWrite, into cells: inout [(column: Int, write: CellWrite)], column: Int) {
+        if let index = cells.firstIndex(where: { $0.column >= column }) {
+            if cells[index].column == column {
+                cells[index].write = cells[index].write.followed(by: write)
+            } else {
+                cells.insert((column, write), at: index)
+            }
+        } else {
+            cells.append((column, write))
+        }
     }
 
     mutating func insert(_ request: InsertRequest) {
@@ -52,7 +62,7 @@ struct PendingChanges {
     /// Stops coalescing into a row's open update: later writes go into a new update.
     private mutating func close(_ row: RowReference) {
         guard let open = openUpdates.removeValue(forKey: row) else { return }
-        slots[open.slot] = .ready(.update(row: row, cells: Self.sorted(open.cells)))
+        slots[open.slot] = .ready(.update(row: row, cells: open.cells))
     }
 
     /// The pending write of a cell, if any (merged over every pending update of its row).
@@ -62,7 +72,7 @@ struct PendingChanges {
             let write: CellWrite?
             switch slot {
             case .openUpdate(let row) where row == cell.row:
-                write = openUpdates[cell.row]?.cells[cell.column]
+                write = openUpdates[cell.row]?.cells.first { $0.column == cell.column }?.write
             case .ready(.update(let row, let cells)) where row == cell.row:
                 write = cells.first { $0.column == cell.column }?.write
             default:
@@ -78,7 +88,7 @@ struct PendingChanges {
         let operations = slots.map { slot -> WriteOperation in
             switch slot {
             case .ready(let operation): operation
-            case .openUpdate(let row): .update(row: row, cells: Self.sorted(openUpdates[row]?.cells ?? [:]))
+            case .openUpdate(let row): .update(row: row, cells: openUpdates[row]?.cells ?? [])
             }
         }
         slots.removeAll(keepingCapacity: true)
@@ -122,14 +132,11 @@ struct PendingChanges {
             switch slot {
             case .ready(let operation): operation.description(tables: tables)
             case .openUpdate(let row):
-                WriteOperation.update(row: row, cells: Self.sorted(openUpdates[row]?.cells ?? [:])).description(tables: tables)
+                WriteOperation.update(row: row, cells: openUpdates[row]?.cells ?? []).description(tables: tables)
             }
         }
     }
 
-    private static func sorted(_ cells: [Int: CellWrite]) -> [(column: Int, write: CellWrite)] {
-        cells.sorted { $0.key < $1.key }.map { (column: $0.key, write: $0.value) }
-    }
 }
 
 extension WriteOperation {
