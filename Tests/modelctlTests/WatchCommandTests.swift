@@ -26,10 +26,25 @@ import Testing
         }
     }
 
-    /// Starts `modelctl watch` and waits until it is subscribed (it opened the store).
+    /// Starts `modelctl watch` and waits until it has opened the database: from then on, no
+    /// commit can slip past it (it reads the change log from the position it opened at).
     private func startWatch(_ workspace: Workspace, _ arguments: [String], output: Pipe) async throws -> Process {
         let process = try workspace.modelctl.start(["watch"] + arguments, stdout: output)
-        try await Task.sleep(for: .milliseconds(500))
+        let database = workspace.modelctl.path("model.sqlite")
+        let descriptors = "/proc/\(process.processIdentifier)/fd"
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            let open = (try? FileManager.default.contentsOfDirectory(atPath: descriptors))?.contains { descriptor in
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: descriptors + "/" + descriptor)) == database
+            }
+            guard let open else {
+                // No /proc (not Linux): give it time instead.
+                try await Task.sleep(for: .seconds(1))
+                break
+            }
+            if open { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         return process
     }
 
@@ -64,7 +79,7 @@ import Testing
         #expect(timedOut.stdout.isEmpty)
         let errors = Pipe()
         let interrupted = try workspace.modelctl.start(["watch"], stderr: errors)
-        try await Task.sleep(for: .milliseconds(500))
+        try await Task.sleep(for: .milliseconds(300))
         kill(interrupted.processIdentifier, SIGINT)
         #expect(await wait(interrupted) == 0)
         #expect(interrupted.terminationReason == .exit)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The change log: triggers on tracked tables append (table, row, kind, changed-column mask) to
 /// `trackedmodels_changes` inside the writing transaction, whoever writes (another store,
 /// `modelctl`, the `sqlite3` shell).
@@ -90,4 +92,3 @@ enum ChangeLog {
     }
 }
 
-import Foundation
