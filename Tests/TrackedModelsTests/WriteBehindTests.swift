@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import TrackedModels
 
@@ -198,15 +199,24 @@ import Testing
         let path = directory.path("model.sqlite")
         var configuration = Stores.configuration()
         configuration.busyTimeout = .milliseconds(20)
-        configuration.maxBusyRetries = 6
+        configuration.maxBusyRetries = 8
         let store = try await Stores.rows(1, at: .file(path), configuration: configuration)
-        let locker = try Peek(path)
-        try locker.execute("BEGIN IMMEDIATE")
-        try #require(try store.find(Row.self, key: Int64(0))).count = 3
-        let release = Task {
-            try await Task.sleep(for: .milliseconds(150))
+        // Another connection holds the write lock until the writer has retried once; it runs
+        // off the main actor, so that tests busy there cannot delay the release.
+        let (acquired, signal) = AsyncStream<Void>.makeStream()
+        let writer = store.writer
+        let release = Task.detached {
+            let locker = try Peek(path)
+            try locker.execute("BEGIN IMMEDIATE")
+            signal.finish()
+            let deadline = ContinuousClock.now + .seconds(20)
+            while writer.statistics.withLock({ $0.busyRetries }) == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
             try locker.execute("COMMIT")
         }
+        for await _ in acquired {}
+        try #require(try store.find(Row.self, key: Int64(0))).count = 3
         try await store.flush()
         try await release.value
         #expect(store.writerStatistics.busyRetries > 0)
