@@ -28,8 +28,8 @@ import Testing
 
     /// Starts `modelctl watch` and waits until it has opened the database: from then on, no
     /// commit can slip past it (it reads the change log from the position it opened at).
-    private func startWatch(_ workspace: Workspace, _ arguments: [String], output: Pipe) async throws -> Process {
-        let process = try workspace.modelctl.start(["watch"] + arguments, stdout: output)
+    private func startWatch(_ workspace: Workspace, _ arguments: [String], output: Pipe, errors: Pipe = Pipe()) async throws -> Process {
+        let process = try workspace.modelctl.start(["watch"] + arguments, stdout: output, stderr: errors)
         let database = workspace.modelctl.path("model.sqlite")
         let descriptors = "/proc/\(process.processIdentifier)/fd"
         let deadline = ContinuousClock.now + .seconds(20)
@@ -78,8 +78,7 @@ import Testing
         #expect(timedOut.status == 0)
         #expect(timedOut.stdout.isEmpty)
         let errors = Pipe()
-        let interrupted = try workspace.modelctl.start(["watch"], stderr: errors)
-        try await Task.sleep(for: .milliseconds(300))
+        let interrupted = try await startWatch(workspace, [], output: Pipe(), errors: errors)
         kill(interrupted.processIdentifier, SIGINT)
         #expect(await wait(interrupted) == 0)
         #expect(interrupted.terminationReason == .exit)

@@ -68,8 +68,9 @@ struct WatchCommand: AsyncParsableCommand {
     }
 
     @MainActor private func watch() async throws {
-        let store = try ModelStore(.file(options.path), models: [Row.self])
         let (items, sink) = AsyncStream.makeStream(of: Item.self)
+        let interruption = Interruption { sink.yield(.stop) }
+        let store = try ModelStore(.file(options.path), models: [Row.self])
         // Hold the watched rows, so that events carry their old values.
         let watched = rows.isEmpty ? try store.fetch(Row.self) : try rows.compactMap { try store.find(Row.self, key: $0) }
         let keyPaths = try columnKeyPaths()
@@ -86,7 +87,6 @@ struct WatchCommand: AsyncParsableCommand {
         }
         _ = watched
 
-        let interruption = Interruption { sink.yield(.stop) }
         let timer = timeout.map { seconds in
             Task { try await Task.sleep(for: .seconds(seconds)); sink.yield(.stop) }
         }
