@@ -114,6 +114,7 @@ import TrackedModelsTesting
     @Test func aStoreThatFellBehindAPrunedLogReloadsAndResets() async throws {
         var quiet = Stores.configuration()
         quiet.externalChangePollInterval = .seconds(3_600)
+        quiet.wakesOnFileChanges = false
         let workload = try await workload(rows: 10, configuration: quiet)
         var events: [ChangeEvent] = []
         let token = try workload.store.subscribe(to: .table(Row.self)) { events.append($0) }
@@ -152,4 +153,15 @@ import TrackedModelsTesting
         try await store.close()
         #expect(try Peek(bare).value("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'") == 0)
     }
+
+    #if os(Linux)
+    @Test func aWriteToTheWALFileWakesTheStoreWithoutAPoll() async throws {
+        var noPolling = Stores.configuration()
+        noPolling.externalChangePollInterval = .seconds(3_600)
+        let workload = try await workload(rows: 10, configuration: noPolling)
+        try await sqlite3(workload.path, "UPDATE rows SET count = 5 WHERE id = 6")
+        try await settle { workload.probe.total > 0 }
+        #expect(workload.probe.counts == ["row 6": 1])
+    }
+    #endif
 }

@@ -100,6 +100,7 @@ public final class ModelStore {
             maxBusyRetries: configuration.maxBusyRetries,
             changeLog: changeLog,
             pollInterval: configuration.externalChangePollInterval,
+            walFile: location == .inMemory || !configuration.wakesOnFileChanges ? nil : filename + "-wal",
             report: { outcomes.forward($0) }
         )
         self.registrar = registrar

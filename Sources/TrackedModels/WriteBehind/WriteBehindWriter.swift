@@ -27,6 +27,7 @@ final class WriteBehindWriter: @unchecked Sendable {
     private var isHalted = false
     private let changeLog: ChangeLogReader?
     private var timer: (any DispatchSourceTimer)?
+    private var fileSignal: FileChangeSignal?
     private let tables: [TableSchema]
     private let maxBusyRetries: Int
     private let report: @Sendable (WriterEvent) -> Void
@@ -37,6 +38,8 @@ final class WriteBehindWriter: @unchecked Sendable {
     /// - Parameters:
     ///   - changeLog: Reads other connections' changes; `nil` when the store does not watch.
     ///   - pollInterval: How often to check for other connections' commits.
+    ///   - walFile: The database's WAL file, watched to notice commits before the next poll;
+    ///     `nil` for a database without one.
     ///   - report: Called on the writer's queue with what happened, in order.
     init(
         connection: Connection,
@@ -44,6 +47,7 @@ final class WriteBehindWriter: @unchecked Sendable {
         maxBusyRetries: Int,
         changeLog: ChangeLogReader?,
         pollInterval: Duration,
+        walFile: String?,
         report: @escaping @Sendable (WriterEvent) -> Void
     ) {
         self.connection = connection
@@ -58,6 +62,9 @@ final class WriteBehindWriter: @unchecked Sendable {
             timer.setEventHandler { [weak self] in self?.poll() }
             timer.resume()
             self.timer = timer
+            if let walFile {
+                fileSignal = FileChangeSignal(path: walFile, queue: queue) { [weak self] in self?.poll() }
+            }
         }
     }
 
@@ -86,6 +93,8 @@ final class WriteBehindWriter: @unchecked Sendable {
         queue.async { [self] in
             timer?.cancel()
             timer = nil
+            fileSignal?.cancel()
+            fileSignal = nil
             statements.removeAll()
             connection = nil
             completion()
