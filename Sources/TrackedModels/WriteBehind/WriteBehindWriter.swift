@@ -63,7 +63,7 @@ final class WriteBehindWriter: @unchecked Sendable {
             timer.resume()
             self.timer = timer
             if let walFile {
-                fileSignal = FileChangeSignal(path: walFile, queue: queue) { [weak self] in self?.poll() }
+                fileSignal = FileChangeSignal(path: walFile, queue: queue) { [weak self] in self?.wake() }
             }
         }
     }
@@ -108,8 +108,21 @@ final class WriteBehindWriter: @unchecked Sendable {
 
     // MARK: - On the queue
 
-    private func poll() {
-        guard let connection, let changeLog, (try? changeLog.othersCommitted(on: connection)) == true else { return }
+    /// A write to the WAL file: poll now, and again shortly if the commit was not visible yet
+    /// (SQLite writes the WAL frames before it publishes the commit in the shared index).
+    private func wake() {
+        guard !poll() else { return }
+        for delay in [1, 10] {
+            queue.asyncAfter(deadline: .now() + .milliseconds(delay)) { [weak self] in self?.poll() }
+        }
+    }
+
+    /// Reads other connections' changes if they committed since the last look.
+    ///
+    /// - Returns: Whether they had.
+    @discardableResult
+    private func poll() -> Bool {
+        guard let connection, let changeLog, (try? changeLog.othersCommitted(on: connection)) == true else { return false }
         // A failed read is retried on the next tick: the position only moves on success.
         let position = changeLog.position
         do {
@@ -118,6 +131,7 @@ final class WriteBehindWriter: @unchecked Sendable {
         } catch {
             changeLog.rewind(to: position)
         }
+        return true
     }
 
     private func run(_ batch: WriteBatch) -> BatchOutcome.Result {
