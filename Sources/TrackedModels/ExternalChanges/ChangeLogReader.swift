@@ -89,9 +89,11 @@ final class ChangeLogReader {
         try connection.cachedStatement("UPDATE \(ChangeLog.stateTable) SET pruned_through = ? WHERE id = 1").run([.integer(through)])
     }
 
-    /// Goes back to a position after a rolled-back transaction.
+    /// Goes back to a position after a failed read or a rolled-back transaction, and forgets
+    /// the data version, so that the next look reads again even if nobody commits meanwhile.
     func rewind(to position: Int64) {
         self.position = position
+        dataVersion = .null
     }
 
     private func reload(_ row: RowReference, schema: TableSchema, on connection: Connection) throws -> [SQLValue]? {

@@ -18,9 +18,9 @@ enum WriterEvent: Sendable {
 /// After a batch fails, the writer skips every batch already submitted (the store puts them
 /// back in order) until ``resume()``, so that nothing commits ahead of a failed change.
 final class WriteBehindWriter: @unchecked Sendable {
-    // @unchecked Sendable: `connection`, `statements`, `changeLog`, `timer` and `isHalted` are
-    // touched only by blocks running on `queue`, which is serial (and by `init`, before any
-    // block runs); `statistics` is a Mutex; the rest is immutable.
+    // @unchecked Sendable: `connection`, `statements`, `changeLog`, `timer`, `fileSignal` and
+    // `isHalted` are touched only by blocks running on `queue`, which is serial (and by `init`,
+    // before any block runs); `statistics` is a Mutex; the rest is immutable.
     private let queue = DispatchQueue(label: "TrackedModels.WriteBehindWriter")
     private var connection: Connection?
     private var statements: [StatementShape: Statement] = [:]
