@@ -6,6 +6,7 @@ struct TrackedMacrosPlugin: CompilerPlugin {
     let providingMacros: [any Macro.Type] = [
         TrackedMacro.self,
         TrackedColumnMacro.self,
+        TrackedTransientMacro.self,
         MarkerMacro.self,
     ]
 }

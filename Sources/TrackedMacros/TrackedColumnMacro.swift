@@ -53,10 +53,57 @@ extension TrackedColumnMacro: PeerMacro {
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
         guard let variable = declaration.as(VariableDeclSyntax.self),
-              let property = StoredProperty(variable),
-              let type = property.type
+              let property = StoredProperty(variable)
         else { return [] }
+        let type = property.type.map { ": \($0.trimmedDescription)" } ?? ""
         let initializer = property.initializer.map { " = \($0.trimmedDescription)" } ?? ""
-        return ["private var _\(raw: property.name): \(type.trimmed)\(raw: initializer)"]
+        return ["private var _\(raw: property.name)\(raw: type)\(raw: initializer)"]
+    }
+}
+
+/// `@_TrackedTransient`, attached by `@Tracked` to each `@Transient` property: observed through
+/// `Observation` like an `@Observable` property, over a `_name` backing property, and never
+/// reported to the store.
+public struct TrackedTransientMacro {}
+
+extension TrackedTransientMacro: AccessorMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingAccessorsOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AccessorDeclSyntax] {
+        guard let variable = declaration.as(VariableDeclSyntax.self), let property = StoredProperty(variable) else { return [] }
+        let name = property.name
+        return [
+            """
+            @storageRestrictions(initializes: _\(raw: name))
+            init(initialValue) {
+                _\(raw: name) = initialValue
+            }
+            """,
+            """
+            get {
+                access(keyPath: \\.\(raw: name))
+                return _\(raw: name)
+            }
+            """,
+            """
+            set {
+                withMutation(keyPath: \\.\(raw: name)) {
+                    _\(raw: name) = newValue
+                }
+            }
+            """,
+        ]
+    }
+}
+
+extension TrackedTransientMacro: PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingPeersOf declaration: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        try TrackedColumnMacro.expansion(of: node, providingPeersOf: declaration, in: context)
     }
 }

@@ -10,6 +10,7 @@ public import SwiftSyntaxMacros
 public struct TrackedMacro {
     static let moduleName = "TrackedModels"
     static let columnMacroName = "_TrackedColumn"
+    static let transientMacroName = "_TrackedTransient"
 
     /// The class's column properties, or `nil` after diagnosing why it cannot be expanded.
     static func columns(
@@ -192,10 +193,12 @@ extension TrackedMacro: MemberAttributeMacro {
         in context: some MacroExpansionContext
     ) throws -> [AttributeSyntax] {
         guard let variable = member.as(VariableDeclSyntax.self),
-              let property = StoredProperty(variable), property.isColumn,
-              let (_, columns) = Self.columns(of: declaration, attribute: node, in: context, diagnose: false),
-              let index = columns.firstIndex(where: { $0.name == property.name })
+              let property = StoredProperty(variable), !property.isObservationIgnored,
+              let (_, columns) = Self.columns(of: declaration, attribute: node, in: context, diagnose: false)
         else { return [] }
+        // A transient property is observed like an `@Observable` one, but never stored.
+        guard property.isColumn else { return ["@\(raw: moduleName).\(raw: transientMacroName)"] }
+        guard let index = columns.firstIndex(where: { $0.name == property.name }) else { return [] }
         return ["@\(raw: moduleName).\(raw: columnMacroName)(\(raw: index))"]
     }
 }

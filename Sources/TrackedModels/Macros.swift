@@ -48,7 +48,9 @@ public macro Tracked(table: String) = #externalMacro(module: "TrackedMacros", ty
 @attached(peer)
 public macro PrimaryKey() = #externalMacro(module: "TrackedMacros", type: "MarkerMacro")
 
-/// Keeps a property out of the table: it is neither stored nor tracked by the store.
+/// Keeps a property out of the table: it is not stored and the store's feeds do not hear it,
+/// but `Observation` observes it as it would on an `@Observable` class. (`@ObservationIgnored`
+/// keeps a property out of both.)
 ///
 /// ```swift
 /// @Transient var isSelected = false
@@ -68,3 +70,8 @@ public macro Column(_ name: String) = #externalMacro(module: "TrackedMacros", ty
 @attached(accessor, names: named(init), named(get), named(set))
 @attached(peer, names: prefixed(_))
 public macro _TrackedColumn(_ index: Int) = #externalMacro(module: "TrackedMacros", type: "TrackedColumnMacro")
+
+/// Implementation detail of ``Tracked(table:)``: makes a `@Transient` property observable.
+@attached(accessor, names: named(init), named(get), named(set))
+@attached(peer, names: prefixed(_))
+public macro _TrackedTransient() = #externalMacro(module: "TrackedMacros", type: "TrackedTransientMacro")

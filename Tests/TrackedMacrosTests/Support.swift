@@ -13,6 +13,7 @@ let trackedMacros: [String: MacroSpec] = [
     "Transient": MacroSpec(type: MarkerMacro.self),
     "Column": MacroSpec(type: MarkerMacro.self),
     "_TrackedColumn": MacroSpec(type: TrackedColumnMacro.self),
+    "_TrackedTransient": MacroSpec(type: TrackedTransientMacro.self),
 ]
 
 /// Expands `source` and compares the expansion and diagnostics, reporting to Swift Testing.

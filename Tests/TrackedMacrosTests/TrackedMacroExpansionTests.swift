@@ -18,7 +18,7 @@ import Testing
                 @TrackedModels._TrackedColumn(1) var title: String
                 @TrackedModels._TrackedColumn(2)
                 var count: Int = 0
-                var isSelected = false
+                @TrackedModels._TrackedTransient var isSelected = false
 
                 private let _$observationRegistrar = Observation.ObservationRegistrar()
 
@@ -125,6 +125,37 @@ import Testing
                 }
 
                 private var _count: Int = 0
+            }
+            """
+        )
+    }
+
+    @Test func observesATransientPropertyWithoutStoringIt() {
+        assertExpansion(
+            """
+            final class Row {
+                @_TrackedTransient var isSelected = false
+            }
+            """,
+            expandedSource: """
+            final class Row {
+                var isSelected {
+                    @storageRestrictions(initializes: _isSelected)
+                    init(initialValue) {
+                        _isSelected = initialValue
+                    }
+                    get {
+                        access(keyPath: \\.isSelected)
+                        return _isSelected
+                    }
+                    set {
+                        withMutation(keyPath: \\.isSelected) {
+                            _isSelected = newValue
+                        }
+                    }
+                }
+
+                private var _isSelected = false
             }
             """
         )

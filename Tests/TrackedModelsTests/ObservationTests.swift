@@ -37,7 +37,14 @@ import TrackedModels
     @Test func transientPropertiesAreObservableButNotStored() async throws {
         let store = try await Stores.rows(1)
         let row = try #require(try store.find(Row.self, key: Int64(0)))
+        var heard = 0
+        let token = try store.subscribe(to: .object(row)) { _ in heard += 1 }
+        let counter = Counter()
+        withObservationTracking { _ = row.isSelected } onChange: { counter.fired += 1 }
         row.isSelected = true
+        #expect(counter.fired == 1)
+        #expect(heard == 0)
         #expect(!store.hasPendingChanges)
+        token.cancel()
     }
 }

@@ -9,6 +9,8 @@ struct StoredProperty {
     let type: TypeSyntax?
     let initializer: ExprSyntax?
     let isTransient: Bool
+    /// `@ObservationIgnored`: neither stored nor observed. (`@Transient` is observed.)
+    let isObservationIgnored: Bool
     let isPrimaryKey: Bool
     /// The `@Column("name")` argument, or the property's name.
     let columnName: String
@@ -34,7 +36,8 @@ struct StoredProperty {
         name = identifier.identifier.trimmedDescription
         type = binding.typeAnnotation?.type
         initializer = binding.initializer?.value
-        isTransient = declaration.hasAttribute("Transient") || declaration.hasAttribute("ObservationIgnored")
+        isObservationIgnored = declaration.hasAttribute("ObservationIgnored")
+        isTransient = declaration.hasAttribute("Transient") || isObservationIgnored
         isPrimaryKey = declaration.hasAttribute("PrimaryKey")
         columnName = declaration.attribute("Column")?.firstStringArgument ?? identifier.identifier.trimmedDescription
     }
