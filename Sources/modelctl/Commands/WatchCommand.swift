@@ -71,8 +71,12 @@ struct WatchCommand: AsyncParsableCommand {
         let (items, sink) = AsyncStream.makeStream(of: Item.self)
         let interruption = Interruption { sink.yield(.stop) }
         let store = try ModelStore(.file(options.path), models: [Row.self])
-        // Hold the watched rows, so that events carry their old values.
-        let watched = rows.isEmpty ? try store.fetch(Row.self) : try rows.compactMap { try store.find(Row.self, key: $0) }
+        // Load the watched rows: the store keeps what it fetched, so events carry old values.
+        if rows.isEmpty {
+            _ = try store.fetch(Row.self)
+        } else {
+            for id in rows { _ = try store.find(Row.self, key: id) }
+        }
         let keyPaths = try columnKeyPaths()
         let wanted = Set(keyPaths.compactMap { Row._$columnIndex(of: $0) })
         var tokens: [FeedToken] = []
@@ -85,7 +89,6 @@ struct WatchCommand: AsyncParsableCommand {
         } else {
             for id in rows { tokens.append(try store.subscribe(to: .row(id, of: Row.self), forward)) }
         }
-        _ = watched
 
         let timer = timeout.map { seconds in
             Task { try await Task.sleep(for: .seconds(seconds)); sink.yield(.stop) }
@@ -98,9 +101,11 @@ struct WatchCommand: AsyncParsableCommand {
             printed += 1
             if let count, printed >= count { break }
         }
+        // Explicit uses: an optimized build may otherwise end the subscriptions and the signal
+        // handlers right after their last mention above.
         timer?.cancel()
-        tokens.removeAll()
-        _ = interruption
+        tokens.forEach { $0.cancel() }
+        interruption.stop()
         try await store.close()
     }
 }

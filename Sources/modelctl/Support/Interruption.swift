@@ -27,6 +27,14 @@ final class Interruption {
         }
     }
 
+    /// Stops listening; a signal after this has its default effect.
+    func stop() {
+        for source in sources { source.cancel() }
+        sources.removeAll()
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+
     /// The signal received, if any.
     var received: Int32? { flag.value }
 
