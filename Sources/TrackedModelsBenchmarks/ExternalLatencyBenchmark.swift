@@ -44,8 +44,7 @@ public struct ExternalLatencyBenchmark {
             events += 1
             if let value = event.change(of: \BenchmarkRow.count)?.new { received[value] = now }
         }
-        let milliseconds = Int(gap.components.seconds * 1_000 + gap.components.attoseconds / 1_000_000_000_000_000)
-        let (process, output) = try startCommitter(path, commits, milliseconds)
+        let (process, output) = try startCommitter(path, commits, gap.wholeMilliseconds)
         let lines = await Task.detached {
             String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         }.value

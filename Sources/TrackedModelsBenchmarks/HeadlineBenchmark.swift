@@ -86,8 +86,8 @@ public struct HeadlineBenchmark {
             let bumped = ContinuousClock.now
             try await store.flush()
             let flushed = ContinuousClock.now
-            loop.append((bumped - start).seconds * 1e9 / Double(bumps))
-            loopAndFlush.append((flushed - start).seconds * 1e9 / Double(bumps))
+            loop.append((bumped - start).timeInterval * 1e9 / Double(bumps))
+            loopAndFlush.append((flushed - start).timeInterval * 1e9 / Double(bumps))
         }
         tokens.forEach { $0.cancel() }
         return .init(
@@ -142,7 +142,7 @@ public struct HeadlineBenchmark {
             for row in objects.prefix(count) { row.title = "Row \(row.id) v\(round)" }
             let start = ContinuousClock.now
             try await store.flush()
-            samples.append(Double(count) / (ContinuousClock.now - start).seconds)
+            samples.append(Double(count) / (ContinuousClock.now - start).timeInterval)
         }
         return (count, median(samples))
     }
@@ -176,7 +176,7 @@ public struct HeadlineBenchmark {
             try connection.withTransaction(.immediate) {
                 for row in arguments { try statement.run(row) }
             }
-            samples.append(Double(count) / (ContinuousClock.now - start).seconds)
+            samples.append(Double(count) / (ContinuousClock.now - start).timeInterval)
         }
         return median(samples)
     }
@@ -201,7 +201,7 @@ public struct HeadlineBenchmark {
         let samples = (0..<rounds).map { _ in
             let start = ContinuousClock.now
             body(&sequence)
-            return (ContinuousClock.now - start).seconds * 1e9 / Double(bumps)
+            return (ContinuousClock.now - start).timeInterval * 1e9 / Double(bumps)
         }
         return median(samples)
     }
@@ -209,11 +209,5 @@ public struct HeadlineBenchmark {
     private func median(_ samples: [Double]) -> Double {
         let sorted = samples.sorted()
         return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
-    }
-}
-
-extension Duration {
-    fileprivate var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

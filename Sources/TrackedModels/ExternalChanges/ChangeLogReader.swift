@@ -97,9 +97,7 @@ final class ChangeLogReader {
     }
 
     private func reload(_ row: RowReference, schema: TableSchema, on connection: Connection) throws -> [SQLValue]? {
-        let columns = schema.columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")
-        let sql = "SELECT \(columns) FROM \(quoteIdentifier(schema.name)) WHERE \(quoteIdentifier(schema.primaryKey.name)) = ?"
-        return try connection.cachedStatement(sql).rows([row.key]).first
+        try connection.cachedStatement(schema.selectByKeySQL).rows([row.key]).first
     }
 
     private static func lastSequence(on connection: Connection) throws -> Int64 {

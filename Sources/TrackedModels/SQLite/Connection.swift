@@ -63,9 +63,7 @@ package final class Connection {
         self.handle = handle
         self.filename = filename
         sqlite3_extended_result_codes(handle, 1)
-        let milliseconds = busyTimeout.components.seconds * 1000
-            + busyTimeout.components.attoseconds / 1_000_000_000_000_000
-        sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+        sqlite3_busy_timeout(handle, Int32(clamping: busyTimeout.wholeMilliseconds))
     }
 
     deinit {

@@ -35,6 +35,16 @@ public struct TableSchema: Sendable, Hashable {
         columns.firstIndex { $0.name == name }
     }
 
+    /// `SELECT "id", "title", ... FROM "rows"`: every column of the model, in column order.
+    var selectSQL: String {
+        "SELECT \(columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")) FROM \(quoteIdentifier(name))"
+    }
+
+    /// ``selectSQL`` for one row, by primary key (one `?`).
+    var selectByKeySQL: String {
+        "\(selectSQL) WHERE \(quoteIdentifier(primaryKey.name)) = ?"
+    }
+
     /// A `CREATE TABLE IF NOT EXISTS` statement for the model, for stores that create their
     /// tables (``ModelStore/Configuration/createsMissingTables``) and for tests.
     public var createTableSQL: String {

@@ -85,12 +85,12 @@ extension ModelStore {
     private func reset(table: Int) {
         let schema = registrar.schemas[table]
         let objects = registrar.tables[table].objects
-        let columns = schema.columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")
-        let sql = "SELECT \(columns) FROM \(quoteIdentifier(schema.name)) WHERE \(quoteIdentifier(schema.primaryKey.name)) = ?"
         registrar.applying(.external) {
             registrar.beginTransaction()
             for (key, object) in objects {
-                guard let values = try? reader.cachedStatement(sql).rows([key]).first else {
+                // A failed read keeps the object as it is; only a row that is gone detaches it.
+                guard let rows = try? reader.cachedStatement(schema.selectByKeySQL).rows([key]) else { continue }
+                guard let values = rows.first else {
                     registrar.detach(table: table, key: key)
                     continue
                 }

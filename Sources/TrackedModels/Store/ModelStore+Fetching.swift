@@ -25,7 +25,7 @@ extension ModelStore {
         try checkOpen("fetch")
         let table = try registrar.tableIndex(of: type)
         let schema = Model._$schema
-        var sql = "SELECT \(schema.columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")) FROM \(quoteIdentifier(schema.name))"
+        var sql = schema.selectSQL
         if let condition { sql += " WHERE \(condition)" }
         if let ordering { sql += " ORDER BY \(ordering)" }
         if let limit { sql += " LIMIT \(limit)" }
@@ -42,8 +42,9 @@ extension ModelStore {
         try checkOpen("find")
         let table = try registrar.tableIndex(of: type)
         if let object = registrar.object(table: table, key: key.sqlValue) as? Model { return object }
-        let schema = Model._$schema
-        return try fetch(type, where: "\(quoteIdentifier(schema.primaryKey.name)) = ?", [key], limit: 1).first
+        return try reader.cachedStatement(Model._$schema.selectByKeySQL).rows([key.sqlValue]).first.map {
+            try object(Model.self, table: table, values: $0)
+        }
     }
 
     /// The number of rows of a model, optionally filtered (on committed data).

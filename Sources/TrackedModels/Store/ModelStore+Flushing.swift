@@ -87,9 +87,7 @@ extension ModelStore {
         } else if !registrar.isFlushScheduled {
             registrar.isFlushScheduled = true
             let mailbox = mailbox!
-            let interval = configuration.flushInterval
-            let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+            DispatchQueue.global().asyncAfter(deadline: .now() + configuration.flushInterval.dispatchInterval) {
                 mailbox.send(.flushIntervalElapsed)
             }
         }

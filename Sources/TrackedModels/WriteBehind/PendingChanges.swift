@@ -20,6 +20,8 @@ struct PendingChanges {
 
     private var slots: [Slot] = []
     private var openUpdates: [RowReference: OpenUpdate] = [:]
+    /// Rows with an update that an insert or delete closed: only their cells need a scan.
+    private var rowsWithClosedUpdates: Set<RowReference> = []
 
     var isEmpty: Bool { slots.isEmpty }
     /// Operations pending: one per inserted, updated or deleted row.
@@ -63,10 +65,17 @@ struct PendingChanges {
     private mutating func close(_ row: RowReference) {
         guard let open = openUpdates.removeValue(forKey: row) else { return }
         slots[open.slot] = .ready(.update(row: row, cells: open.cells))
+        rowsWithClosedUpdates.insert(row)
     }
 
     /// The pending write of a cell, if any (merged over every pending update of its row).
+    ///
+    /// O(1) for a row whose only pending update is open, which is the common case; it runs for
+    /// every committed counter and every cell another connection changed.
     func write(to cell: CellReference) -> CellWrite? {
+        guard rowsWithClosedUpdates.contains(cell.row) else {
+            return openUpdates[cell.row]?.cells.first { $0.column == cell.column }?.write
+        }
         var merged: CellWrite?
         for slot in slots {
             let write: CellWrite?
@@ -93,6 +102,7 @@ struct PendingChanges {
         }
         slots.removeAll(keepingCapacity: true)
         openUpdates.removeAll(keepingCapacity: true)
+        rowsWithClosedUpdates.removeAll(keepingCapacity: true)
         return operations
     }
 

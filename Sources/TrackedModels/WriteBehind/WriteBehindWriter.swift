@@ -57,8 +57,8 @@ final class WriteBehindWriter: @unchecked Sendable {
         self.report = report
         if changeLog != nil {
             let timer = DispatchSource.makeTimerSource(queue: queue)
-            let nanoseconds = Int(pollInterval.components.seconds) * 1_000_000_000 + Int(pollInterval.components.attoseconds / 1_000_000_000)
-            timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(max(nanoseconds, 1_000_000)))
+            let interval = max(pollInterval, .milliseconds(1)).dispatchInterval
+            timer.schedule(deadline: .now() + interval, repeating: interval)
             timer.setEventHandler { [weak self] in self?.poll() }
             timer.resume()
             self.timer = timer
