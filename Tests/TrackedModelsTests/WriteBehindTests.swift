@@ -243,3 +243,24 @@ import Testing
         #expect(try Peek(path).value("SELECT count FROM rows") == 4)
     }
 }
+
+@Suite struct PendingChangesTests {
+    private let row = RowReference(table: 0, key: .integer(1))
+
+    @Test func aCellsPendingWriteMergesOverEveryPendingUpdateOfItsRow() {
+        var pending = PendingChanges()
+        let count = CellReference(row: row, column: 2)
+        pending.write(.add(2), to: count)
+        pending.write(.add(3), to: count)
+        #expect(pending.write(to: count) == .add(5))
+        #expect(pending.write(to: CellReference(row: row, column: 1)) == nil)
+        // A delete closes the row's update; a later write opens a new one after it.
+        pending.delete(row)
+        pending.write(.add(4), to: count)
+        #expect(pending.write(to: count) == .add(9))
+        #expect(pending.count == 3)
+        _ = pending.take()
+        #expect(pending.write(to: count) == nil)
+        #expect(pending.isEmpty)
+    }
+}

@@ -34,8 +34,4 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         return text
     }
 
-    /// Whether the migration set itself is wrong (as opposed to a statement failing).
-    public var isBadMigrationSet: Bool {
-        code != .statementFailed
-    }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Applies migrations in version order, each in its own transaction, and records them with
 /// their checksum in `trackedmodels_migrations`.
 ///
@@ -43,9 +45,12 @@ public struct SchemaMigrator: Sendable {
         return try status(on: connection)
     }
 
-    /// The migrations ``migrate(databaseAt:upTo:)`` would apply, in order, without applying them.
+    /// The migrations ``migrate(databaseAt:upTo:)`` would apply, in order, without applying them
+    /// (all of them for a file that does not exist yet, which is not created).
     public func plan(databaseAt path: String, upTo target: Int? = nil) throws -> [Migration] {
-        let status = try status(databaseAt: path)
+        let status = FileManager.default.fileExists(atPath: Connection.absoluteFilename(path))
+            ? try status(databaseAt: path)
+            : Status(applied: [], pending: migrations, drift: [])
         if let first = status.drift.first { throw first }
         return try pending(status.pending, upTo: target)
     }
@@ -87,7 +92,7 @@ public struct SchemaMigrator: Sendable {
     private func pending(_ pending: [Migration], upTo target: Int?) throws -> [Migration] {
         guard let target else { return pending }
         guard (0...latestVersion).contains(target) else {
-            throw MigrationError(code: .unknownVersion, message: "there is no migration version \(target); the latest is \(latestVersion)")
+            throw MigrationError(code: .unknownVersion, message: "there is no migration version \(target); use a version from 0 to \(latestVersion)")
         }
         return pending.filter { $0.version <= target }
     }

@@ -109,7 +109,7 @@ package final class Connection {
         let code = sql.withCString { sqlite3_prepare_v3(handle, $0, -1, 0, &statementHandle, &tail) }
         guard code == SQLITE_OK else { throw error(code, sql: sql) }
         guard let statementHandle else {
-            throw SQLiteError(code: .misuse, message: "the SQL holds no statement", sql: sql)
+            throw SQLiteError(code: .misuse, message: "the SQL holds no statement (only blanks or comments); pass one SQL statement", sql: sql)
         }
         let statement = Statement(handle: statementHandle, connection: self, sql: sql)
         if let tail, tail.pointee != 0, !String(cString: tail).allSatisfy(\.isWhitespaceOrSemicolon) {
@@ -148,7 +148,7 @@ package final class Connection {
                 var statementHandle: OpaquePointer?
                 var tail: UnsafePointer<CChar>?
                 let code = sqlite3_prepare_v3(handle, cursor, -1, 0, &statementHandle, &tail)
-                let length = (tail ?? cursor).distance(to: cursor) * -1
+                let length = cursor.distance(to: tail ?? cursor)
                 let text = String(decoding: UnsafeRawBufferPointer(start: cursor, count: length), as: UTF8.self)
                 guard code == SQLITE_OK else { throw error(code, sql: text.trimmingCharacters(in: .whitespacesAndNewlines)) }
                 if let statementHandle {

@@ -65,9 +65,7 @@ extension MigrateCommand {
         func run() async throws {
             try await reportingErrors(operation: "migrate plan", path: options.path) {
                 let migrator = try options.migrator()
-                let plan = FileManager.default.fileExists(atPath: options.path)
-                    ? try migrator.plan(databaseAt: options.path, upTo: to)
-                    : migrator.migrations.filter { $0.version <= (to ?? migrator.latestVersion) }
+                let plan = try migrator.plan(databaseAt: options.path, upTo: to)
                 if plan.isEmpty { print("nothing to apply") }
                 for migration in plan {
                     print("-- \(migration.fileName)")

@@ -46,7 +46,12 @@ struct CLIError: Error {
                 self.init(status, details.isEmpty ? message : message + "\n  " + details.joined(separator: "; "))
             }
         case let error as MigrationError:
-            self.init(error.isBadMigrationSet ? .configuration : .dataError, "\(operation) \(path): \(error)")
+            let status: Status = switch error.code {
+            case .unknownVersion: .usage
+            case .statementFailed: .dataError
+            default: .configuration
+            }
+            self.init(status, "\(operation) \(path): \(error)")
         default:
             self.init(.dataError, "\(operation) \(path): \(error)")
         }
