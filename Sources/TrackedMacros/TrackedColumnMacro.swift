@@ -39,7 +39,7 @@ extension TrackedColumnMacro: AccessorMacro {
                 withMutation(keyPath: \\.\(raw: name)) {
                     _\(raw: name) = newValue
                 }
-                _$tracking.didSet(column: \(raw: index), from: oldValue, to: newValue)
+                _$tracking.userDidSet(self, column: \(raw: index), from: oldValue, to: newValue)
             }
             """,
         ]

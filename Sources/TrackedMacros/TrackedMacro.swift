@@ -96,7 +96,11 @@ extension TrackedMacro: MemberMacro {
         }
         let decodes = columns.enumerated().map { "self._\($1.name) = try row.decode(at: \($0))" }
         let values = columns.map { "self._\($0.name).sqlValue" }
-        let applies = columns.enumerated().map { "case \($0): self.\($1.name) = try \(module)._$decode(value)" }
+        let assigns = columns.enumerated().map { index, column in
+            "case \(index): let decoded: \(column.type!.trimmedDescription) = try \(module)._$decode(value)\n"
+                + "withMutation(keyPath: \\.\(column.name)) { self._\(column.name) = decoded }"
+        }
+        guard let key = columns.first(where: \.isPrimaryKey) else { return [] }
         let keyPaths = columns.enumerated().map { "case \\\(className).\($1.name): \($0)" }
 
         var members: [DeclSyntax] = [
@@ -121,13 +125,14 @@ extension TrackedMacro: MemberMacro {
             }
             """,
             """
-            \(raw: access)func _$apply(_ value: \(raw: module).SQLValue, toColumn index: Swift.Int) throws {
+            \(raw: access)func _$assign(_ value: \(raw: module).SQLValue, toColumn index: Swift.Int) throws {
                 switch index {
-                \(raw: applies.joined(separator: "\n"))
+                \(raw: assigns.joined(separator: "\n"))
                 default: break
                 }
             }
             """,
+            "\(raw: access)typealias PrimaryKeyValue = \(raw: key.nonOptionalType)",
             """
             \(raw: access)static func _$columnIndex(of keyPath: Swift.AnyKeyPath) -> Swift.Int? {
                 switch keyPath {
@@ -213,7 +218,10 @@ extension TrackedMacro: ExtensionMacro {
     ) throws -> [ExtensionDeclSyntax] {
         guard Self.columns(of: declaration, attribute: node, in: context, diagnose: false) != nil else { return [] }
         let needed = protocols.map(\.trimmedDescription)
-        let conformances = [("TrackedModel", "\(moduleName).TrackedModel"), ("Observable", "Observation.Observable")]
+        // A @MainActor class's members are main-actor isolated, so its conformance must be too.
+        let isolation = declaration.attributes.contains { $0.as(AttributeSyntax.self)?.attributeName.trimmedDescription == "MainActor" }
+            ? "@MainActor " : ""
+        let conformances = [("TrackedModel", "\(isolation)\(moduleName).TrackedModel"), ("Observable", "Observation.Observable")]
             .filter { name, _ in needed.contains { $0 == name || $0.hasSuffix(".\(name)") } }
             .map(\.1)
         guard !conformances.isEmpty else { return [] }

@@ -21,10 +21,13 @@
 /// The macro generates:
 /// - accessors for each column property, backed by a `_name` stored property;
 /// - `static let _$schema`, the ``TableSchema`` (columns in declaration order);
-/// - `init(_$row:)` to decode a row, `_$values()` to encode one, `_$apply(_:toColumn:)` to apply
-///   a stored value through the setter, and `_$columnIndex(of:)` to map key paths to columns;
+/// - `init(_$row:)` to decode a row, `_$values()` to encode one, `_$assign(_:toColumn:)` to set
+///   a value from the database (observed, never written back), and `_$columnIndex(of:)` to map
+///   key paths to columns;
+/// - `typealias PrimaryKeyValue`, the key's type without optionality;
 /// - a memberwise `init(id:title:count:)` when the class declares no initializer;
-/// - conformance to ``TrackedModel`` and `Observation.Observable`.
+/// - conformance to ``TrackedModel`` and `Observation.Observable` (isolated to the main actor
+///   for a `@MainActor` class).
 ///
 /// A column's type is one of `Bool`, `Int`, `Int64`, `Int32`, `Double`, `String`, `Data`,
 /// `Date`, `UUID`, an `Optional` of those, or a type conforming to ``ColumnValue``. An optional
@@ -34,7 +37,8 @@
 @attached(
     member,
     names: named(_$observationRegistrar), named(_$tracking), named(_$schema), named(init(_$row:)),
-    named(_$values), named(_$apply), named(_$columnIndex), named(access), named(withMutation), named(init)
+    named(_$values), named(_$assign), named(_$columnIndex), named(PrimaryKeyValue), named(access),
+    named(withMutation), named(init)
 )
 @attached(memberAttribute)
 @attached(extension, conformances: TrackedModel, Observable)

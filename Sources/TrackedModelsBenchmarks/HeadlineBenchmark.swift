@@ -41,7 +41,8 @@ public struct HeadlineBenchmark {
         var configuration = ModelStore.Configuration()
         configuration.createsMissingTables = true
         let store = try ModelStore(.file(path), models: [BenchmarkRow.self], configuration: configuration)
-        try await store.insert(contentsOf: (0..<Int64(rows)).map { BenchmarkRow(id: $0, title: "Row \($0)", count: 0) })
+        try store.insert(contentsOf: (0..<Int64(rows)).map { BenchmarkRow(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
         let objects = try store.fetch(BenchmarkRow.self, orderBy: "id")
         let wideBumps = max(3, min(bumps, eventBudget / max(rows, 1)))
 
@@ -157,7 +158,8 @@ public struct HeadlineBenchmark {
         configuration.createsMissingTables = true
         configuration.observesExternalChanges = false
         let store = try ModelStore(.file(path), models: [BenchmarkRow.self], configuration: configuration)
-        try await store.insert(contentsOf: (0..<Int64(count)).map { BenchmarkRow(id: $0, title: "Row \($0)", count: 0) })
+        try store.insert(contentsOf: (0..<Int64(count)).map { BenchmarkRow(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
         let objects = try store.fetch(BenchmarkRow.self, orderBy: "id")
         let (_, rate) = try await flushThroughput(store, objects)
         try await store.close()

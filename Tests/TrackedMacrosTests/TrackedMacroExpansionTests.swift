@@ -43,18 +43,29 @@ import Testing
                     [self._id.sqlValue, self._title.sqlValue, self._count.sqlValue]
                 }
 
-                public func _$apply(_ value: TrackedModels.SQLValue, toColumn index: Swift.Int) throws {
+                public func _$assign(_ value: TrackedModels.SQLValue, toColumn index: Swift.Int) throws {
                     switch index {
                     case 0:
-                        self.id = try TrackedModels._$decode(value)
+                        let decoded: Int64 = try TrackedModels._$decode(value)
+                        withMutation(keyPath: \\.id) {
+                            self._id = decoded
+                        }
                     case 1:
-                        self.title = try TrackedModels._$decode(value)
+                        let decoded: String = try TrackedModels._$decode(value)
+                        withMutation(keyPath: \\.title) {
+                            self._title = decoded
+                        }
                     case 2:
-                        self.count = try TrackedModels._$decode(value)
+                        let decoded: Int = try TrackedModels._$decode(value)
+                        withMutation(keyPath: \\.count) {
+                            self._count = decoded
+                        }
                     default:
                         break
                     }
                 }
+
+                public typealias PrimaryKeyValue = Int64
 
                 public static func _$columnIndex(of keyPath: Swift.AnyKeyPath) -> Swift.Int? {
                     switch keyPath {
@@ -120,7 +131,7 @@ import Testing
                         withMutation(keyPath: \\.count) {
                             _count = newValue
                         }
-                        _$tracking.didSet(column: 2, from: oldValue, to: newValue)
+                        _$tracking.userDidSet(self, column: 2, from: oldValue, to: newValue)
                     }
                 }
 

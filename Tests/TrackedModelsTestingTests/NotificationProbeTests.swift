@@ -15,7 +15,8 @@ final class Item {
         var configuration = ModelStore.Configuration()
         configuration.createsMissingTables = true
         let store = try ModelStore(.inMemory, models: [Item.self], configuration: configuration)
-        try await store.insert(contentsOf: (0..<3).map { Item(id: $0, name: "Item \($0)", score: 0) })
+        try store.insert(contentsOf: (0..<3).map { Item(id: $0, name: "Item \($0)", score: 0) })
+        try await store.flush()
         return store
     }
 

@@ -8,7 +8,8 @@ import Testing
         let directory = try TemporaryDirectory()
         let path = directory.path("samples.sqlite")
         let store = try ModelStore(.file(path), models: [Sample.self], configuration: Stores.configuration())
-        try await store.insert(sample)
+        try store.insert(sample)
+        try await store.flush()
         let id = try #require(sample.id)
         try await store.close()
         let reopened = try ModelStore(.file(path), models: [Sample.self], configuration: Stores.configuration())
@@ -95,17 +96,20 @@ import Testing
     @Test func nanIsRefusedAtFlushAndStaysPendingUntilReplaced() async throws {
         let store = try ModelStore(.inMemory, models: [Sample.self], configuration: Stores.configuration())
         let sample = makeSample()
-        try await store.insert(sample)
+        try store.insert(sample)
         sample.double = .nan
-        await #expect(throws: SQLiteError.self) { try await store.flush() }
         do {
             try await store.flush()
             Issue.record("a NaN was stored")
-        } catch ResultCode.mismatch {
-            // expected: the writer names the problem and keeps the change
+        } catch let error as StoreError where error.code == .changeRejected {
+            // expected: the store names the problem and keeps the change
+            #expect((error.underlying as? SQLiteError)?.code == .mismatch)
+            #expect(error.message.contains("samples"))
+            #expect(error.message.contains("double = nan (real)"))
         }
         #expect(store.pendingChanges.count == 1)
-        #expect(store.pendingChanges[0].contains("double = nan"))
+        #expect(store.pendingChanges[0].operations[0].contains("double = nan"))
+        #expect(store.pendingChanges[0].error?.code == .changeRejected)
         sample.double = 2
         try await store.flush()
         #expect(!store.hasPendingChanges)
@@ -116,7 +120,7 @@ import Testing
         let directory = try TemporaryDirectory()
         let path = directory.path("samples.sqlite")
         let store = try ModelStore(.file(path), models: [Sample.self], configuration: Stores.configuration())
-        try await store.insert(makeSample())
+        try store.insert(makeSample())
         try await store.close()
         try Peek(path).execute("UPDATE samples SET priority = 7")
         let reopened = try ModelStore(.file(path), models: [Sample.self], configuration: Stores.configuration())

@@ -45,7 +45,7 @@ import TrackedModelsTesting
 
     @Test func insertingNotifiesOnlyTheMembershipSubscriber() async throws {
         let workload = try await workload()
-        try await workload.store.insert(Row(id: 1_000, title: "Row 1000", count: 0))
+        try workload.store.insert(Row(id: 1_000, title: "Row 1000", count: 0))
         #expect(workload.probe.counts == ["list": 1])
         #expect(workload.probe.events(of: "list")[0].kind == .insert)
     }

@@ -26,7 +26,7 @@ import TrackedModels
         let rows = try store.fetch(Row.self, orderBy: "id")
         var events: [ChangeEvent] = []
         let token = try store.subscribe(to: .table(Row.self)) { events.append($0) }
-        store.transaction {
+        try store.transaction {
             rows[0].title = "changed"
             rows[0].count = 5
             rows[1].title = "temporary"
@@ -69,7 +69,7 @@ import TrackedModels
         let row = try #require(try store.find(Row.self, key: Int64(0)))
         var events: [ChangeEvent] = []
         let token = try store.subscribe(to: .object(row)) { events.append($0) }
-        store.transaction {
+        try store.transaction {
             row.count = 1
             try? store.transaction {
                 row.title = "inner"
@@ -88,7 +88,7 @@ import TrackedModels
         let store = try await Stores.rows(10)
         let rows = try store.fetch(Row.self)
         let before = store.writerStatistics.commits
-        store.transaction {
+        try store.transaction {
             for row in rows { row.count = 3 }
         }
         try await store.flush()

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import TrackedModels
 
@@ -13,12 +14,6 @@ import TrackedModels
         _ = try ModelStore(.inMemory, models: [Row.self], isolation: nil)
     }
 
-    @MainActor static func deleteAllInATransaction() async throws {
-        let store = try await Stores.rows(1)
-        let row = try #require(try store.find(Row.self, key: Int64(0)))
-        try store.transaction { try store.deleteAll(Row.self) }
-        _ = row
-    }
 
     @Test func changingAStoredObjectsPrimaryKeyTraps() async {
         await #expect(processExitsWith: .failure) {
@@ -32,9 +27,19 @@ import TrackedModels
         }
     }
 
-    @Test func deletingEverythingInsideATransactionTraps() async {
-        await #expect(processExitsWith: .failure) {
-            try await MisuseTests.deleteAllInATransaction()
-        }
+    @Test @MainActor func usingAStoreOffItsActorTrapsNamingTheActor() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        try await Stores.rows(1, at: .file(path)).close()
+        let errors = Pipe()
+        let process = Process()
+        process.executableURL = Helper.builtExecutable("tracked-increment-helper")
+        process.arguments = ["use-off-actor", path, "0"]
+        process.standardError = errors
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(message.contains("ModelStore.count must be called on MainActor, the actor that opened the store"))
     }
 }

@@ -27,21 +27,38 @@ import Testing
         let store = try ModelStore(.inMemory, models: [Sample.self], configuration: Stores.configuration())
         let first = Sample(flag: true, int: 1, int64: 1, int32: 1, double: 1, string: "", data: Data(), date: Date(), uuid: UUID(), priority: .low, mood: .calm)
         let second = Sample(flag: true, int: 2, int64: 2, int32: 2, double: 2, string: "", data: Data(), date: Date(), uuid: UUID(), priority: .low, mood: .calm)
-        try await store.insert(contentsOf: [first, second])
+        try store.insert(contentsOf: [first, second])
+        #expect(first.id == nil)
+        try await store.flush()
         #expect(first.id == 1)
         #expect(second.id == 2)
         #expect(try store.find(Sample.self, key: Int64(2)) === second)
     }
 
-    @Test func aFailingInsertChangesNothing() async throws {
+    @Test func aDuplicateKeyIsRefusedAndCanBeDiscarded() async throws {
         let store = try await Stores.rows(3)
-        await #expect(throws: StoreError.self) {
-            try await store.insert(Row(id: 1, title: "duplicate", count: 0))
-        }
+        // An object of this store has the key: refused at once.
+        let existing = try #require(try store.find(Row.self, key: 1))
+        #expect(throws: StoreError.self) { try store.insert(Row(id: 1, title: "duplicate", count: 0)) }
         #expect(!store.hasPendingChanges)
+        // Only the file has the key: the database refuses it at flush, and it stays pending.
+        let duplicate = Row(id: 2, title: "duplicate", count: 0)
+        try store.insert(duplicate)
+        do {
+            try await store.flush()
+            Issue.record("a duplicate key was inserted")
+        } catch let error as StoreError where error.code == .changeRejected {
+            #expect((error.underlying as? SQLiteError)?.code.primary == .constraint)
+        }
+        let stuck = try #require(store.pendingChanges.first)
+        try store.discard(stuck)
+        #expect(!store.hasPendingChanges)
+        #expect(try store.find(Row.self, key: 2) !== duplicate)
         #expect(try store.count(Row.self) == 3)
-        try await store.insert(Row(id: 3, title: "Row 3", count: 0))
+        try store.insert(Row(id: 3, title: "Row 3", count: 0))
+        try await store.flush()
         #expect(try store.count(Row.self) == 4)
+        #expect(existing.title == "Row 1")
     }
 
     @Test func schemaMismatchListsEveryDifference() async throws {
@@ -97,7 +114,7 @@ import Testing
         #expect(Connection.absoluteFilename(name) == URL(fileURLWithPath: cwd).appendingPathComponent(name).path)
         let directory = try TemporaryDirectory()
         let store = try ModelStore(.file(directory.path(name)), models: [Row.self], configuration: Stores.configuration())
-        try await store.insert(Row(id: 1, title: "x", count: 0))
+        try store.insert(Row(id: 1, title: "x", count: 0))
         try await store.close()
         #expect(FileManager.default.fileExists(atPath: directory.path(name)))
     }

@@ -134,7 +134,7 @@ import Testing
         let other = try #require(try store.find(Row.self, key: Int64(0)))
         other.count = 3
         let replacement = Row(id: 1, title: "replacement", count: 1)
-        try await store.insert(replacement)
+        try store.insert(replacement)
         replacement.count = 2
         try await store.flush()
         let reread = try store.fetch(Row.self, orderBy: "id")
@@ -143,29 +143,36 @@ import Testing
         #expect(reread[1] === replacement)
     }
 
-    @Test func aFailingWriteIsReportedAndStaysPending() async throws {
+    @Test func aRefusedChangeStaysPendingWhileAnUnrelatedOneCommits() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("model.sqlite")
         try Peek(path).execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, title TEXT NOT NULL, count INTEGER NOT NULL CHECK (count < 100))")
         let store = try await Stores.rows(2, at: .file(path))
         let errors = store.writeErrors
-        let row = try #require(try store.find(Row.self, key: Int64(0)))
+        let row = try #require(try store.find(Row.self, key: 0))
         row.count = 500
-        try #require(try store.find(Row.self, key: Int64(1))).title = "kept in order"
+        try #require(try store.find(Row.self, key: 1)).title = "committed anyway"
         do {
             try await store.flush()
             Issue.record("the CHECK constraint did not fail the flush")
-        } catch ResultCode.constraintCheck {}
+        } catch let error as StoreError where error.code == .changeRejected {
+            #expect(error.message.contains("update rows 0: count = 500 (integer)"))
+            #expect((error.underlying as? SQLiteError)?.code == .constraintCheck)
+        }
         var iterator = errors.makeAsyncIterator()
         let reported = await iterator.next()
         #expect(reported?.code == .constraintCheck)
-        #expect(store.pendingChanges == ["update rows 0: count = 500", "update rows 1: title = 'kept in order'"])
-        #expect(try Peek(path).value("SELECT title FROM rows WHERE id = 1") == "Row 1")
-        // Fixing the value resolves it; nothing was dropped.
+        #expect(store.pendingChanges.map(\.operations) == [["update rows 0: count = 500"]])
+        #expect(store.pendingChanges[0].error != nil)
+        #expect(try Peek(path).value("SELECT title FROM rows WHERE id = 1") == "committed anyway")
+        #expect(try Peek(path).value("SELECT count FROM rows WHERE id = 0") == 0)
+        // flush() keeps throwing while the change is stuck: nothing is skipped silently.
+        await #expect(throws: StoreError.self) { try await store.flush() }
+        // A valid value replaces the refused one.
         row.count = 50
         try await store.flush()
         #expect(!store.hasPendingChanges)
-        #expect(try Peek(path).value("SELECT title FROM rows WHERE id = 1") == "kept in order")
+        #expect(try Peek(path).value("SELECT count FROM rows WHERE id = 0") == 50)
     }
 
     @Test func aDroppedTableIsReportedAndTheChangeStaysPending() async throws {
@@ -176,7 +183,7 @@ import Testing
         try Peek(path).execute("DROP TABLE rows")
         row.count = 1
         await #expect(throws: SQLiteError.self) { try await store.flush() }
-        #expect(store.pendingChanges == ["update rows 0: count = 1"])
+        #expect(store.pendingChanges.map(\.operations) == [["update rows 0: count = 1"]])
         await #expect(throws: SQLiteError.self) { try await store.close() }
         store.discardPendingChanges()
         try await store.close()
@@ -188,7 +195,7 @@ import Testing
         var configuration = Stores.configuration()
         configuration.durability = .full
         let store = try await Stores.rows(1, at: .file(path), configuration: configuration)
-        #expect(try store.writer.synchronousSetting() == 2)
+        #expect(try store.worker.withEngine { try ($0 as? SQLiteEngine)?.synchronousSetting() } == 2)
         try #require(try store.find(Row.self, key: Int64(0))).count = 1
         try await store.flush()
         #expect(try Peek(path).value("SELECT count FROM rows") == 1)
@@ -204,13 +211,13 @@ import Testing
         // Another connection holds the write lock until the writer has retried once; it runs
         // off the main actor, so that tests busy there cannot delay the release.
         let (acquired, signal) = AsyncStream<Void>.makeStream()
-        let writer = store.writer
+        let worker = store.worker
         let release = Task.detached {
             let locker = try Peek(path)
             try locker.execute("BEGIN IMMEDIATE")
             signal.finish()
             let deadline = ContinuousClock.now + .seconds(20)
-            while writer.statistics.withLock({ $0.busyRetries }) == 0, ContinuousClock.now < deadline {
+            while worker.statistics.withLock({ $0.busyRetries }) == 0, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(5))
             }
             try locker.execute("COMMIT")
@@ -237,7 +244,7 @@ import Testing
             try await store.flush()
             Issue.record("the flush committed under another connection's write lock")
         } catch ResultCode.busy {}
-        #expect(store.pendingChanges == ["update rows 0: count = 4"])
+        #expect(store.pendingChanges.map(\.operations) == [["update rows 0: count = 4"]])
         try locker.execute("COMMIT")
         try await store.flush()
         #expect(try Peek(path).value("SELECT count FROM rows") == 4)
@@ -246,21 +253,79 @@ import Testing
 
 @Suite struct PendingChangesTests {
     private let row = RowReference(table: 0, key: .integer(1))
+    private final class Object {}
 
-    @Test func aCellsPendingWriteMergesOverEveryPendingUpdateOfItsRow() {
+    @Test func aCellsPendingWriteMergesOverEveryPendingUnitOfItsRow() {
         var pending = PendingChanges()
+        let object = Object()
         let count = CellReference(row: row, column: 2)
-        pending.write(.add(2), to: count)
-        pending.write(.add(3), to: count)
+        pending.write(.add(2), to: count, of: object)
+        pending.write(.add(3), to: count, of: object)
         #expect(pending.write(to: count) == .add(5))
         #expect(pending.write(to: CellReference(row: row, column: 1)) == nil)
-        // A delete closes the row's update; a later write opens a new one after it.
-        pending.delete(row)
-        pending.write(.add(4), to: count)
+        // A delete closes the row's unit; a later write opens a new one after it.
+        pending.delete(row, of: object)
+        pending.write(.add(4), to: count, of: object)
         #expect(pending.write(to: count) == .add(9))
-        #expect(pending.count == 3)
-        _ = pending.take()
+        #expect(pending.operationCount == 3)
+        #expect(pending.takeReady(retryingRejected: false).count == 3)
         #expect(pending.write(to: count) == nil)
         #expect(pending.isEmpty)
+    }
+
+    @Test func aTransactionIsOneUnitClosedToLaterWrites() {
+        var pending = PendingChanges()
+        let object = Object()
+        let other = RowReference(table: 0, key: .integer(2))
+        pending.write(.set(.text("before")), to: CellReference(row: row, column: 1), of: object)
+        pending.beginTransaction()
+        pending.write(.add(1), to: CellReference(row: row, column: 2), of: object)
+        pending.write(.add(1), to: CellReference(row: other, column: 2), of: object)
+        pending.deleteAll(table: 1)
+        pending.endTransaction(keeping: true)
+        pending.write(.add(5), to: CellReference(row: row, column: 2), of: object)
+        let units = pending.takeReady(retryingRejected: false)
+        #expect(units.map(\.unit.operations.count) == [1, 3, 1])
+        #expect(units.map(\.isTransaction) == [false, true, false])
+    }
+
+    @Test func aRejectedUnitHoldsBackLaterUnitsOfItsRowsOnly() {
+        var pending = PendingChanges()
+        let object = Object()
+        let other = RowReference(table: 0, key: .integer(2))
+        let third = RowReference(table: 0, key: .integer(3))
+        pending.write(.set(.integer(500)), to: CellReference(row: row, column: 2), of: object)
+        var rejected = pending.takeReady(retryingRejected: false)[0]
+        rejected.rejection = PendingChanges.Rejection(error: SQLiteError(code: .constraintCheck, message: "CHECK"), operation: 0)
+        pending.restore([rejected])
+        // A transaction touching the rejected row waits behind it; a change of another row does not.
+        pending.beginTransaction()
+        pending.write(.add(1), to: CellReference(row: other, column: 2), of: object)
+        pending.delete(row, of: object)
+        pending.endTransaction(keeping: true)
+        // The transaction touches `other` too, so a later change of `other` waits as well.
+        pending.write(.set(.text("x")), to: CellReference(row: other, column: 1), of: object)
+        pending.write(.set(.text("y")), to: CellReference(row: third, column: 1), of: object)
+        let ready = pending.takeReady(retryingRejected: false)
+        #expect(ready.map(\.unit.operations.first?.row) == [third])
+        #expect(pending.all.map(\.isTransaction) == [false, true, false])
+        // Retrying takes the rejected unit and what waits behind it, in order.
+        var retried = pending
+        #expect(retried.takeReady(retryingRejected: true).count == 3)
+    }
+
+    @Test func writingToARejectedRowReplacesTheRefusedValue() {
+        var pending = PendingChanges()
+        let object = Object()
+        let count = CellReference(row: row, column: 2)
+        pending.write(.set(.integer(500)), to: count, of: object)
+        var rejected = pending.takeReady(retryingRejected: false)[0]
+        rejected.rejection = PendingChanges.Rejection(error: SQLiteError(code: .constraintCheck, message: "CHECK"), operation: 0)
+        pending.restore([rejected])
+        #expect(pending.takeReady(retryingRejected: false).isEmpty)
+        pending.write(.set(.integer(50)), to: count, of: object)
+        #expect(pending.all.count == 1)
+        #expect(pending.all[0].rejection == nil)
+        #expect(pending.write(to: count) == .set(.integer(50)))
     }
 }

@@ -50,6 +50,18 @@ struct StoredProperty {
         return type.as(IdentifierTypeSyntax.self)?.name.text == "Optional"
     }
 
+    /// The type without its optionality: `Int64` for `Int64?` or `Optional<Int64>`.
+    var nonOptionalType: String {
+        guard let type else { return "Swift.Never" }
+        if let optional = type.as(OptionalTypeSyntax.self) { return optional.wrappedType.trimmedDescription }
+        if let optional = type.as(ImplicitlyUnwrappedOptionalTypeSyntax.self) { return optional.wrappedType.trimmedDescription }
+        if let identifier = type.as(IdentifierTypeSyntax.self), identifier.name.text == "Optional",
+           let argument = identifier.genericArgumentClause?.arguments.first {
+            return argument.argument.trimmedDescription
+        }
+        return type.trimmedDescription
+    }
+
     /// Problems that keep this property from being a column, each at its place in the source.
     func diagnostics() -> [Diagnostic] {
         var found: [Diagnostic] = []

@@ -10,6 +10,8 @@ final class ChangeLogReader {
     private let retention: Int64
     private(set) var position: Int64 = 0
     private var dataVersion: SQLValue = .null
+    /// Whether the log had grown past twice its retention when last read.
+    private(set) var needsPruning = false
 
     init(schemas: [TableSchema], layouts: [ChangeLog.Layout], retention: Int, connection: Connection) throws {
         self.schemas = schemas
@@ -32,6 +34,7 @@ final class ChangeLogReader {
         var batch = ExternalChangeBatch()
         let prunedThrough = try connection.scalar("SELECT pruned_through FROM \(ChangeLog.stateTable) WHERE id = 1")
         let last = try Self.lastSequence(on: connection)
+        if case .integer(let pruned) = prunedThrough { needsPruning = last - pruned > 2 * retention }
         // Entries this reader has not seen were pruned, or the log was emptied by hand.
         if case .integer(let pruned) = prunedThrough, pruned > position || last < position {
             batch.resetTables = Array(schemas.indices)
@@ -77,16 +80,32 @@ final class ChangeLogReader {
         return batch
     }
 
-    /// Moves past the writer's own entries, made in the current transaction, and prunes the
-    /// log to `retention` entries when it has grown to twice that.
+    /// Moves past the writer's own entries, made in the current write transaction, notes the
+    /// database's version as of this transaction, and prunes the log when it has grown past
+    /// twice its retention.
+    ///
+    /// The version is read inside the transaction: another connection's commit that lands right
+    /// after ours changes it, so the next look never mistakes that commit for our own.
     func skipOwnEntries(on connection: Connection) throws {
         position = try Self.lastSequence(on: connection)
+        dataVersion = try connection.scalar("PRAGMA data_version")
+        try prune(on: connection)
+    }
+
+    /// Deletes entries older than the newest `retention`, inside a write transaction, when the
+    /// log holds more than twice that. Readers that had not read them yet reset.
+    func prune(on connection: Connection) throws {
+        let last = try Self.lastSequence(on: connection)
         guard case .integer(let prunedThrough) = try connection.scalar("SELECT pruned_through FROM \(ChangeLog.stateTable) WHERE id = 1"),
-              position - prunedThrough > 2 * retention
-        else { return }
-        let through = position - retention
+              last - prunedThrough > 2 * retention
+        else {
+            needsPruning = false
+            return
+        }
+        let through = last - retention
         try connection.cachedStatement("DELETE FROM \(ChangeLog.table) WHERE seq <= ?").run([.integer(through)])
         try connection.cachedStatement("UPDATE \(ChangeLog.stateTable) SET pruned_through = ? WHERE id = 1").run([.integer(through)])
+        needsPruning = false
     }
 
     /// Goes back to a position after a failed read or a rolled-back transaction, and forgets

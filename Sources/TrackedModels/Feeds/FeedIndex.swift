@@ -47,10 +47,18 @@ final class FeedIndex {
     private var lastID: UInt64 = 0
     /// Keys in use, by table and kind: a write skips the lookups of kinds nobody subscribed to.
     private var keysInUse: [[Int]]
+    /// Keys in use, by table: a write to a table nobody subscribed to posts nothing.
+    private var keysInUseByTable: [Int]
 
     init(schemas: [TableSchema]) {
         self.schemas = schemas
         keysInUse = Array(repeating: Array(repeating: 0, count: Key.kindCount), count: schemas.count)
+        keysInUseByTable = Array(repeating: 0, count: schemas.count)
+    }
+
+    /// Whether anyone subscribed to changes of the table, in any scope.
+    func hasSubscriptions(table: Int) -> Bool {
+        keysInUseByTable[table] > 0
     }
 
     /// Live subscriptions.
@@ -64,6 +72,7 @@ final class FeedIndex {
         for key in keys {
             buckets[key, default: Bucket()].subscriptions.append(subscription)
             keysInUse[key.table][key.kind] += 1
+            keysInUseByTable[key.table] += 1
         }
         byID[subscription.id] = subscription
         return FeedToken(index: self, subscription: subscription)
@@ -75,6 +84,7 @@ final class FeedIndex {
         byID.removeValue(forKey: subscription.id)
         for key in subscription.keys {
             keysInUse[key.table][key.kind] -= 1
+            keysInUseByTable[key.table] -= 1
             guard var bucket = buckets.removeValue(forKey: key) else { continue }
             bucket.cancelled += 1
             if bucket.cancelled * 2 > bucket.subscriptions.count {

@@ -23,12 +23,12 @@ public struct FeedScope<Model: TrackedModel>: Sendable {
     let shape: Shape
 
     /// Changes of the named columns of one row, and the row's deletion.
-    public static func row(_ key: some ColumnValue, _ keyPath: PartialKeyPath<Model>, _ more: PartialKeyPath<Model>...) -> FeedScope {
+    public static func row(_ key: Model.PrimaryKeyValue, _ keyPath: PartialKeyPath<Model>, _ more: PartialKeyPath<Model>...) -> FeedScope {
         make(key: key.sqlValue, [keyPath] + more)
     }
 
     /// Changes of every column of one row, and the row's deletion.
-    public static func row(_ key: some ColumnValue, of type: Model.Type) -> FeedScope {
+    public static func row(_ key: Model.PrimaryKeyValue, of type: Model.Type) -> FeedScope {
         make(key: key.sqlValue, [])
     }
 

@@ -1,49 +1,49 @@
 /// The hub every tracked read and write goes through.
 ///
-/// It keeps the identity map (one object per row), queues changed cells for the write-behind
-/// writer, hands each change to the feed index, and records reads for dependency capture. It
+/// It has explicit entry points and no modes: the program's changes come in through the
+/// `userDid…` methods (an assignment only from the generated setter), and values from the
+/// database through ``applyCommitted(_:)``, ``applyExternal(_:)`` and ``applyReloaded(table:rows:announcingReset:)``.
+/// A program change is recorded for write-behind and posted to the outbox; a database value
+/// reaches its object through the generated `_$assign`, which only notifies Observation, and
+/// is never recorded as a write. Events are delivered once the bookkeeping is done, so a
+/// handler's writes are ordinary writes.
+///
+/// It keeps the identity map (one object per row) and records reads for dependency capture. It
 /// belongs to the store's isolation domain, like the objects that report to it.
 final class ModelRegistrar {
-    struct Table {
-        let schema: TableSchema
-        let type: any TrackedModel.Type
-        /// The identity map: the object of each row this store has handed out.
-        var objects: [SQLValue: any TrackedModel] = [:]
-    }
-
-    private(set) var tables: [Table]
+    let schemas: [TableSchema]
+    private let types: [any TrackedModel.Type]
     private let tableIndexByType: [ObjectIdentifier: Int]
-    let feeds: FeedIndex
-    /// Changes made and not yet handed to the writer.
-    var pending = PendingChanges()
-    /// While set, writes are values read from the database: they are reported with this origin
-    /// and not queued for writing.
-    private(set) var applyingOrigin: ChangeOrigin?
-    /// Set for the duration of one increment, so the write queues a delta instead of a value.
-    private var incrementInProgress: Int64?
+    private let primaryKeyColumns: [Int]
+    private(set) var identityMap: IdentityMap
+    let outbox: Outbox
+    let writeBehind: WriteBehind
+    /// Objects whose insert waits for the database to assign their key, by insert request, with
+    /// the columns assigned while the insert was in flight.
+    private var unkeyedInserts: [UInt64: (object: any TrackedModel, table: Int, columnsSetInFlight: Set<Int>)] = [:]
     /// The cells read by each active dependency capture, innermost last.
     private var captures: [Set<CellReference>] = []
-    /// Open transactions, outermost first, and what changed in them.
-    var transactionLevels: [TransactionLevel] = []
-    var transactionLog: [LoggedChange] = []
-    /// Called after a queued change when a flush may be due: while no flush is scheduled, or
-    /// once the pending changes reach ``flushThreshold``. Not called on every write, which
-    /// keeps the store out of the hot path.
-    var didQueueChange: () -> Void = {}
-    /// Whether a flush is scheduled (set by the store).
-    var isFlushScheduled = false
-    var flushThreshold = Int.max
+    /// Open transaction levels, outermost first, and how to undo them.
+    private var transactionLevels: [TransactionLevel] = []
+    private var undoLog: [UndoStep] = []
 
-    init(models: [any TrackedModel.Type]) {
-        tables = models.map { Table(schema: $0._$schema, type: $0) }
+    init(models: [any TrackedModel.Type], writeBehind: WriteBehind) {
+        schemas = models.map { $0._$schema }
+        types = models
         tableIndexByType = Dictionary(
             models.enumerated().map { (ObjectIdentifier($0.element), $0.offset) },
             uniquingKeysWith: { first, _ in first }
         )
-        feeds = FeedIndex(schemas: tables.map(\.schema))
+        primaryKeyColumns = schemas.map(\.primaryKeyIndex)
+        identityMap = IdentityMap(tableCount: models.count)
+        outbox = Outbox(feeds: FeedIndex(schemas: schemas))
+        self.writeBehind = writeBehind
     }
 
-    var schemas: [TableSchema] { feeds.schemas }
+    var feeds: FeedIndex { outbox.feeds }
+    var isInTransaction: Bool { !transactionLevels.isEmpty }
+    /// Whether inserts wait for the database to assign their keys.
+    var hasUnkeyedInserts: Bool { !unkeyedInserts.isEmpty }
 
     func tableIndex(of type: any TrackedModel.Type) throws -> Int {
         guard let index = tableIndexByType[ObjectIdentifier(type)] else { throw StoreError.modelNotRegistered(type) }
@@ -53,119 +53,238 @@ final class ModelRegistrar {
     // MARK: - Identity map
 
     func object(table: Int, key: SQLValue) -> (any TrackedModel)? {
-        tables[table].objects[key]
+        identityMap.object(table: table, key: key)
     }
 
-    /// Makes the registrar the object's store: its writes are tracked from now on.
-    func attach(_ object: any TrackedModel, table: Int, key: SQLValue) {
-        object._$tracking.registrar = self
-        object._$tracking.tableIndex = table
-        object._$tracking.rowKey = key
-        tables[table].objects[key] = object
+    /// The identity-mapped object of a row read from the database: the existing one, or a new
+    /// one decoded and attached.
+    func object<Model: TrackedModel>(_ type: Model.Type, table: Int, values: [SQLValue]) throws -> Model {
+        let key = values[primaryKeyColumns[table]]
+        if let existing = identityMap.object(table: table, key: key) as? Model { return existing }
+        let object = try Model(_$row: ModelRow(schema: schemas[table], values: values))
+        attach(object, table: table, key: key)
+        return object
     }
 
-    /// Attaches a newly inserted object and tells the membership feeds.
-    func didInsert(_ object: any TrackedModel, table: Int, origin: ChangeOrigin) {
-        let key = object._$primaryKey
+    private func attach(_ object: any TrackedModel, table: Int, key: SQLValue) {
+        object._$tracking.attach(to: self, table: table, key: key)
+        identityMap.insert(object, table: table, key: key)
+    }
+
+    private func detach(_ object: any TrackedModel, table: Int) {
+        let tracking = object._$tracking
+        if let request = tracking.insertRequest { unkeyedInserts.removeValue(forKey: request) }
+        if tracking.key != .null, identityMap.object(table: table, key: tracking.key) === object {
+            identityMap.remove(table: table, key: tracking.key)
+        }
+        tracking.detach()
+    }
+
+    /// Detaches every object: their writes are no longer stored.
+    func detachAll() {
+        for table in schemas.indices {
+            for (_, object) in identityMap.removeAll(table: table) { object._$tracking.detach() }
+        }
+        for (_, entry) in unkeyedInserts { entry.object._$tracking.detach() }
+        unkeyedInserts.removeAll()
+    }
+
+    /// Called by an object's tracking when the object goes away.
+    func objectWentAway(table: Int, key: SQLValue) {
+        identityMap.removeIfGone(table: table, key: key)
+    }
+
+    // MARK: - The program's changes
+
+    func didAccess(table: Int, key: SQLValue, column: Int) {
+        guard !captures.isEmpty else { return }
+        captures[captures.count - 1].insert(CellReference(row: RowReference(table: table, key: key), column: column))
+    }
+
+    /// The program assigned a new value to a column: from the generated setter only.
+    func userDidSet(_ object: some TrackedModel, tracking: ModelTracking, column: Int, from old: SQLValue, to new: SQLValue) {
+        let table = tracking.table
+        precondition(
+            column != primaryKeyColumns[table],
+            "the primary key of a stored \(types[table]) cannot change; delete the object and insert a new one"
+        )
+        record(.set(new), column: column, of: object, tracking: tracking)
+        if !transactionLevels.isEmpty { undoLog.append(.assigned(object, column: column, old: old)) }
+        outbox.postUpdate(table: table, key: tracking.key, column: column, old: old, new: new, origin: .local)
+    }
+
+    /// The program added `delta` to an integer column whose value was `old`.
+    func userDidIncrement(_ object: some TrackedModel, column: Int, by delta: Int64, from old: SQLValue, to new: SQLValue) throws {
+        let tracking = object._$tracking
+        try object._$assign(new, toColumn: column)
+        record(.add(delta), column: column, of: object, tracking: tracking)
+        if !transactionLevels.isEmpty { undoLog.append(.assigned(object, column: column, old: old)) }
+        outbox.postUpdate(table: tracking.table, key: tracking.key, column: column, old: old, new: new, origin: .local)
+    }
+
+    private func record(_ write: CellWrite, column: Int, of object: some TrackedModel, tracking: ModelTracking) {
+        guard let request = tracking.insertRequest else {
+            writeBehind.record(write, to: CellReference(row: RowReference(table: tracking.table, key: tracking.key), column: column), of: object)
+            return
+        }
+        // The database has not assigned the key yet: the write joins the pending insert, or,
+        // once that is in flight, is recorded again when the key is known.
+        if !writeBehind.record(write, column: column, ofInsert: request) {
+            unkeyedInserts[request]?.columnsSetInFlight.insert(column)
+        }
+    }
+
+    /// The program inserted an object. A supplied key puts it in the identity map at once; a key
+    /// the database assigns does so when the insert commits.
+    func userDidInsert(_ object: some TrackedModel, table: Int) throws {
+        let values = object._$values()
+        let suppliedKey = values[primaryKeyColumns[table]]
+        if schemas[table].assignsPrimaryKey, suppliedKey == .null {
+            let request = writeBehind.recordInsert(table: table, values: values, key: nil, of: object)
+            object._$tracking.attach(to: self, table: table, key: .null, insertRequest: request)
+            unkeyedInserts[request] = (object, table, [])
+        } else {
+            if identityMap.object(table: table, key: suppliedKey) != nil {
+                throw StoreError.duplicateKey(types[table], key: suppliedKey)
+            }
+            attach(object, table: table, key: suppliedKey)
+            _ = writeBehind.recordInsert(table: table, values: values, key: suppliedKey, of: object)
+            outbox.postInsert(table: table, key: suppliedKey, values: values, origin: .local)
+        }
+        if !transactionLevels.isEmpty { undoLog.append(.inserted(object, table: table)) }
+    }
+
+    func userDidDelete(_ object: some TrackedModel, table: Int) {
+        let key = object._$tracking.key
+        let values = object._$values()
+        detach(object, table: table)
+        writeBehind.recordDelete(RowReference(table: table, key: key), of: object)
+        if !transactionLevels.isEmpty { undoLog.append(.deleted(object, table: table, key: key)) }
+        outbox.postDelete(table: table, key: key, values: values, origin: .local)
+    }
+
+    /// Detaches every object of a table, records deleting all its rows, and tells the table's
+    /// subscribers to re-read (a reset).
+    func userDidDeleteAll(table: Int) {
+        let objects = identityMap.removeAll(table: table)
+        for (_, object) in objects { object._$tracking.detach() }
+        writeBehind.recordDeleteAll(table: table)
+        if !transactionLevels.isEmpty { undoLog.append(.deletedAll(objects, table: table)) }
+        outbox.postReset(table: table, origin: .local)
+    }
+
+    // MARK: - Values from the database
+
+    /// Applies what a commit of this store's changes produced: keys the database assigned, and
+    /// committed counter totals (which include other processes' increments, so those are
+    /// heard as `.external`).
+    func applyCommitted(_ finished: WriteBehind.Finished) {
+        for (request, key) in finished.assignedKeys.sorted(by: { $0.key < $1.key }) {
+            assignKey(key, toInsert: request)
+        }
+        guard !finished.counters.isEmpty else { return }
+        let mark = outbox.beginGroup()
+        for (cell, value) in finished.counters {
+            guard let object = identityMap.object(table: cell.row.table, key: cell.row.key) else { continue }
+            assign(value, to: object, cell: cell, origin: .external)
+        }
+        outbox.endGroup(from: mark, keeping: true)
+    }
+
+    /// Gives an inserted object the key the database assigned: it joins the identity map, its
+    /// subscribers hear the insert, and assignments made while the insert was in flight are
+    /// recorded as writes of the keyed row. Does nothing the second time.
+    func assignKey(_ key: SQLValue, toInsert request: UInt64) {
+        guard let (object, table, columnsSetInFlight) = unkeyedInserts.removeValue(forKey: request) else { return }
+        try? object._$assign(key, toColumn: primaryKeyColumns[table])
         attach(object, table: table, key: key)
         let values = object._$values()
-        let changes = tables[table].schema.columns.enumerated().map { index, column in
-            ColumnChange(column: column.name, index: index, old: .null, new: values[index])
+        outbox.postInsert(table: table, key: key, values: values, origin: .local)
+        for column in columnsSetInFlight.sorted() {
+            writeBehind.record(.set(values[column]), to: CellReference(row: RowReference(table: table, key: key), column: column), of: object)
         }
-        feeds.deliver(ChangeEvent(table: tables[table].schema.name, key: key, kind: .insert, changes: changes, origin: origin), table: table)
     }
 
-    /// Detaches a deleted object, queues the delete when it is the program's, and tells the
-    /// row's and the membership's subscribers.
-    func didDelete(_ object: any TrackedModel, table: Int, origin: ChangeOrigin) {
-        let key = object._$tracking.rowKey
-        detach(table: table, key: key)
-        if origin == .local {
-            pending.delete(RowReference(table: table, key: key))
+    /// The unkeyed insert, if any, that the database gave this row's key.
+    func unkeyedInsert(table: Int, request: UInt64) -> (any TrackedModel)? {
+        unkeyedInserts[request].flatMap { $0.table == table ? $0.object : nil }
+    }
+
+    /// Applies what other connections committed: one event per subscriber and row, origin
+    /// `.external`. A cell with a local assignment not yet committed keeps it (it commits later
+    /// and wins, as last writer); a counter with increments not yet committed shows the
+    /// committed value plus them. Rows the store holds no object for reach their subscribers
+    /// with `.null` as the old values.
+    func applyExternal(_ batch: ExternalChangeBatch) {
+        let mark = outbox.beginGroup()
+        for change in batch.rows {
+            let schema = schemas[change.table]
+            guard let object = identityMap.object(table: change.table, key: change.key) else {
+                switch change.kind {
+                case .insert: outbox.postInsert(table: change.table, key: change.key, values: change.values ?? [], origin: .external)
+                case .delete: outbox.postDelete(table: change.table, key: change.key, values: Array(repeating: .null, count: schema.columns.count), origin: .external)
+                case .update:
+                    for column in change.columns {
+                        outbox.postUpdate(table: change.table, key: change.key, column: column, old: .null, new: change.values?[column] ?? .null, origin: .external)
+                    }
+                }
+                continue
+            }
+            guard let values = change.values else {
+                let old = object._$values()
+                detach(object, table: change.table)
+                outbox.postDelete(table: change.table, key: change.key, values: old, origin: .external)
+                continue
+            }
+            for column in change.columns where column != primaryKeyColumns[change.table] {
+                let cell = CellReference(row: RowReference(table: change.table, key: change.key), column: column)
+                guard let value = writeBehind.overlay(values[column], for: cell) else { continue }
+                assign(value, to: object, cell: cell, origin: .external)
+            }
         }
+        outbox.endGroup(from: mark, keeping: true)
+    }
+
+    /// Applies rows read back after a reset or a discard: objects take the committed values
+    /// (overlaid with what is still pending), objects whose row is gone are detached.
+    func applyReloaded(table: Int, rows: [(key: SQLValue, values: [SQLValue]?)], announcingReset: Bool, origin: ChangeOrigin) {
+        let mark = outbox.beginGroup()
+        for (key, values) in rows {
+            guard let object = identityMap.object(table: table, key: key) else { continue }
+            guard let values else {
+                let old = object._$values()
+                detach(object, table: table)
+                outbox.postDelete(table: table, key: key, values: old, origin: origin)
+                continue
+            }
+            for column in values.indices where column != primaryKeyColumns[table] {
+                let cell = CellReference(row: RowReference(table: table, key: key), column: column)
+                guard let value = writeBehind.overlay(values[column], for: cell) else { continue }
+                assign(value, to: object, cell: cell, origin: origin)
+            }
+        }
+        if announcingReset { outbox.postReset(table: table, origin: origin) }
+        outbox.endGroup(from: mark, keeping: true)
+    }
+
+    /// Puts an object back as it was before a discarded insert: detached, and gone for its
+    /// subscribers.
+    func forgetInsert(of object: any TrackedModel, table: Int) {
+        let key = object._$tracking.key
         let values = object._$values()
-        if isInTransaction {
-            transactionLog.append(.delete(table: table, key: key, object: object, values: values, origin: origin))
-        } else {
-            feeds.deliver(deletion(table: table, key: key, values: values, origin: origin), table: table)
-        }
-        if origin == .local { queued() }
+        detach(object, table: table)
+        if key != .null { outbox.postDelete(table: table, key: key, values: values, origin: .local) }
     }
 
-    /// Detaches every object of a table, queues deleting all its rows, and tells the table's
-    /// subscribers to re-read (a reset).
-    func didDeleteAll(table: Int) {
-        for object in tables[table].objects.values { object._$tracking.registrar = nil }
-        tables[table].objects.removeAll()
-        pending.deleteAll(table: table)
-        feeds.deliverReset(table: table, origin: .local)
-        queued()
+    /// Sets a database value on an object and posts the change; a value that does not decode
+    /// into the property's type leaves the object as it is.
+    private func assign(_ value: SQLValue, to object: any TrackedModel, cell: CellReference, origin: ChangeOrigin) {
+        let old = object._$values()[cell.column]
+        guard old != value, (try? object._$assign(value, toColumn: cell.column)) != nil else { return }
+        outbox.postUpdate(table: cell.row.table, key: cell.row.key, column: cell.column, old: old, new: value, origin: origin)
     }
 
-    func deletion(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin) -> ChangeEvent {
-        let changes = tables[table].schema.columns.enumerated().map { index, column in
-            ColumnChange(column: column.name, index: index, old: values[index], new: .null)
-        }
-        return ChangeEvent(table: tables[table].schema.name, key: key, kind: .delete, changes: changes, origin: origin)
-    }
-
-    func detach(table: Int, key: SQLValue) {
-        tables[table].objects.removeValue(forKey: key)?._$tracking.registrar = nil
-    }
-
-    func detachAll() {
-        for index in tables.indices {
-            for object in tables[index].objects.values { object._$tracking.registrar = nil }
-            tables[index].objects.removeAll()
-        }
-    }
-
-    // MARK: - Reports from tracked properties
-
-    func didAccess(tableIndex: Int, rowKey: SQLValue, column: Int) {
-        guard !captures.isEmpty else { return }
-        captures[captures.count - 1].insert(CellReference(row: RowReference(table: tableIndex, key: rowKey), column: column))
-    }
-
-    func didSet(tableIndex: Int, rowKey: SQLValue, column: Int, from oldValue: SQLValue, to newValue: SQLValue) {
-        precondition(
-            column != tables[tableIndex].schema.primaryKeyIndex || applyingOrigin != nil,
-            "the primary key of a stored \(tables[tableIndex].type) cannot change; delete the object and insert a new one"
-        )
-        if applyingOrigin == nil {
-            let cell = CellReference(row: RowReference(table: tableIndex, key: rowKey), column: column)
-            pending.write(incrementInProgress.map(CellWrite.add) ?? .set(newValue), to: cell)
-        }
-        let origin = applyingOrigin ?? .local
-        if isInTransaction {
-            transactionLog.append(.update(table: tableIndex, key: rowKey, column: column, old: oldValue, new: newValue, origin: origin))
-        } else {
-            feeds.deliverUpdate(table: tableIndex, key: rowKey, column: column, old: oldValue, new: newValue, origin: origin)
-        }
-        if applyingOrigin == nil { queued() }
-    }
-
-    /// Tells the store about a queued change when a flush may be due.
-    func queued() {
-        if !isFlushScheduled || pending.count >= flushThreshold { didQueueChange() }
-    }
-
-    // MARK: - Scoped modes
-
-    /// Runs `body`, in which each write adds `delta` instead of storing a value.
-    func withIncrement<Result>(by delta: Int64, _ body: () throws -> Result) rethrows -> Result {
-        incrementInProgress = delta
-        defer { incrementInProgress = nil }
-        return try body()
-    }
-
-    /// Runs `body`, in which writes apply values from the database instead of queueing them.
-    func applying<Result>(_ origin: ChangeOrigin, _ body: () throws -> Result) rethrows -> Result {
-        let outer = applyingOrigin
-        applyingOrigin = origin
-        defer { applyingOrigin = outer }
-        return try body()
-    }
+    // MARK: - Dependency capture
 
     /// Runs `body` and returns the cells it read through tracked properties.
     func capturingAccess<Result>(_ body: () throws -> Result) rethrows -> (Result, Set<CellReference>) {
@@ -173,5 +292,65 @@ final class ModelRegistrar {
         defer { captures.removeLast() }
         let result = try body()
         return (result, captures[captures.count - 1])
+    }
+
+    // MARK: - Transactions
+
+    /// One open level of `store.transaction { }`.
+    private struct TransactionLevel {
+        /// The transaction's unit as the level found it (`nil` for the outermost level).
+        var snapshot: PendingChanges.Unit?
+        /// Where the level's events start in the outbox's log.
+        var outboxMark: Int
+        /// Where the level's steps start in the undo log.
+        var undoStart: Int
+    }
+
+    /// How to take back one change of a transaction that failed.
+    private enum UndoStep {
+        case assigned(any TrackedModel, column: Int, old: SQLValue)
+        case inserted(any TrackedModel, table: Int)
+        case deleted(any TrackedModel, table: Int, key: SQLValue)
+        case deletedAll([(key: SQLValue, object: any TrackedModel)], table: Int)
+    }
+
+    func beginTransaction() {
+        if transactionLevels.isEmpty { writeBehind.beginTransaction() }
+        transactionLevels.append(TransactionLevel(
+            snapshot: transactionLevels.isEmpty ? nil : writeBehind.transactionSnapshot(),
+            outboxMark: outbox.beginGroup(),
+            undoStart: undoLog.count
+        ))
+    }
+
+    /// Ends the innermost level. On success an inner level merges into its parent, and the
+    /// outermost closes its unit for write-behind and delivers its events. On failure the
+    /// level's changes are undone: values restored, inserts forgotten, deleted objects attached
+    /// again, nothing recorded or delivered.
+    func endTransaction(succeeded: Bool) {
+        let level = transactionLevels.removeLast()
+        if !succeeded {
+            for step in undoLog[level.undoStart...].reversed() { undo(step) }
+            undoLog.removeSubrange(level.undoStart...)
+            if let snapshot = level.snapshot { writeBehind.restoreTransaction(to: snapshot) }
+        }
+        if transactionLevels.isEmpty {
+            undoLog.removeAll()
+            writeBehind.endTransaction(keeping: succeeded)
+        }
+        outbox.endGroup(from: level.outboxMark, keeping: succeeded)
+    }
+
+    private func undo(_ step: UndoStep) {
+        switch step {
+        case .assigned(let object, let column, let old):
+            try? object._$assign(old, toColumn: column)
+        case .inserted(let object, let table):
+            detach(object, table: table)
+        case .deleted(let object, let table, let key):
+            attach(object, table: table, key: key)
+        case .deletedAll(let objects, let table):
+            for (key, object) in objects { attach(object, table: table, key: key) }
+        }
     }
 }

@@ -4,6 +4,10 @@ public import Observation
 ///
 /// The requirements prefixed `_$` are generated; the store calls them and you need not.
 public protocol TrackedModel: AnyObject, Observable {
+    /// The type of the primary key, without optionality: `Int64` for `@PrimaryKey var id: Int64?`.
+    /// ``ModelStore/find(_:key:)`` and row feed scopes take it, so a key of the wrong type does
+    /// not compile.
+    associatedtype PrimaryKeyValue: ColumnValue
     /// The table the model maps onto.
     static var _$schema: TableSchema { get }
     /// Decodes an object from a row whose values follow ``_$schema``'s columns.
@@ -12,8 +16,10 @@ public protocol TrackedModel: AnyObject, Observable {
     var _$tracking: ModelTracking { get }
     /// The stored values, in column order, read without reporting access.
     func _$values() -> [SQLValue]
-    /// Assigns a stored value to a column's property through its setter.
-    func _$apply(_ value: SQLValue, toColumn index: Int) throws
+    /// Sets a column's property to a value that comes from the database (or from the store's own
+    /// bookkeeping: an increment, an undone transaction). It goes through Observation's
+    /// `withMutation` and nothing else: it is never reported to the store as a write.
+    func _$assign(_ value: SQLValue, toColumn index: Int) throws
     /// The column a key path names, or `nil` for a key path that is not a column.
     static func _$columnIndex(of keyPath: AnyKeyPath) -> Int?
 }

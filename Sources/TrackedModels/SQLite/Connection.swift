@@ -31,7 +31,8 @@ package final class Connection {
     let handle: OpaquePointer
     /// The file name SQLite was given (absolute), or the private in-memory name.
     let filename: String
-    private var statementCache: [String: Statement] = [:]
+    /// Statements compiled by ``cachedStatement(_:)``, least recently used dropped past 64.
+    private var statementCache = StatementCache<String>(capacity: 64)
     /// How many savepoints are open inside the current transaction.
     var savepointDepth = 0
 
@@ -122,15 +123,10 @@ package final class Connection {
         return statement
     }
 
-    /// A compiled statement kept for reuse: the same SQL is compiled once per connection.
+    /// A compiled statement kept for reuse: the same SQL is compiled once per connection while
+    /// it stays among the 64 most recently used.
     func cachedStatement(_ sql: String) throws -> Statement {
-        if let statement = statementCache[sql] {
-            statement.reset()
-            return statement
-        }
-        let statement = try makeStatement(sql)
-        statementCache[sql] = statement
-        return statement
+        try statementCache.statement(for: sql) { try makeStatement(sql) }
     }
 
     /// Runs SQL that may hold several statements, none of which returns rows worth reading.

@@ -41,6 +41,13 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable {
         primary == .busy || primary == .locked
     }
 
+    /// Whether the database refused the change itself (a constraint, a value it cannot store,
+    /// one too big), so that trying the same change again fails again. Other failures (busy,
+    /// disk full, I/O errors) may pass.
+    public var rejectsTheChange: Bool {
+        primary == .constraint || primary == .mismatch || primary == .tooBig
+    }
+
     public static let ok = ResultCode(rawValue: SQLITE_OK)
     public static let error = ResultCode(rawValue: SQLITE_ERROR)
     public static let permission = ResultCode(rawValue: SQLITE_PERM)
@@ -55,6 +62,7 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable {
     public static let full = ResultCode(rawValue: SQLITE_FULL)
     public static let cannotOpen = ResultCode(rawValue: SQLITE_CANTOPEN)
     public static let schema = ResultCode(rawValue: SQLITE_SCHEMA)
+    public static let tooBig = ResultCode(rawValue: SQLITE_TOOBIG)
     public static let constraint = ResultCode(rawValue: SQLITE_CONSTRAINT)
     public static let mismatch = ResultCode(rawValue: SQLITE_MISMATCH)
     public static let misuse = ResultCode(rawValue: SQLITE_MISUSE)

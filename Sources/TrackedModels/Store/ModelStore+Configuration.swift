@@ -57,6 +57,10 @@ extension ModelStore {
         /// sends a ``ChangeEvent/Kind/reset``.
         public var changeLogRetention = 10_000
 
+        /// Test hook: runs on the database worker's thread right after each commit of this
+        /// store, before the worker does anything else.
+        var afterCommit: (@Sendable () -> Void)?
+
         public init() {}
     }
 

@@ -37,7 +37,7 @@ extension ModelStore {
     ) throws -> AsyncStream<ChangeEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: ChangeEvent.self, bufferingPolicy: bufferingPolicy)
         let token = try subscribe(to: scope) { continuation.yield($0) }
-        let mailbox = mailbox!
+        let mailbox = mailbox
         let subscription = token.subscriptionID
         continuation.onTermination = { _ in mailbox.send(.streamTerminated(subscription: subscription)) }
         // The stream's end cancels the subscription, not the token's release.
@@ -70,40 +70,24 @@ extension ModelStore {
         _ body: () throws -> Result,
         onChange: @escaping (ChangeEvent) -> Void
     ) rethrows -> (value: Result, token: FeedToken) {
+        checkIsolation("withTracking")
         let (value, cells) = try registrar.capturingAccess(body)
         let keys = cells.map { FeedIndex.Key.cell($0) }
         let token = registrar.feeds.add(keys: keys, columns: nil, isOneShot: true, handler: onChange)
         return (value, token)
     }
 
-    /// Runs `body` as one unit: feeds hear one event per subscriber and row when it ends, with
-    /// each column's first old and last new value; the changes commit in one SQLite
-    /// transaction. If `body` throws, its changes are undone and nobody hears of them.
-    ///
-    /// Transactions nest: an inner one that throws undoes only its own changes.
-    ///
-    /// ```swift
-    /// try store.transaction {
-    ///     for _ in 0..<100 { try store.increment(\Row.count, of: row) }
-    /// }   // row 42's subscribers hear one event: count 0 → 100
-    /// ```
-    public func transaction<Result>(_ body: () throws -> Result) rethrows -> Result {
-        registrar.beginTransaction()
-        do {
-            let result = try body()
-            registrar.endTransaction(succeeded: true)
-            return result
-        } catch {
-            registrar.endTransaction(succeeded: false)
-            throw error
-        }
+    /// Live feed subscriptions, for tests and diagnostics.
+    public var feedSubscriptionCount: Int {
+        checkIsolation("feedSubscriptionCount")
+        return registrar.feeds.count
     }
 
-    /// Live feed subscriptions, for tests and diagnostics.
-    public var feedSubscriptionCount: Int { registrar.feeds.count }
-
     /// Traps if a cancelled subscription is still indexed; for tests.
-    public func checkFeedInvariants() { registrar.feeds.checkInvariants() }
+    public func checkFeedInvariants() {
+        checkIsolation("checkFeedInvariants()")
+        registrar.feeds.checkInvariants()
+    }
 
     static func keys<Model>(of scope: FeedScope<Model>, table: Int) -> ([FeedIndex.Key], Set<Int>?) {
         switch scope.shape {

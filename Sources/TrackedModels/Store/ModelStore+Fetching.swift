@@ -38,7 +38,7 @@ extension ModelStore {
     /// ```swift
     /// if let row = try store.find(Row.self, key: 42) { row.count += 1 }
     /// ```
-    public func find<Model: TrackedModel>(_ type: Model.Type, key: some ColumnValue) throws -> Model? {
+    public func find<Model: TrackedModel>(_ type: Model.Type, key: Model.PrimaryKeyValue) throws -> Model? {
         try checkOpen("find")
         let table = try registrar.tableIndex(of: type)
         if let object = registrar.object(table: table, key: key.sqlValue) as? Model { return object }
@@ -58,11 +58,19 @@ extension ModelStore {
     }
 
     /// The identity-mapped object of a row: the existing one, or a new one decoded and attached.
+    ///
+    /// A row whose key the database just assigned to this store's insert, committed before the
+    /// store heard so, is the inserting object: it gets its key now rather than having a second
+    /// object made for the same row.
     private func object<Model: TrackedModel>(_ type: Model.Type, table: Int, values: [SQLValue]) throws -> Model {
-        let key = values[Model._$schema.primaryKeyIndex]
-        if let existing = registrar.object(table: table, key: key) as? Model { return existing }
-        let object = try Model(_$row: ModelRow(schema: Model._$schema, values: values))
-        registrar.attach(object, table: table, key: key)
-        return object
+        if registrar.hasUnkeyedInserts {
+            let row = RowReference(table: table, key: values[Model._$schema.primaryKeyIndex])
+            if registrar.object(table: table, key: row.key) == nil,
+               let request = worker.insertRequest(assignedKey: row),
+               registrar.unkeyedInsert(table: table, request: request) != nil {
+                registrar.assignKey(row.key, toInsert: request)
+            }
+        }
+        return try registrar.object(Model.self, table: table, values: values)
     }
 }

@@ -1,63 +1,57 @@
 extension ModelStore {
-    /// Inserts an object and returns once its row is committed, with its primary key assigned.
+    /// Inserts an object: it is this store's from now on, and its row is written behind like
+    /// any other change.
     ///
-    /// An optional integer primary key that is `nil` is assigned by SQLite. The insert commits
-    /// together with every change made before it.
+    /// With a key the model supplies, the object is in the identity map at once (``find(_:key:)``
+    /// returns it) and the membership feed hears the insert now. An optional integer primary key
+    /// left `nil` is assigned by SQLite when the insert commits: the object then gets its key,
+    /// joins the identity map, and the membership feed hears it; await ``committedKey(of:)``
+    /// for it. Inside ``transaction(_:)``, the insert commits with the transaction's other
+    /// changes or not at all.
     ///
     /// ```swift
     /// let row = Row(id: 1_000, title: "Row 1000", count: 0)
-    /// try await store.insert(row)
+    /// try store.insert(row)
+    /// try await store.flush()   // committed
     /// ```
     ///
-    /// - Throws: ``StoreError`` (``StoreError/Code/insertFailed``, with the ``SQLiteError`` as
-    ///   `underlying`) when the row cannot be inserted; the object stays unsaved and other
-    ///   pending changes stay pending.
-    public func insert<Model: TrackedModel>(_ object: Model) async throws {
-        try await insert(contentsOf: [object])
-    }
-
-    /// Inserts objects in one transaction and returns once it is committed.
-    ///
-    /// ```swift
-    /// try await store.insert(contentsOf: (0..<1_000).map { Row(id: $0, title: "Row \($0)", count: 0) })
-    /// ```
-    public func insert<Model: TrackedModel>(contentsOf objects: [Model]) async throws {
+    /// - Throws: ``StoreError`` (``StoreError/Code/duplicateKey``) when this store already has
+    ///   an object with the key. A row the database refuses (a duplicate key in the file, a
+    ///   CHECK) is reported by ``flush()`` and stays pending until fixed or discarded.
+    public func insert<Model: TrackedModel>(_ object: Model) throws {
         try checkOpen("insert")
         let table = try registrar.tableIndex(of: Model.self)
-        let schema = Model._$schema
-        var requests: [(object: Model, request: UInt64, values: [SQLValue])] = []
-        for object in objects {
-            precondition(!object._$tracking.isAttached, "\(Model.self) \(object._$primaryKey) is already stored; insert new objects only")
-            let values = object._$values()
-            let assignsKey = schema.assignsPrimaryKey && values[schema.primaryKeyIndex] == .null
-            let request = flushState.nextInsertRequest()
-            let row = assignsKey ? nil : RowReference(table: table, key: values[schema.primaryKeyIndex])
-            registrar.pending.insert(InsertRequest(table: table, values: values, row: row, id: request))
-            requests.append((object, request, values))
+        precondition(!object._$tracking.isAttached, "this \(Model.self) is already stored; insert new objects only")
+        try registrar.userDidInsert(object, table: table)
+    }
+
+    /// Inserts objects as one unit: they commit together or not at all.
+    ///
+    /// ```swift
+    /// try store.insert(contentsOf: (0..<1_000).map { Row(id: $0, title: "Row \($0)", count: 0) })
+    /// ```
+    public func insert<Model: TrackedModel>(contentsOf objects: some Sequence<Model>) throws {
+        try transaction {
+            for object in objects { try insert(object) }
         }
-        do {
-            try await flush()
-        } catch {
-            registrar.pending.withdrawInserts(Set(requests.map(\.request)))
-            for request in requests { flushState.assignedKeys.removeValue(forKey: request.request) }
-            throw StoreError(
-                code: .insertFailed,
-                message: "could not insert \(objects.count == 1 ? "a" : "\(objects.count)") \(Model.self) into \(schema.name); nothing was inserted",
-                underlying: error as? SQLiteError
-            )
-        }
-        for (object, request, inserted) in requests {
-            if let key = flushState.assignedKeys.removeValue(forKey: request) {
-                try registrar.applying(.local) { try object._$apply(key, toColumn: schema.primaryKeyIndex) }
-            }
-            let key = object._$primaryKey
-            registrar.didInsert(object, table: table, origin: .local)
-            // Writes made while the insert was in flight were not tracked yet: queue them now.
-            for (column, (old, new)) in zip(inserted, object._$values()).enumerated()
-            where old != new && column != schema.primaryKeyIndex {
-                registrar.didSet(tableIndex: table, rowKey: key, column: column, from: old, to: new)
-            }
-        }
+    }
+
+    /// Waits until an inserted object's row is committed and returns its primary key, which
+    /// SQLite assigns for an optional integer key left `nil`.
+    ///
+    /// ```swift
+    /// let sample = Sample(id: nil, ...)
+    /// try store.insert(sample)
+    /// let id = try await store.committedKey(of: sample)   // also sample.id
+    /// ```
+    ///
+    /// - Throws: What ``flush()`` throws, such as the database refusing the row; or
+    ///   ``StoreError/Code/notAttached`` for an object this store does not manage.
+    public func committedKey<Model: TrackedModel>(of object: Model) async throws -> Model.PrimaryKeyValue {
+        try checkOpen("committedKey(of:)")
+        guard object._$tracking.registrar === registrar else { throw StoreError.notAttached(Model.self, operation: "wait for the key of") }
+        try await flush()
+        return try Model.PrimaryKeyValue(sqlValue: object._$primaryKey)
     }
 
     /// Deletes an object's row (written behind) and detaches the object.
@@ -71,27 +65,32 @@ extension ModelStore {
     public func delete<Model: TrackedModel>(_ object: Model) throws {
         try checkOpen("delete")
         let table = try registrar.tableIndex(of: Model.self)
-        guard object._$tracking.registrar === registrar else { throw StoreError.notAttached(Model.self, operation: "delete") }
-        registrar.didDelete(object, table: table, origin: .local)
+        guard object._$tracking.registrar === registrar, object._$tracking.insertRequest == nil else {
+            throw StoreError.notAttached(Model.self, operation: "delete")
+        }
+        registrar.userDidDelete(object, table: table)
     }
 
     /// Deletes every row of a model's table (written behind) and detaches its objects.
     ///
     /// Subscribers of the table hear a ``ChangeEvent/Kind/reset`` rather than one deletion per
-    /// row.
+    /// row. Inside ``transaction(_:)`` it commits with the transaction's other changes, so
+    /// "delete the old rows, insert the new ones" is all or nothing.
     ///
     /// ```swift
-    /// try store.deleteAll(Row.self)
+    /// try store.transaction {
+    ///     try store.deleteAll(Row.self)
+    ///     try store.insert(contentsOf: freshRows)
+    /// }
     /// ```
     public func deleteAll<Model: TrackedModel>(_ type: Model.Type) throws {
-        try checkOpen("delete")
-        precondition(!registrar.isInTransaction, "deleteAll cannot run inside store.transaction { }; call it before or after")
-        registrar.didDeleteAll(table: try registrar.tableIndex(of: type))
+        try checkOpen("deleteAll")
+        registrar.userDidDeleteAll(table: try registrar.tableIndex(of: type))
     }
 
     /// Adds to an integer property so that concurrent writers never lose an increment.
     ///
-    /// The object changes at once (subscribers hear it); the writer stores
+    /// The object changes at once (subscribers hear it); the store writes
     /// `column = column + delta`, and after the commit the object holds the committed value,
     /// which includes increments other processes made meanwhile. A plain `row.count += 1` is
     /// last-writer-wins instead.
@@ -109,21 +108,41 @@ extension ModelStore {
     ) throws {
         try checkOpen("increment")
         guard object._$tracking.registrar === registrar else { throw StoreError.notAttached(Model.self, operation: "increment") }
-        _ = Model.columnIndex(of: keyPath)
-        let (sum, overflow) = object[keyPath: keyPath].addingReportingOverflow(delta)
-        guard !overflow else {
+        let column = Model.columnIndex(of: keyPath)
+        let old = object[keyPath: keyPath]
+        let (sum, overflow) = old.addingReportingOverflow(delta)
+        guard !overflow, let delta64 = Int64(exactly: delta) else {
             throw StoreError(
                 code: .overflow,
                 message: "incrementing \(Model._$schema.name) \(object._$primaryKey) by \(delta) overflows \(Value.self); nothing changed"
             )
         }
-        registrar.withIncrement(by: Int64(delta)) { object[keyPath: keyPath] = sum }
+        guard delta != 0 else { return }
+        try registrar.userDidIncrement(object, column: column, by: delta64, from: old.sqlValue, to: sum.sqlValue)
     }
-}
 
-extension FlushState {
-    mutating func nextInsertRequest() -> UInt64 {
-        lastInsertRequest += 1
-        return lastInsertRequest
+    /// Runs `body` as one unit: everything it writes (assignments, increments, inserts,
+    /// deletes, `deleteAll`) commits in one database transaction or not at all, and feeds hear
+    /// one event per subscriber and row when it ends, with each column's first old and last new
+    /// value. If `body` throws, its changes are undone and nobody hears of them.
+    ///
+    /// Transactions nest: an inner one that throws undoes only its own changes.
+    ///
+    /// ```swift
+    /// try store.transaction {
+    ///     for _ in 0..<100 { try store.increment(\Row.count, of: row) }
+    /// }   // row 42's subscribers hear one event: count 0 → 100
+    /// ```
+    public func transaction<Result>(_ body: () throws -> Result) throws -> Result {
+        try checkOpen("transaction")
+        registrar.beginTransaction()
+        do {
+            let result = try body()
+            registrar.endTransaction(succeeded: true)
+            return result
+        } catch {
+            registrar.endTransaction(succeeded: false)
+            throw error
+        }
     }
 }

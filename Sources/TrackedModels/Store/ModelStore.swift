@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -5,8 +6,8 @@ import Synchronization
 /// their properties; changes are written behind and ``flush()`` makes them durable.
 ///
 /// A store and its objects belong to the actor that opened it (the main actor, or one of
-/// yours), as a SwiftData `ModelContext` does. Its writer and its other background work run on
-/// their own threads and hand results back to that actor.
+/// yours), as a SwiftData `ModelContext` does; every method checks that it runs there. Its
+/// database work runs on a worker thread of its own and hands results back to that actor.
 ///
 /// ```swift
 /// @MainActor func bumpFirstRow() async throws {
@@ -19,8 +20,11 @@ import Synchronization
 /// ```
 ///
 /// What a crash can lose: exactly the changes that no `flush()` (or ``close()``) has
-/// acknowledged yet, at most about one ``Configuration/flushInterval`` of them when the writer
+/// acknowledged yet, at most about one ``Configuration/flushInterval`` of them when the store
 /// commits on its own.
+///
+/// The store is a façade: the registrar tracks objects and posts changes to feeds, write-behind
+/// owns what is not committed yet, and the database worker commits and watches the file.
 public final class ModelStore {
     public let location: DatabaseLocation
     public let configuration: Configuration
@@ -28,11 +32,13 @@ public final class ModelStore {
     public let filename: String
 
     let registrar: ModelRegistrar
+    let writeBehind: WriteBehind
     let reader: Connection
-    let writer: WriteBehindWriter
-    private(set) var mailbox: StoreMailbox<StoreMessage>!
-    var flushState = FlushState()
-    var isClosed = false
+    let worker: DatabaseWorker
+    let mailbox: StoreMailbox<StoreMessage>
+    private let isolation: any Actor
+    private let isMainActor: Bool
+    private(set) var isClosed = false
     /// Callers of ``refreshExternalChanges()`` waiting for their poll, by poll.
     var pollWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     var lastPoll: UInt64 = 0
@@ -44,6 +50,10 @@ public final class ModelStore {
     /// A file is created when missing and put in WAL mode. Opening fails with one
     /// ``StoreError`` (code ``StoreError/Code/schemaMismatch``) listing every missing table,
     /// missing column or incompatible type.
+    ///
+    /// ```swift
+    /// let store = try ModelStore(.file("app.sqlite"), models: [Row.self])
+    /// ```
     ///
     /// - Parameters:
     ///   - location: A file path, or ``DatabaseLocation/inMemory``.
@@ -63,11 +73,13 @@ public final class ModelStore {
         }
         self.location = location
         self.configuration = configuration
+        self.isolation = isolation
+        isMainActor = isolation === MainActor.shared
         switch location {
         case .file(let path): filename = Connection.absoluteFilename(path)
         case .inMemory: filename = Connection.inMemoryFilename()
         }
-        let registrar = ModelRegistrar(models: models)
+        let schemas = models.map { $0._$schema }
         let reader = try Connection(filename: filename, mode: .readWriteCreate, busyTimeout: configuration.busyTimeout)
         self.reader = reader
         if case .file = location {
@@ -76,10 +88,10 @@ public final class ModelStore {
         try reader.execute("PRAGMA foreign_keys = ON")
         if configuration.createsMissingTables {
             try reader.withTransaction(.immediate) {
-                for schema in registrar.schemas { try reader.execute(schema.createTableSQL) }
+                for schema in schemas { try reader.execute(schema.createTableSQL) }
             }
         }
-        let differences = try registrar.schemas.flatMap { try $0.differences(from: reader) }
+        let differences = try schemas.flatMap { try $0.differences(from: reader) }
         guard differences.isEmpty else { throw StoreError.schemaMismatch(differences) }
 
         let writerConnection = try Connection(filename: filename, mode: .readWrite, busyTimeout: configuration.busyTimeout)
@@ -87,57 +99,75 @@ public final class ModelStore {
         try writerConnection.execute("PRAGMA foreign_keys = ON")
         var changeLog: ChangeLogReader?
         if configuration.observesExternalChanges {
-            let layouts = try ChangeLog.install(on: reader, schemas: registrar.schemas)
+            let layouts = try ChangeLog.install(on: reader, schemas: schemas)
             changeLog = try ChangeLogReader(
-                schemas: registrar.schemas, layouts: layouts,
+                schemas: schemas, layouts: layouts,
                 retention: configuration.changeLogRetention, connection: writerConnection
             )
         }
-        let outcomes = OutcomeForwarder()
-        writer = WriteBehindWriter(
-            connection: writerConnection,
-            tables: registrar.schemas,
-            maxBusyRetries: configuration.maxBusyRetries,
-            changeLog: changeLog,
+        let mailbox = StoreMailbox<StoreMessage>(actor: isolation)
+        self.mailbox = mailbox
+        worker = DatabaseWorker(
+            engine: SQLiteEngine(connection: writerConnection, tables: schemas, changeLog: changeLog),
+            watchesChanges: changeLog != nil,
             pollInterval: configuration.externalChangePollInterval,
             walFile: location == .inMemory || !configuration.wakesOnFileChanges ? nil : filename + "-wal",
-            report: { outcomes.forward($0) }
+            maxBusyRetries: configuration.maxBusyRetries,
+            afterCommit: configuration.afterCommit,
+            report: { mailbox.send(.worker($0)) }
         )
-        self.registrar = registrar
-        mailbox = StoreMailbox(target: self, actor: isolation)
-        outcomes.mailbox = mailbox
-        registrar.flushThreshold = configuration.pendingThreshold
-        registrar.didQueueChange = { [unowned self] in pendingDidChange() }
+        writeBehind = WriteBehind(
+            schemas: schemas,
+            policy: WriteBehind.Policy(interval: configuration.flushInterval, threshold: configuration.pendingThreshold),
+            worker: worker,
+            scheduleTick: { delay in
+                DispatchQueue.global().asyncAfter(deadline: .now() + delay.dispatchInterval) { mailbox.send(.flushIntervalElapsed) }
+            }
+        )
+        registrar = ModelRegistrar(models: models, writeBehind: writeBehind)
+        mailbox.start(delivering: self)
+        worker.start()
     }
 
     deinit {
         if !isClosed {
-            // Nobody can await these any more, but they were made: hand them to the writer,
+            // Nobody can await these any more, but they were made: hand them to the worker,
             // which commits them before its connection closes.
-            submitPending()
-            writer.close {}
+            writeBehind.submit(retryingRejected: true)
+            worker.close {}
         }
+        writeBehind.finishErrorStreams()
         for continuation in feedStreams.values { continuation.finish() }
         mailbox.finish()
         registrar.detachAll()
     }
 
-    /// Commits every pending change, closes the connections, and detaches every object.
+    /// Commits every change, closes the connections, and detaches every object.
     ///
-    /// Objects keep their values and stay usable as plain observable objects; their writes are
-    /// no longer stored. Calling `close()` again does nothing.
+    /// Every change made before `close()` returns is committed, including changes made while
+    /// it waits (by a change handler, or another task on the store's actor). Afterwards,
+    /// objects keep their values and stay usable as plain observable objects, but their writes
+    /// are no longer stored. Calling `close()` again does nothing.
     ///
-    /// - Throws: The error of a flush that failed; the store is then still open, with the
-    ///   changes pending, so that nothing is lost.
+    /// ```swift
+    /// try await store.close()
+    /// ```
+    ///
+    /// - Throws: The error of a flush that failed, or of a change the database refused; the
+    ///   store is then still open, with the changes pending, so that nothing is lost.
     public func close() async throws {
+        checkIsolation("close()")
         guard !isClosed else { return }
-        try await flush()
-        isClosed = true
-        await withCheckedContinuation { continuation in
-            writer.close { continuation.resume() }
+        while writeBehind.hasChanges {
+            try await writeBehind.flush()
         }
+        // Nothing can change between the last check and here: no await in between.
+        isClosed = true
         registrar.detachAll()
-        finishErrorStreams()
+        await withCheckedContinuation { continuation in
+            worker.close { continuation.resume() }
+        }
+        writeBehind.finishErrorStreams()
         for continuation in feedStreams.values { continuation.finish() }
         feedStreams.removeAll()
         for waiter in pollWaiters.values { waiter.resume() }
@@ -145,19 +175,36 @@ public final class ModelStore {
         mailbox.finish()
     }
 
-    /// What the writer has done: commits, statements, failures, retries.
+    /// What the database worker has done: commits, statements, failures, retries.
     public var writerStatistics: WriterStatistics {
-        writer.statistics.withLock { $0 }
+        worker.statistics.withLock { $0 }
     }
 
+    /// Traps unless called on the store's actor, naming the operation and the actor.
+    ///
+    /// The main actor is checked through its dispatch queue, so that the message is printed: on
+    /// Linux, `preconditionIsolated` traps without printing its message.
+    func checkIsolation(_ operation: @autoclosure () -> String) {
+        func message() -> String {
+            "ModelStore.\(operation()) must be called on \(String(describing: type(of: isolation))), the actor that opened the store"
+        }
+        if isMainActor {
+            precondition(MainQueue.isCurrent, message())
+        } else {
+            isolation.preconditionIsolated(message())
+        }
+    }
+
+    /// Checks the isolation, then that the store is open.
     func checkOpen(_ operation: String) throws {
+        checkIsolation(operation)
         if isClosed { throw StoreError.closed(operation: operation) }
     }
 }
 
 /// Messages delivered to a store on its actor.
 enum StoreMessage: Sendable {
-    case writer(WriterEvent)
+    case worker(WorkerEvent)
     case flushIntervalElapsed
     /// An `AsyncStream` feed ended: drop its subscription.
     case streamTerminated(subscription: UInt64)
@@ -166,24 +213,28 @@ enum StoreMessage: Sendable {
 extension ModelStore: MailboxTarget {
     func receive(_ message: StoreMessage) {
         switch message {
-        case .writer(.batchFinished(let outcome)): handle(outcome)
-        case .writer(.externalChanges(let batch)): apply(batch)
-        case .writer(.pollFinished(let id)): pollFinished(id)
-        case .flushIntervalElapsed: intervalElapsed()
+        case .worker(.batchFinished(let outcome)):
+            let finished = writeBehind.finish(outcome)
+            if !finished.assignedKeys.isEmpty { worker.forgetAssignedKeys(of: finished.assignedKeys.keys) }
+            registrar.applyCommitted(finished)
+        case .worker(.externalChanges(let batch)):
+            registrar.applyExternal(batch)
+            for table in batch.resetTables {
+                worker.reload(table: table, keys: registrar.identityMap.objects(table: table).map(\.key), announcingReset: true)
+            }
+        case .worker(.rowsReloaded(let table, let rows, let announcingReset)):
+            registrar.applyReloaded(table: table, rows: rows, announcingReset: announcingReset, origin: announcingReset ? .external : .local)
+        case .worker(.polled(let id)):
+            // The batch the poll found was applied before this message; the reloads its resets
+            // asked for are done when the worker settles.
+            worker.settle(id)
+        case .worker(.settled(let id)):
+            pollWaiters.removeValue(forKey: id)?.resume()
+        case .flushIntervalElapsed:
+            if !isClosed { writeBehind.intervalElapsed() }
         case .streamTerminated(let subscription):
             feedStreams.removeValue(forKey: subscription)
             registrar.feeds.remove(id: subscription)
         }
-    }
-}
-
-/// Lets the writer, created before the store's mailbox, report to it.
-private final class OutcomeForwarder: @unchecked Sendable {
-    // @unchecked Sendable: `mailbox` is set once in the store's initializer, before the writer
-    // receives its first batch; the queue hand-off orders that write before every read.
-    var mailbox: StoreMailbox<StoreMessage>?
-
-    func forward(_ event: WriterEvent) {
-        mailbox?.send(.writer(event))
     }
 }

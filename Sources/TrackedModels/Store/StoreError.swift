@@ -25,8 +25,13 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let notAttached = Code(name: "notAttached")
         /// The store was closed.
         public static let closed = Code(name: "closed")
-        /// An insert did not commit; the object stays unsaved.
-        public static let insertFailed = Code(name: "insertFailed")
+        /// An object with the same primary key is already in the store.
+        public static let duplicateKey = Code(name: "duplicateKey")
+        /// The database refused a change (a constraint, a value it cannot store); it stays
+        /// pending with this error until a valid value replaces it or it is discarded.
+        public static let changeRejected = Code(name: "changeRejected")
+        /// The change to discard is not pending (any more).
+        public static let notPending = Code(name: "notPending")
         /// An increment would overflow the property's integer type; nothing changed.
         public static let overflow = Code(name: "overflow")
         /// SQL that would change the database was given where only reads are allowed.
@@ -62,6 +67,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
     static func notAttached(_ type: Any.Type, operation: String) -> StoreError {
         StoreError(code: .notAttached, message: "cannot \(operation) a \(type) that this store does not manage; fetch it from the store or insert it first")
+    }
+
+    static func duplicateKey(_ type: Any.Type, key: SQLValue) -> StoreError {
+        StoreError(code: .duplicateKey, message: "cannot insert a \(type) with key \(key): this store already has one; change the existing object instead, or delete it first")
     }
 
     static func closed(operation: String) -> StoreError {

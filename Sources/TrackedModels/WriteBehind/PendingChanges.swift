@@ -1,174 +1,355 @@
-/// Changes made but not yet handed to the writer, in program order, coalesced per row.
+/// Changes made and not yet handed to the worker: atomic units in program order.
 ///
-/// Writes to a row coalesce into that row's open update: a million assignments to one cell
-/// leave one pending value. An insert or delete of a row closes its open update, so that a
-/// later write becomes a new update after it and program order holds: no update resurrects a
-/// deleted row, and none is lost because an insert or delete came after it.
+/// Outside a transaction, each row's changes coalesce into that row's open unit: a million
+/// assignments to one cell leave one pending value. A transaction's changes coalesce into its
+/// own unit, which closes when the transaction ends, so nothing written later joins it. An
+/// insert or delete closes the row's open unit, so that program order holds: no update
+/// resurrects a deleted row, and none is lost because an insert or delete came after it.
+///
+/// A unit the database rejected stays here, in place, with its error. It is open for its rows
+/// again, so that assigning a valid value replaces the rejected one; later units that touch
+/// its rows wait behind it.
 struct PendingChanges {
-    private enum Slot {
-        case ready(WriteOperation)
-        case openUpdate(RowReference)
-    }
+    struct Unit {
+        var unit: WriteUnit
+        /// For a transaction's unit: where each row's insert or update sits. Empty for a
+        /// one-row unit, whose only operation is at 0.
+        var operationByRow: [RowReference: Int] = [:]
+        let isTransaction: Bool
+        /// The objects whose changes the unit holds, kept alive until it commits or is
+        /// discarded (the identity map holds clean objects weakly).
+        var objects: [AnyObject]
+        /// Why the database rejected the unit, while it stays stuck.
+        var rejection: Rejection?
 
-    /// A row's update that later writes still coalesce into, and where it stands in `slots`.
-    private struct OpenUpdate {
-        var slot: Int
-        /// Changed cells in column order: a row has few columns, so a small sorted array beats
-        /// a dictionary, and it becomes the write operation as it is.
-        var cells: [(column: Int, write: CellWrite)] = []
-    }
-
-    private var slots: [Slot] = []
-    private var openUpdates: [RowReference: OpenUpdate] = [:]
-    /// Rows with an update that an insert or delete closed: only their cells need a scan.
-    private var rowsWithClosedUpdates: Set<RowReference> = []
-
-    var isEmpty: Bool { slots.isEmpty }
-    /// Operations pending: one per inserted, updated or deleted row.
-    var count: Int { slots.count }
-
-    mutating func write(_ write: CellWrite, to cell: CellReference) {
-        // One lookup of the row: this runs on every tracked write.
-        let openRows = openUpdates.count
-        Self.merge(write, into: &openUpdates[cell.row, default: OpenUpdate(slot: slots.count)].cells, column: cell.column)
-        if openUpdates.count > openRows { slots.append(.openUpdate(cell.row)) }
-    }
-
-    private static func merge(_ write: CellWrite, into cells: inout [(column: Int, write: CellWrite)], column: Int) {
-        if let index = cells.firstIndex(where: { $0.column >= column }) {
-            if cells[index].column == column {
-                cells[index].write = cells[index].write.followed(by: write)
+        /// Merges a cell write into the row's insert or update; `false` if the unit has none.
+        mutating func merge(_ write: CellWrite, to cell: CellReference) -> Bool {
+            let index: Int
+            if isTransaction {
+                guard let found = operationByRow[cell.row] else { return false }
+                index = found
             } else {
-                cells.insert((column, write), at: index)
+                index = 0
             }
-        } else {
-            cells.append((column, write))
+            return unit.operations[index].merge(write, column: cell.column)
+        }
+
+        /// The unit's write to a cell, merged over its operations.
+        func write(to cell: CellReference) -> CellWrite? {
+            var merged: CellWrite?
+            for operation in unit.operations {
+                let write: CellWrite?
+                switch operation {
+                case .insert(let request) where request.row == cell.row: write = .set(request.values[cell.column])
+                case .update(let row, let cells) where row == cell.row: write = cells.first { $0.column == cell.column }?.write
+                default: write = nil
+                }
+                if let write { merged = merged.map { $0.followed(by: write) } ?? write }
+            }
+            return merged
         }
     }
 
-    mutating func insert(_ request: InsertRequest) {
-        if let row = request.row { close(row) }
-        slots.append(.ready(.insert(request)))
+    /// A unit the database refused, and which of its operations it refused.
+    struct Rejection {
+        var error: SQLiteError
+        var operation: Int
     }
 
-    mutating func delete(_ row: RowReference) {
+    private var units: [Unit] = []
+    /// The unit that a write to each row merges into.
+    private var openUnitByRow: [RowReference: Int] = [:]
+    /// Rows that more than one pending unit writes: only their lookups scan every unit.
+    private var rowsInSeveralUnits: Set<RowReference> = []
+    /// The unit of the open transaction, if one is open: the last unit.
+    private var transactionUnit: Int?
+    private var lastUnitID: UInt64 = 0
+    /// Operations pending: about one per inserted, updated or deleted row.
+    private(set) var operationCount = 0
+
+    var isEmpty: Bool { units.isEmpty }
+    var isInTransaction: Bool { transactionUnit != nil }
+    /// Whether a unit is stuck with an error.
+    var hasRejections: Bool { units.contains { $0.rejection != nil } }
+
+    // MARK: - Recording (the hot path)
+
+    /// Records a write to a cell of a keyed row.
+    mutating func write(_ write: CellWrite, to cell: CellReference, of object: AnyObject) {
+        if let index = transactionUnit {
+            if !units[index].merge(write, to: cell) {
+                if openUnitByRow[cell.row] != nil { rowsInSeveralUnits.insert(cell.row) }
+                append(.update(row: cell.row, cells: [(cell.column, write)]), of: object, toTransaction: index)
+            }
+            return
+        }
+        if let index = openUnitByRow[cell.row], units[index].merge(write, to: cell) {
+            // Writing to a rejected unit replaces the refused value: try it again.
+            if units[index].rejection != nil { units[index].rejection = nil }
+            return
+        }
+        appendUnit(.update(row: cell.row, cells: [(cell.column, write)]), object: object, opensRow: cell.row)
+    }
+
+    mutating func insert(_ request: InsertRequest, of object: AnyObject) {
+        if let index = transactionUnit {
+            append(.insert(request), of: object, toTransaction: index)
+            return
+        }
+        if let row = request.row { close(row) }
+        appendUnit(.insert(request), object: object, opensRow: request.row)
+    }
+
+    /// Writes to an object whose key the database has not assigned yet go into its insert while
+    /// that is pending; `false` once it is in flight.
+    mutating func write(_ write: CellWrite, column: Int, ofInsert request: UInt64) -> Bool {
+        for index in units.indices.reversed() {
+            for (position, operation) in units[index].unit.operations.enumerated() {
+                guard case .insert(let insert) = operation, insert.id == request else { continue }
+                _ = units[index].unit.operations[position].merge(write, column: column)
+                return true
+            }
+        }
+        return false
+    }
+
+    mutating func delete(_ row: RowReference, of object: AnyObject) {
+        if let index = transactionUnit {
+            append(.delete(row: row), of: object, toTransaction: index)
+            units[index].operationByRow.removeValue(forKey: row)
+            return
+        }
         close(row)
-        slots.append(.ready(.delete(row: row)))
+        appendUnit(.delete(row: row), object: object, opensRow: nil)
     }
 
     mutating func deleteAll(table: Int) {
-        for row in openUpdates.keys where row.table == table { close(row) }
-        slots.append(.ready(.deleteAll(table: table)))
+        if let index = transactionUnit {
+            units[index].unit.operations.append(.deleteAll(table: table))
+            units[index].operationByRow = units[index].operationByRow.filter { $0.key.table != table }
+            operationCount += 1
+            return
+        }
+        for row in openUnitByRow.keys where row.table == table { close(row) }
+        appendUnit(.deleteAll(table: table), object: nil, opensRow: nil)
     }
 
-    /// Stops coalescing into a row's open update: later writes go into a new update.
+    private mutating func appendUnit(_ operation: WriteOperation, object: AnyObject?, opensRow row: RowReference?) {
+        lastUnitID += 1
+        units.append(Unit(
+            unit: WriteUnit(id: lastUnitID, operations: [operation]),
+            isTransaction: false,
+            objects: object.map { [$0] } ?? []
+        ))
+        operationCount += 1
+        if let row {
+            if openUnitByRow.updateValue(units.count - 1, forKey: row) != nil { rowsInSeveralUnits.insert(row) }
+        }
+    }
+
+    private mutating func append(_ operation: WriteOperation, of object: AnyObject, toTransaction index: Int) {
+        switch operation {
+        case .insert, .update:
+            if let row = operation.row { units[index].operationByRow[row] = units[index].unit.operations.count }
+        case .delete, .deleteAll:
+            break
+        }
+        units[index].unit.operations.append(operation)
+        units[index].objects.append(object)
+        operationCount += 1
+    }
+
+    /// Stops coalescing into a row's open unit: later writes go into a new unit after it.
     private mutating func close(_ row: RowReference) {
-        guard let open = openUpdates.removeValue(forKey: row) else { return }
-        slots[open.slot] = .ready(.update(row: row, cells: open.cells))
-        rowsWithClosedUpdates.insert(row)
+        if openUnitByRow.removeValue(forKey: row) != nil { rowsInSeveralUnits.insert(row) }
     }
 
-    /// The pending write of a cell, if any (merged over every pending update of its row).
+    // MARK: - Transactions
+
+    /// Starts the unit of an outermost transaction: every change until it ends goes into it.
+    mutating func beginTransaction() {
+        precondition(transactionUnit == nil, "a transaction's unit is already open")
+        lastUnitID += 1
+        units.append(Unit(unit: WriteUnit(id: lastUnitID, operations: []), isTransaction: true, objects: []))
+        transactionUnit = units.count - 1
+    }
+
+    /// The transaction's unit as it is now, to go back to if a nested level fails.
+    func transactionSnapshot() -> Unit? {
+        transactionUnit.map { units[$0] }
+    }
+
+    /// Goes back to a snapshot of the transaction's unit, dropping what a nested level wrote.
+    mutating func restoreTransaction(to snapshot: Unit) {
+        guard let index = transactionUnit else { return }
+        operationCount -= units[index].unit.operations.count - snapshot.unit.operations.count
+        units[index] = snapshot
+    }
+
+    /// Ends the outermost transaction: its unit stays pending, closed to later writes, or is
+    /// dropped when the transaction failed or wrote nothing.
+    mutating func endTransaction(keeping: Bool) {
+        guard let index = transactionUnit else { return }
+        transactionUnit = nil
+        let unit = units[index]
+        if !keeping || unit.unit.operations.isEmpty {
+            operationCount -= unit.unit.operations.count
+            units.removeLast()
+            return
+        }
+        for operation in unit.unit.operations {
+            if case .deleteAll(let table) = operation {
+                for row in openUnitByRow.keys where row.table == table { close(row) }
+            } else if let row = operation.row {
+                close(row)
+                rowsInSeveralUnits.insert(row)
+            }
+        }
+    }
+
+    // MARK: - Reading
+
+    /// The pending write of a cell, if any, merged over every pending unit of its row.
     ///
-    /// O(1) for a row whose only pending update is open, which is the common case; it runs for
-    /// every committed counter and every cell another connection changed.
+    /// O(1) for a row with one pending unit, the common case; it runs for every committed
+    /// counter and every cell another connection changed.
     func write(to cell: CellReference) -> CellWrite? {
-        guard rowsWithClosedUpdates.contains(cell.row) else {
-            return openUpdates[cell.row]?.cells.first { $0.column == cell.column }?.write
+        guard rowsInSeveralUnits.contains(cell.row) else {
+            var merged = openUnitByRow[cell.row].flatMap { units[$0].write(to: cell) }
+            if let index = transactionUnit, let write = units[index].write(to: cell) {
+                merged = merged.map { $0.followed(by: write) } ?? write
+            }
+            return merged
         }
         var merged: CellWrite?
-        for slot in slots {
-            let write: CellWrite?
-            switch slot {
-            case .openUpdate(let row) where row == cell.row:
-                write = openUpdates[cell.row]?.cells.first { $0.column == cell.column }?.write
-            case .ready(.update(let row, let cells)) where row == cell.row:
-                write = cells.first { $0.column == cell.column }?.write
-            default:
-                write = nil
-            }
-            if let write { merged = merged.map { $0.followed(by: write) } ?? write }
+        for unit in units {
+            if let write = unit.write(to: cell) { merged = merged.map { $0.followed(by: write) } ?? write }
         }
         return merged
     }
 
-    /// Removes and returns every pending operation, in order.
-    mutating func take() -> [WriteOperation] {
-        let operations = slots.map { slot -> WriteOperation in
-            switch slot {
-            case .ready(let operation): operation
-            case .openUpdate(let row): .update(row: row, cells: openUpdates[row]?.cells ?? [])
-            }
-        }
-        slots.removeAll(keepingCapacity: true)
-        openUpdates.removeAll(keepingCapacity: true)
-        rowsWithClosedUpdates.removeAll(keepingCapacity: true)
-        return operations
-    }
+    /// The units, in order, for inspection.
+    var all: [Unit] { units }
 
-    /// Puts operations that did not commit back in front of everything pending.
+    // MARK: - Handing over
+
+    /// Removes and returns the units that may commit now, in order.
     ///
-    /// Both are replayed in order, so a restored cell coalesces with a later write to it: a
-    /// failed value that was overwritten since is not written again.
-    mutating func restore(_ operations: [WriteOperation]) {
-        let replay = operations + take()
-        for operation in replay {
-            switch operation {
-            case .insert(let request):
-                insert(request)
-            case .update(let row, let cells):
-                for cell in cells { write(cell.write, to: CellReference(row: row, column: cell.column)) }
-            case .delete(let row):
-                delete(row)
-            case .deleteAll(let table):
-                deleteAll(table: table)
+    /// A rejected unit stays, unless `retryingRejected`; so does every later unit that touches
+    /// its rows, or the rows of a unit that stays, so that changes to a row commit in program
+    /// order.
+    mutating func takeReady(retryingRejected: Bool) -> [Unit] {
+        precondition(transactionUnit == nil, "units are handed over only between transactions")
+        guard !units.isEmpty else { return [] }
+        var ready: [Unit] = []
+        var staying: [Unit] = []
+        for unit in units {
+            let isRejected = unit.rejection != nil && !retryingRejected
+            if isRejected || staying.contains(where: { $0.unit.overlaps(unit.unit) }) {
+                staying.append(unit)
+            } else {
+                ready.append(unit)
+            }
+        }
+        units = staying
+        reindex()
+        return ready
+    }
+
+    /// Puts units that did not commit back in front of everything pending, in their order.
+    mutating func restore(_ returned: [Unit]) {
+        guard !returned.isEmpty else { return }
+        precondition(transactionUnit == nil, "units are handed back only between transactions")
+        units = returned + units
+        reindex()
+    }
+
+    /// Removes the unit with this id, returning it.
+    mutating func remove(unit id: UInt64) -> Unit? {
+        guard transactionUnit == nil, let index = units.firstIndex(where: { $0.unit.id == id }) else { return nil }
+        let removed = units.remove(at: index)
+        reindex()
+        return removed
+    }
+
+    /// Removes every unit, returning them.
+    mutating func removeAll() -> [Unit] {
+        precondition(transactionUnit == nil, "pending changes cannot be dropped inside a transaction")
+        defer {
+            units.removeAll()
+            reindex()
+        }
+        return units
+    }
+
+    /// Rebuilds the lookups after units were removed or put back: each row's open unit is the
+    /// last unit that writes it, if that is a one-row insert or update, or a rejected unit.
+    private mutating func reindex() {
+        openUnitByRow.removeAll(keepingCapacity: true)
+        rowsInSeveralUnits.removeAll(keepingCapacity: true)
+        operationCount = 0
+        var seen: Set<RowReference> = []
+        for (index, unit) in units.enumerated() {
+            operationCount += unit.unit.operations.count
+            let isOpen = unit.rejection != nil || !unit.isTransaction
+            for operation in unit.unit.operations {
+                switch operation {
+                case .deleteAll(let table):
+                    for row in openUnitByRow.keys where row.table == table { openUnitByRow.removeValue(forKey: row) }
+                case .delete(let row):
+                    if !seen.insert(row).inserted { rowsInSeveralUnits.insert(row) }
+                    openUnitByRow.removeValue(forKey: row)
+                case .insert, .update:
+                    guard let row = operation.row else { continue }
+                    if !seen.insert(row).inserted, openUnitByRow[row] != index { rowsInSeveralUnits.insert(row) }
+                    if isOpen { openUnitByRow[row] = index } else { openUnitByRow.removeValue(forKey: row) }
+                }
+            }
+            if unit.rejection != nil, unit.isTransaction {
+                units[index].operationByRow = Dictionary(
+                    unit.unit.operations.enumerated().compactMap { position, operation in
+                        if case .delete = operation { return nil }
+                        return operation.row.map { ($0, position) }
+                    },
+                    uniquingKeysWith: { _, last in last }
+                )
             }
         }
     }
 
-    /// Removes the inserts of the given requests (an insert that failed is withdrawn).
-    mutating func withdrawInserts(_ requests: Set<UInt64>) {
-        slots.removeAll { slot in
-            if case .ready(.insert(let request)) = slot { requests.contains(request.id) } else { false }
-        }
-        for (index, slot) in slots.enumerated() {
-            if case .openUpdate(let row) = slot { openUpdates[row]?.slot = index }
-        }
+    /// Marks a unit as rejected by the database.
+    mutating func reject(unit id: UInt64, _ rejection: Rejection) {
+        guard let index = units.firstIndex(where: { $0.unit.id == id }) else { return }
+        units[index].rejection = rejection
+        reindex()
     }
-
-    /// A description of each pending operation, for inspection.
-    func descriptions(tables: [TableSchema]) -> [String] {
-        slots.map { slot in
-            switch slot {
-            case .ready(let operation): operation.description(tables: tables)
-            case .openUpdate(let row):
-                WriteOperation.update(row: row, cells: openUpdates[row]?.cells ?? []).description(tables: tables)
-            }
-        }
-    }
-
 }
 
 extension WriteOperation {
-    func description(tables: [TableSchema]) -> String {
+    /// Merges a cell write into an insert's values or an update's cells; `false` for a delete.
+    mutating func merge(_ write: CellWrite, column: Int) -> Bool {
         switch self {
-        case .insert(let request):
-            let schema = tables[request.table]
-            let pairs = zip(schema.columns, request.values).map { "\($0.name) = \($1)" }
-            return "insert into \(schema.name): \(pairs.joined(separator: ", "))"
-        case .update(let row, let cells):
-            let schema = tables[row.table]
-            let pairs = cells.map { cell in
-                switch cell.write {
-                case .set(let value): "\(schema.columns[cell.column].name) = \(value)"
-                case .add(let delta): "\(schema.columns[cell.column].name) += \(delta)"
+        case .insert(var request):
+            // Drop this enum's reference first, so that the array is mutated in place.
+            self = .deleteAll(table: -1)
+            request.values[column] = write.applied(to: request.values[column])
+            self = .insert(request)
+            return true
+        case .update(let row, var cells):
+            self = .deleteAll(table: -1)
+            if let index = cells.firstIndex(where: { $0.column >= column }) {
+                if cells[index].column == column {
+                    cells[index].write = cells[index].write.followed(by: write)
+                } else {
+                    cells.insert((column, write), at: index)
                 }
+            } else {
+                cells.append((column, write))
             }
-            return "update \(schema.name) \(row.key): \(pairs.joined(separator: ", "))"
-        case .delete(let row):
-            return "delete from \(tables[row.table].name) \(row.key)"
-        case .deleteAll(let table):
-            return "delete every row from \(tables[table].name)"
+            self = .update(row: row, cells: cells)
+            return true
+        case .delete, .deleteAll:
+            return false
         }
     }
 }

@@ -25,6 +25,15 @@ enum CellWrite: Sendable, Equatable {
         case (_, .set), (.set, .add): next
         }
     }
+
+    /// The value this write leaves in a cell that held `value`.
+    func applied(to value: SQLValue) -> SQLValue {
+        switch (self, value) {
+        case (.set(let new), _): new
+        case (.add(let delta), .integer(let old)): .integer(old &+ delta)
+        case (.add(let delta), _): .integer(delta)
+        }
+    }
 }
 
 /// A row to insert.
@@ -32,12 +41,12 @@ struct InsertRequest: Sendable {
     var table: Int
     /// The values, in the table's column order.
     var values: [SQLValue]
-    /// The row, or `nil` when SQLite assigns the primary key (reported back under `id`).
+    /// The row, or `nil` when the database assigns the primary key (reported back under `id`).
     var row: RowReference?
     var id: UInt64
 }
 
-/// One change the writer applies, in program order.
+/// One change the worker applies, in program order.
 enum WriteOperation: Sendable {
     case insert(InsertRequest)
     /// Writes changed cells of one row, in column order.
@@ -45,20 +54,79 @@ enum WriteOperation: Sendable {
     case delete(row: RowReference)
     /// Deletes every row of a table.
     case deleteAll(table: Int)
+
+    /// The row the operation writes, if it writes one (an insert whose key the database assigns
+    /// has none yet).
+    var row: RowReference? {
+        switch self {
+        case .insert(let request): request.row
+        case .update(let row, _), .delete(let row): row
+        case .deleteAll: nil
+        }
+    }
+
+    /// Whether the operation writes `row`, or every row of its table.
+    func touches(_ row: RowReference) -> Bool {
+        if case .deleteAll(let table) = self { return table == row.table }
+        return self.row == row
+    }
 }
 
-/// The operations of one flush: committed in one transaction, in order.
+/// Changes that commit together or not at all: one row's change made outside a transaction, or
+/// everything one `store.transaction { }` wrote.
+///
+/// A unit is never split across batches, retries or flushes. When a unit fails for good (a
+/// CHECK, NOT NULL or foreign-key violation, a NaN), it alone stays behind; units that touch
+/// other rows still commit.
+struct WriteUnit: Sendable {
+    let id: UInt64
+    var operations: [WriteOperation]
+
+    /// Whether any operation writes `row` (or every row of its table).
+    func touches(_ row: RowReference) -> Bool {
+        operations.contains { $0.touches(row) }
+    }
+
+    /// Whether this unit and `other` write a common row or table, so that their order matters.
+    func overlaps(_ other: WriteUnit) -> Bool {
+        for operation in operations {
+            switch operation {
+            case .deleteAll(let table):
+                if other.operations.contains(where: { $0.table == table }) { return true }
+            default:
+                if let row = operation.row, other.touches(row) { return true }
+            }
+        }
+        return false
+    }
+}
+
+extension WriteOperation {
+    /// The table the operation writes.
+    var table: Int {
+        switch self {
+        case .insert(let request): request.table
+        case .update(let row, _), .delete(let row): row.table
+        case .deleteAll(let table): table
+        }
+    }
+}
+
+/// Units handed to the worker together: committed in one transaction, in order.
 struct WriteBatch: Sendable {
     var sequence: UInt64
-    var operations: [WriteOperation]
+    var units: [WriteUnit]
 }
 
-/// What the writer reports for a batch.
+/// What the worker reports for a batch.
 struct BatchOutcome: Sendable {
     enum Result: Sendable {
+        /// Committed, except the units the report lists as rejected or held.
         case committed(CommitReport)
+        /// Nothing committed, for a reason that may pass (busy, disk full, I/O error).
         case failed(SQLiteError)
-        /// Not attempted, because an earlier batch failed; it is pending again in the store.
+        /// Not attempted, because an earlier batch did not commit whole; the store puts its
+        /// units back in order.
         case skipped
     }
 
@@ -70,6 +138,15 @@ struct BatchOutcome: Sendable {
 struct CommitReport: Sendable {
     /// The committed value of each cell that an `.add` wrote.
     var counterValues: [(cell: CellReference, value: SQLValue)] = []
-    /// The keys SQLite assigned, by insert request.
+    /// The keys the database assigned, by insert request.
     var assignedKeys: [UInt64: SQLValue] = [:]
+    /// Units that failed for good, by unit: the error, and which operation failed.
+    var rejected: [UInt64: (error: SQLiteError, operation: Int)] = [:]
+    /// Units left out because they touch a rejected unit's rows; they stay pending behind it.
+    var held: Set<UInt64> = []
+    /// INSERT, UPDATE and DELETE statements the transaction ran.
+    var statementCount = 0
+
+    /// Whether every unit of the batch committed.
+    var isWhole: Bool { rejected.isEmpty && held.isEmpty }
 }

@@ -49,7 +49,13 @@ struct BumpCommand: AsyncParsableCommand {
         for _ in 0..<times where interruption.received == nil {
             try store.increment(\Row.count, of: row, by: by)
         }
-        try await store.flush()
+        do {
+            try await store.flush()
+        } catch {
+            // Nothing of a failed bump may commit later, when the store goes away.
+            store.discardPendingChanges()
+            throw error
+        }
         let committed = row.count
         try await store.close()
         if let status = interruption.exitStatus {

@@ -38,11 +38,8 @@ struct SeedCommand: AsyncParsableCommand {
         try options.migrator().migrate(databaseAt: options.path)
         let store = try ModelStore(.file(options.path), models: [Row.self])
         let existing = try store.count(Row.self)
-        if existing > 0 {
-            guard reset else {
-                throw CLIError(.dataError, "seed \(options.path): table rows already has \(existing) rows; pass --reset to replace them")
-            }
-            try store.deleteAll(Row.self)
+        if existing > 0, !reset {
+            throw CLIError(.dataError, "seed \(options.path): table rows already has \(existing) rows; pass --reset to replace them")
         }
         let progress = ProgressBar(total: rows, label: "preparing")
         var objects: [Row] = []
@@ -53,12 +50,22 @@ struct SeedCommand: AsyncParsableCommand {
         }
         progress.finish(note: "committing")
         if let status = interruption.exitStatus {
-            store.discardPendingChanges()
             try await store.close()
             FileHandle.standardError.write(Data("modelctl: seed interrupted before commit; nothing was written\n".utf8))
             throw ExitCode(status)
         }
-        try await store.insert(contentsOf: objects)
+        // One unit: the old rows go only if the new ones commit.
+        try store.transaction {
+            if existing > 0 { try store.deleteAll(Row.self) }
+            try store.insert(contentsOf: objects)
+        }
+        do {
+            try await store.flush()
+        } catch {
+            // Nothing of a failed seed may commit later, when the store goes away.
+            store.discardPendingChanges()
+            throw error
+        }
         try await store.close()
         let elapsed = ContinuousClock.now - start
         print("seeded \(rows) rows into \(options.path) in \(elapsed.formatted(.units(allowed: [.seconds, .milliseconds], width: .narrow)))")

@@ -71,12 +71,9 @@ struct WatchCommand: AsyncParsableCommand {
         let (items, sink) = AsyncStream.makeStream(of: Item.self)
         let interruption = Interruption { sink.yield(.stop) }
         let store = try ModelStore(.file(options.path), models: [Row.self])
-        // Load the watched rows: the store keeps what it fetched, so events carry old values.
-        if rows.isEmpty {
-            _ = try store.fetch(Row.self)
-        } else {
-            for id in rows { _ = try store.find(Row.self, key: id) }
-        }
+        // Hold the watched rows: the store knows the values of objects someone holds, so their
+        // events carry old values.
+        let watched = rows.isEmpty ? try store.fetch(Row.self) : try rows.compactMap { try store.find(Row.self, key: $0) }
         let keyPaths = try columnKeyPaths()
         let wanted = Set(keyPaths.compactMap { Row._$columnIndex(of: $0) })
         var tokens: [FeedToken] = []
@@ -105,6 +102,7 @@ struct WatchCommand: AsyncParsableCommand {
         // handlers right after their last mention above.
         timer?.cancel()
         tokens.forEach { $0.cancel() }
+        withExtendedLifetime(watched) {}
         interruption.stop()
         try await store.close()
     }

@@ -36,15 +36,11 @@ struct CLIError: Error {
             case .closed: .ioError
             default: .dataError
             }
-            if let underlying = error.underlying as? SQLiteError, error.code == .insertFailed {
-                self.init(sqlite: underlying, operation: operation, path: path)
-            } else {
-                // One line for the problem, one for its details: every difference, or the cause.
-                var details = error.differences.map(\.description)
-                if let underlying = error.underlying { details.append("caused by: \(underlying)") }
-                let message = "\(operation) \(path): \(error.message)"
-                self.init(status, details.isEmpty ? message : message + "\n  " + details.joined(separator: "; "))
-            }
+            // One line for the problem, one for its details: every difference, or the cause.
+            var details = error.differences.map(\.description)
+            if let underlying = error.underlying { details.append("caused by: \(underlying)") }
+            let message = "\(operation) \(path): \(error.message)"
+            self.init(status, details.isEmpty ? message : message + "\n  " + details.joined(separator: "; "))
         case let error as MigrationError:
             let status: Status = switch error.code {
             case .unknownVersion: .usage

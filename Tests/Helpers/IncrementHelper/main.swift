@@ -3,6 +3,8 @@
 //   tracked-increment-helper increment PATH ID TIMES   increments rows.count of row ID, flushing each time
 //   tracked-increment-helper write-then-wait PATH ID   sets rows.title of row ID, flushes, prints
 //                                                      "flushed", then waits to be killed
+//   tracked-increment-helper use-off-actor PATH ID     reads the store from a task off its actor,
+//                                                      which must trap
 import Foundation
 import TrackedModels
 
@@ -20,7 +22,7 @@ func fail(_ message: String) -> Never {
 
 let arguments = CommandLine.arguments.dropFirst()
 guard arguments.count >= 3, let id = Int64(arguments[arguments.startIndex + 2]) else {
-    fail("usage: increment PATH ID TIMES | write-then-wait PATH ID")
+    fail("usage: increment PATH ID TIMES | write-then-wait PATH ID | use-off-actor PATH ID")
 }
 let command = arguments[arguments.startIndex]
 let path = arguments[arguments.startIndex + 1]
@@ -41,6 +43,11 @@ do {
         try await store.flush()
         FileHandle.standardOutput.write(Data("flushed \(row.title)\n".utf8))
         while true { try await Task.sleep(for: .seconds(60)) }
+    case "use-off-actor":
+        // Smuggled past the compiler on purpose: the store checks its actor at run time too.
+        nonisolated(unsafe) let smuggled = store
+        await Task.detached { _ = try? smuggled.count(Row.self) }.value
+        fail("the store answered off its actor")
     default:
         fail("unknown command \(command)")
     }

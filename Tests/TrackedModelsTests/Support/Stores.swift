@@ -15,7 +15,8 @@ enum Stores {
 
     static func rows(_ count: Int, at location: DatabaseLocation = .inMemory, configuration: ModelStore.Configuration = configuration()) async throws -> ModelStore {
         let store = try ModelStore(location, models: [Row.self], configuration: configuration)
-        try await store.insert(contentsOf: (0..<Int64(count)).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try store.insert(contentsOf: (0..<Int64(count)).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
         return store
     }
 }

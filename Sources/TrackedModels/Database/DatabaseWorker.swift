@@ -1,0 +1,271 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// What the worker tells its store, in order.
+enum WorkerEvent: Sendable {
+    case batchFinished(BatchOutcome)
+    /// Other connections committed these changes (read before the worker's next commit).
+    case externalChanges(ExternalChangeBatch)
+    /// Rows read back on request, by ``DatabaseWorker/reload(table:keys:announcingReset:)``.
+    case rowsReloaded(table: Int, rows: [(key: SQLValue, values: [SQLValue]?)], announcingReset: Bool)
+    /// A look asked for with ``DatabaseWorker/pollNow(_:)`` is done.
+    case polled(UInt64)
+    /// Everything asked of the worker before ``DatabaseWorker/settle(_:)`` is done.
+    case settled(UInt64)
+}
+
+/// Runs everything that touches the database for a store, on one serial queue: commits batches,
+/// watches for other connections' commits, and reads rows back.
+///
+/// It starts explicitly, once the store is ready: before ``start()`` nothing polls or reports.
+/// Batches run in the order they were submitted, each in one transaction. A unit the database
+/// rejects for good (a constraint, a NaN) is left out and the rest commits; units touching
+/// its rows are held back with it. After any batch that did not commit whole, the worker skips
+/// the batches already submitted (the store hands them back in order) until ``resume()``, so
+/// that nothing commits ahead of a change it follows.
+final class DatabaseWorker: @unchecked Sendable {
+    // @unchecked Sendable: `engine`, `timer`, `fileSignal` and `isHalted` are touched only by
+    // blocks running on `queue`, which is serial (and by `init`, before any block exists);
+    // `statistics` and `assignedKeys` are Mutexes; everything else is immutable after `init`.
+    private let queue = DispatchQueue(label: "TrackedModels.DatabaseWorker")
+    private var engine: (any DatabaseEngine)?
+    private var isHalted = false
+    private var timer: (any DispatchSourceTimer)?
+    private var fileSignal: FileChangeSignal?
+    private let watchesChanges: Bool
+    private let pollInterval: Duration
+    private let walFile: String?
+    private let maxBusyRetries: Int
+    private let report: @Sendable (WorkerEvent) -> Void
+    /// Test hook: runs on the queue right after each commit, before anything else.
+    private let afterCommit: (@Sendable () -> Void)?
+    let statistics = Mutex(WriterStatistics())
+    /// Keys the database assigned to inserts, published before their commit, so that a fetch
+    /// that sees the row can find the object that inserted it.
+    private let assignedKeys = Mutex<[RowReference: UInt64]>([:])
+
+    /// Takes over an engine; nothing runs until ``start()``.
+    ///
+    /// - Parameters:
+    ///   - watchesChanges: Whether to look for other connections' commits.
+    ///   - pollInterval: How often to look.
+    ///   - walFile: A file whose writes mean "look now" (SQLite's WAL file); `nil` for none.
+    ///   - report: Called on the worker's queue with what happened, in order.
+    init(
+        engine: any DatabaseEngine,
+        watchesChanges: Bool,
+        pollInterval: Duration,
+        walFile: String?,
+        maxBusyRetries: Int,
+        afterCommit: (@Sendable () -> Void)? = nil,
+        report: @escaping @Sendable (WorkerEvent) -> Void
+    ) {
+        self.engine = engine
+        self.watchesChanges = watchesChanges
+        self.pollInterval = pollInterval
+        self.walFile = walFile
+        self.maxBusyRetries = maxBusyRetries
+        self.afterCommit = afterCommit
+        self.report = report
+    }
+
+    /// Starts watching for other connections' commits. Call once, when the store is ready.
+    func start() {
+        queue.async { [self] in
+            guard watchesChanges, engine != nil else { return }
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            let interval = max(pollInterval, .milliseconds(1)).dispatchInterval
+            timer.schedule(deadline: .now() + interval, repeating: interval)
+            timer.setEventHandler { [weak self] in self?.poll() }
+            timer.resume()
+            self.timer = timer
+            if let walFile {
+                fileSignal = FileChangeSignal(path: walFile, queue: queue) { [weak self] in self?.wake() }
+            }
+        }
+    }
+
+    func submit(_ batch: WriteBatch) {
+        queue.async { [self] in
+            let result = run(batch)
+            report(.batchFinished(BatchOutcome(sequence: batch.sequence, result: result)))
+        }
+    }
+
+    /// Takes batches again after one that did not commit whole.
+    func resume() {
+        queue.async { [self] in isHalted = false }
+    }
+
+    /// Looks for other connections' commits now, then reports `.polled(id)`.
+    func pollNow(_ id: UInt64) {
+        queue.async { [self] in
+            poll()
+            report(.polled(id))
+        }
+    }
+
+    /// Reports `.settled(id)` once everything asked before it is done (such as the reloads a
+    /// poll's resets asked for).
+    func settle(_ id: UInt64) {
+        queue.async { [self] in report(.settled(id)) }
+    }
+
+    /// Reads rows back and reports them as `.rowsReloaded`; a failed read reports nothing, so
+    /// the objects keep their values.
+    ///
+    /// - Parameter announcingReset: Whether the store tells the table's subscribers to re-read
+    ///   (after falling behind other connections' changes).
+    func reload(table: Int, keys: [SQLValue], announcingReset: Bool) {
+        queue.async { [self] in
+            guard let rows = try? engine?.readRows(table: table, keys: keys) else { return }
+            report(.rowsReloaded(table: table, rows: zip(keys, rows).map { (key: $0, values: $1) }, announcingReset: announcingReset))
+        }
+    }
+
+    /// Closes the engine once every submitted batch has run, then calls `completion`.
+    func close(completion: @escaping @Sendable () -> Void) {
+        queue.async { [self] in
+            timer?.cancel()
+            timer = nil
+            fileSignal?.cancel()
+            fileSignal = nil
+            engine?.close()
+            engine = nil
+            completion()
+        }
+    }
+
+    /// The insert request the database gave this row's key to, while the store has not applied
+    /// that key yet. Safe from any thread: the key is published before its commit.
+    func insertRequest(assignedKey row: RowReference) -> UInt64? {
+        assignedKeys.withLock { $0[row] }
+    }
+
+    /// Forgets published keys the store has applied.
+    func forgetAssignedKeys(of requests: some Sequence<UInt64>) {
+        let requests = Set(requests)
+        assignedKeys.withLock { published in
+            published = published.filter { !requests.contains($0.value) }
+        }
+    }
+
+    /// Runs `body` with the engine on the worker's queue, for tests.
+    func withEngine<Result>(_ body: (any DatabaseEngine) throws -> Result) throws -> Result? {
+        try queue.sync { try engine.map(body) }
+    }
+
+    // MARK: - On the queue
+
+    /// A write to the WAL file: look now, and again shortly if the commit was not visible yet
+    /// (SQLite writes the WAL frames before it publishes the commit in the shared index).
+    private func wake() {
+        guard !poll() else { return }
+        for delay in [1, 10] {
+            queue.asyncAfter(deadline: .now() + .milliseconds(delay)) { [weak self] in self?.poll() }
+        }
+    }
+
+    /// Reports other connections' commits, if any.
+    ///
+    /// - Returns: Whether anyone else had committed.
+    @discardableResult
+    private func poll() -> Bool {
+        guard let engine, watchesChanges else { return false }
+        // A failed read is retried on the next look.
+        guard let batch = try? engine.readChangeLog() else { return false }
+        if !batch.isEmpty { report(.externalChanges(batch)) }
+        return true
+    }
+
+    private func run(_ batch: WriteBatch) -> BatchOutcome.Result {
+        guard !isHalted else { return .skipped }
+        guard let engine else {
+            isHalted = true
+            return .failed(SQLiteError(code: .misuse, message: "the store's database connection is closed; open a new ModelStore"))
+        }
+        var rejected: [UInt64: (error: SQLiteError, operation: Int)] = [:]
+        var held: Set<UInt64> = []
+        var attempt = 0
+        let insertTables = Dictionary(
+            batch.units.flatMap(\.operations).compactMap { operation -> (UInt64, Int)? in
+                if case .insert(let request) = operation, request.row == nil { (request.id, request.table) } else { nil }
+            },
+            uniquingKeysWith: { first, _ in first }
+        )
+        while true {
+            let units = batch.units.filter { rejected[$0.id] == nil && !held.contains($0.id) }
+            do {
+                let commit = try engine.commit(units) { report in
+                    publishAssignedKeys(report.assignedKeys, tables: insertTables)
+                }
+                afterCommit?()
+                if !commit.external.isEmpty { report(.externalChanges(commit.external)) }
+                var result = commit.report
+                result.rejected = rejected
+                result.held = held
+                statistics.withLock {
+                    $0.commits += 1
+                    $0.rowStatements += result.statementCount
+                    $0.rejectedChanges += rejected.count
+                }
+                if !result.isWhole { isHalted = true }
+                return .committed(result)
+            } catch let failure as EngineFailure {
+                withdrawAssignedKeys(tables: insertTables)
+                switch failure {
+                case .operation(let unitIndex, let operation, let error) where error.code.rejectsTheChange:
+                    let unit = units[unitIndex]
+                    rejected[unit.id] = (error, operation)
+                    hold(after: unit, in: batch, rejected: rejected, held: &held)
+                    continue
+                default:
+                    let error = failure.error
+                    if error.code.isTransient, attempt < maxBusyRetries {
+                        attempt += 1
+                        statistics.withLock { $0.busyRetries += 1 }
+                        Thread.sleep(forTimeInterval: 0.025 * Double(1 << min(attempt, 6)))
+                        continue
+                    }
+                    statistics.withLock { $0.failures += 1 }
+                    isHalted = true
+                    return .failed(error)
+                }
+            } catch {
+                statistics.withLock { $0.failures += 1 }
+                isHalted = true
+                return .failed(SQLiteError(code: .error, message: "\(error)"))
+            }
+        }
+    }
+
+    /// Holds back every later unit of the batch that touches the rows of a rejected or held
+    /// unit, so that changes to a row never commit ahead of one they follow.
+    private func hold(after rejectedUnit: WriteUnit, in batch: WriteBatch, rejected: [UInt64: (error: SQLiteError, operation: Int)], held: inout Set<UInt64>) {
+        var staying = batch.units.filter { rejected[$0.id] != nil || held.contains($0.id) }
+        guard let start = batch.units.firstIndex(where: { $0.id == rejectedUnit.id }) else { return }
+        for unit in batch.units[(start + 1)...] where rejected[unit.id] == nil && !held.contains(unit.id) {
+            if staying.contains(where: { $0.overlaps(unit) }) {
+                held.insert(unit.id)
+                staying.append(unit)
+            }
+        }
+    }
+
+    private func publishAssignedKeys(_ keys: [UInt64: SQLValue], tables: [UInt64: Int]) {
+        guard !keys.isEmpty else { return }
+        assignedKeys.withLock { published in
+            for (request, key) in keys {
+                if let table = tables[request] { published[RowReference(table: table, key: key)] = request }
+            }
+        }
+    }
+
+    private func withdrawAssignedKeys(tables: [UInt64: Int]) {
+        guard !tables.isEmpty else { return }
+        assignedKeys.withLock { published in
+            published = published.filter { tables[$0.value] == nil }
+        }
+    }
+}

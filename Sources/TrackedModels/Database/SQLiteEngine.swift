@@ -1,0 +1,175 @@
+/// The SQLite engine: the writer's own connection, its statements, and the change log.
+///
+/// Each commit is one `BEGIN IMMEDIATE` transaction: it takes the write lock first, so that a
+/// busy database fails at the start instead of half-way, and so that reading others' log
+/// entries, writing, and noting the log's end happen with nobody else committing in between.
+///
+/// Related SQLite documentation: <https://www.sqlite.org/lang_transaction.html>
+final class SQLiteEngine: DatabaseEngine {
+    private var connection: Connection?
+    private var statements = StatementCache<StatementShape>(capacity: 256)
+    private let changeLog: ChangeLogReader?
+    private let tables: [TableSchema]
+
+    /// Takes over a connection opened for writing.
+    ///
+    /// - Parameter changeLog: Reads other connections' changes; `nil` when the store does not
+    ///   watch for them.
+    init(connection: Connection, tables: [TableSchema], changeLog: ChangeLogReader?) {
+        self.connection = connection
+        self.tables = tables
+        self.changeLog = changeLog
+    }
+
+    func commit(_ units: [WriteUnit], willCommit: (CommitReport) -> Void) throws -> EngineCommit {
+        let connection = try open()
+        let logPosition = changeLog?.position
+        do {
+            try connection.execute("BEGIN IMMEDIATE TRANSACTION")
+        } catch {
+            throw EngineFailure.transaction(error as? SQLiteError ?? SQLiteError(code: .error, message: "\(error)"))
+        }
+        do {
+            var commit = EngineCommit(report: CommitReport(), external: ExternalChangeBatch())
+            do {
+                if let changeLog { commit.external = try changeLog.collect(on: connection) }
+            } catch let error as SQLiteError {
+                throw EngineFailure.transaction(error)
+            }
+            for (unitIndex, unit) in units.enumerated() {
+                for (operationIndex, operation) in unit.operations.enumerated() {
+                    do {
+                        try apply(operation, on: connection, into: &commit.report)
+                    } catch let error as SQLiteError {
+                        throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
+                    }
+                }
+            }
+            do {
+                try changeLog?.skipOwnEntries(on: connection)
+                willCommit(commit.report)
+                try connection.execute("COMMIT TRANSACTION")
+            } catch let error as SQLiteError {
+                throw EngineFailure.transaction(error)
+            }
+            return commit
+        } catch {
+            // An explicit rollback: after some errors SQLite already rolled back, and then the
+            // ROLLBACK itself fails, which is fine.
+            if connection.isInTransaction { try? connection.execute("ROLLBACK TRANSACTION") }
+            if let logPosition { changeLog?.rewind(to: logPosition) }
+            throw error
+        }
+    }
+
+    func readRows(table: Int, keys: [SQLValue]) throws -> [[SQLValue]?] {
+        let connection = try open()
+        return try connection.withTransaction(.deferred) {
+            try keys.map { try connection.cachedStatement(tables[table].selectByKeySQL).rows([$0]).first }
+        }
+    }
+
+    func readChangeLog() throws -> ExternalChangeBatch? {
+        let connection = try open()
+        guard let changeLog, try changeLog.othersCommitted(on: connection) else { return nil }
+        let position = changeLog.position
+        do {
+            let batch = try connection.withTransaction(.deferred) { try changeLog.collect(on: connection) }
+            // A store that only reads prunes too, so the log cannot grow without bound when
+            // other processes do the writing. Busy is fine: the next look tries again.
+            if changeLog.needsPruning {
+                try? connection.withTransaction(.immediate) { try changeLog.prune(on: connection) }
+            }
+            return batch
+        } catch {
+            // A failed read is retried on the next look: the position only moves on success.
+            changeLog.rewind(to: position)
+            throw error
+        }
+    }
+
+    func close() {
+        statements.removeAll()
+        connection = nil
+    }
+
+    /// The writer connection's `PRAGMA synchronous` (1 = NORMAL, 2 = FULL), for tests.
+    func synchronousSetting() throws -> SQLValue {
+        try open().scalar("PRAGMA synchronous")
+    }
+
+    private func open() throws -> Connection {
+        guard let connection else { throw SQLiteError(code: .misuse, message: "the store's database connection is closed; open a new ModelStore") }
+        return connection
+    }
+
+    // MARK: - Operations
+
+    private func apply(_ operation: WriteOperation, on connection: Connection, into report: inout CommitReport) throws {
+        switch operation {
+        case .insert(let request):
+            let assignsKey = request.row == nil
+            let statement = try statement(.insert(table: request.table, assignsKey: assignsKey), on: connection)
+            var arguments = request.values
+            if assignsKey { arguments.remove(at: tables[request.table].primaryKeyIndex) }
+            try statement.run(arguments)
+            if assignsKey { report.assignedKeys[request.id] = .integer(connection.lastInsertRowID) }
+        case .update(let row, let cells):
+            let shape = StatementShape.update(
+                table: row.table,
+                sets: cells.compactMap { if case .set = $0.write { $0.column } else { nil } },
+                adds: cells.compactMap { if case .add = $0.write { $0.column } else { nil } }
+            )
+            let statement = try statement(shape, on: connection)
+            var arguments: [SQLValue] = cells.compactMap { if case .set(let value) = $0.write { value } else { nil } }
+            arguments += cells.compactMap { if case .add(let delta) = $0.write { .integer(delta) } else { nil } }
+            arguments.append(row.key)
+            try statement.bind(arguments)
+            defer { statement.reset() }
+            if case .update(_, _, let adds) = shape, !adds.isEmpty, try statement.step() {
+                for (offset, column) in adds.enumerated() {
+                    report.counterValues.append((CellReference(row: row, column: column), statement.value(at: offset)))
+                }
+            }
+            while try statement.step() {}
+        case .delete(let row):
+            try statement(.delete(table: row.table), on: connection).run([row.key])
+        case .deleteAll(let table):
+            try connection.execute("DELETE FROM \(quoteIdentifier(tables[table].name))")
+        }
+        report.statementCount += 1
+    }
+
+    private func statement(_ shape: StatementShape, on connection: Connection) throws -> Statement {
+        try statements.statement(for: shape) { try connection.makeStatement(shape.sql(tables: tables)) }
+    }
+}
+
+/// The form of a writer statement; each form is compiled once and reused while cached.
+private enum StatementShape: Hashable {
+    case insert(table: Int, assignsKey: Bool)
+    case update(table: Int, sets: [Int], adds: [Int])
+    case delete(table: Int)
+
+    func sql(tables: [TableSchema]) -> String {
+        switch self {
+        case .insert(let table, let assignsKey):
+            let schema = tables[table]
+            let columns = schema.columns.filter { !(assignsKey && $0.isPrimaryKey) }.map { quoteIdentifier($0.name) }
+            let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+            return "INSERT INTO \(quoteIdentifier(schema.name)) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))"
+        case .update(let table, let sets, let adds):
+            let schema = tables[table]
+            let assignments = sets.map { "\(quoteIdentifier(schema.columns[$0].name)) = ?" }
+                + adds.map { "\(quoteIdentifier(schema.columns[$0].name)) = \(quoteIdentifier(schema.columns[$0].name)) + ?" }
+            var sql = "UPDATE \(quoteIdentifier(schema.name)) SET \(assignments.joined(separator: ", ")) WHERE \(quoteIdentifier(schema.primaryKey.name)) = ?"
+            if !adds.isEmpty {
+                sql += " RETURNING " + adds.map { quoteIdentifier(schema.columns[$0].name) }.joined(separator: ", ")
+            }
+            return sql
+        case .delete(let table):
+            let schema = tables[table]
+            return "DELETE FROM \(quoteIdentifier(schema.name)) WHERE \(quoteIdentifier(schema.primaryKey.name)) = ?"
+        }
+    }
+}

@@ -1,0 +1,185 @@
+/// Changes waiting for their subscribers: the registrar posts them once its state is consistent,
+/// and they are delivered in order, one at a time.
+///
+/// Whatever a handler does during delivery (assign a property, increment, insert, start a
+/// transaction) is an ordinary change: it is posted behind the ones still waiting and delivered
+/// by the same loop, never in the middle of another change's bookkeeping.
+///
+/// A group (a transaction, or one batch of committed changes) defers delivery until it ends,
+/// then delivers one event per subscriber and row with the net change.
+final class Outbox {
+    private enum Entry {
+        case update(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin)
+        case event(table: Int, ChangeEvent)
+        case reset(table: Int, origin: ChangeOrigin)
+    }
+
+    /// One change recorded inside a group.
+    private enum LoggedChange {
+        case update(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin)
+        case insert(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin)
+        case delete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin)
+    }
+
+    let feeds: FeedIndex
+    private var queue: [Entry] = []
+    private var head = 0
+    private var isDraining = false
+    private var log: [LoggedChange] = []
+    private var groupDepth = 0
+
+    init(feeds: FeedIndex) {
+        self.feeds = feeds
+    }
+
+    var isGrouping: Bool { groupDepth > 0 }
+
+    // MARK: - Posting
+
+    /// Posts one column's change: the hot path of every tracked write.
+    func postUpdate(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin) {
+        if groupDepth > 0 {
+            log.append(.update(table: table, key: key, column: column, old: old, new: new, origin: origin))
+        } else if feeds.hasSubscriptions(table: table) {
+            queue.append(.update(table: table, key: key, column: column, old: old, new: new, origin: origin))
+            drain()
+        }
+    }
+
+    func postInsert(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin) {
+        if groupDepth > 0 {
+            log.append(.insert(table: table, key: key, values: values, origin: origin))
+        } else if feeds.hasSubscriptions(table: table) {
+            queue.append(.event(table: table, event(table: table, key: key, kind: .insert, old: nil, new: values, origin: origin)))
+            drain()
+        }
+    }
+
+    func postDelete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin) {
+        if groupDepth > 0 {
+            log.append(.delete(table: table, key: key, values: values, origin: origin))
+        } else if feeds.hasSubscriptions(table: table) {
+            queue.append(.event(table: table, event(table: table, key: key, kind: .delete, old: values, new: nil, origin: origin)))
+            drain()
+        }
+    }
+
+    /// Tells every subscriber of a table to re-read it.
+    func postReset(table: Int, origin: ChangeOrigin) {
+        queue.append(.reset(table: table, origin: origin))
+        if groupDepth == 0 { drain() }
+    }
+
+    // MARK: - Groups
+
+    /// Starts a group (or a nested level of one) and returns its mark in the log.
+    func beginGroup() -> Int {
+        groupDepth += 1
+        return log.count
+    }
+
+    /// Ends a level: a failed one drops what it logged since `mark`; the outermost delivers the
+    /// net change of each row, in the order rows were first touched.
+    func endGroup(from mark: Int, keeping: Bool) {
+        if !keeping { log.removeSubrange(mark...) }
+        groupDepth -= 1
+        guard groupDepth == 0 else { return }
+        let logged = log
+        log.removeAll()
+        for (table, event) in netEvents(logged) { queue.append(.event(table: table, event)) }
+        drain()
+    }
+
+    // MARK: - Delivering
+
+    private func drain() {
+        guard !isDraining else { return }
+        isDraining = true
+        defer { isDraining = false }
+        while head < queue.count {
+            let entry = queue[head]
+            head += 1
+            switch entry {
+            case .update(let table, let key, let column, let old, let new, let origin):
+                feeds.deliverUpdate(table: table, key: key, column: column, old: old, new: new, origin: origin)
+            case .event(let table, let event):
+                feeds.deliver(event, table: table)
+            case .reset(let table, let origin):
+                feeds.deliverReset(table: table, origin: origin)
+            }
+        }
+        queue.removeAll(keepingCapacity: queue.count < 1_024)
+        head = 0
+    }
+
+    private func event(table: Int, key: SQLValue, kind: ChangeEvent.Kind, old: [SQLValue]?, new: [SQLValue]?, origin: ChangeOrigin) -> ChangeEvent {
+        let schema = feeds.schemas[table]
+        let changes = schema.columns.indices.map { index in
+            ColumnChange(column: schema.columns[index].name, index: index, old: old?[index] ?? .null, new: new?[index] ?? .null)
+        }
+        return ChangeEvent(table: schema.name, key: key, kind: kind, changes: changes, origin: origin)
+    }
+
+    /// The net change of each row in a group's log. A value changed and changed back is no
+    /// change; a row inserted and deleted in the group is no change; a deleted row reports its
+    /// deletion only; an inserted row reports its insertion with its final values.
+    private func netEvents(_ log: [LoggedChange]) -> [(table: Int, event: ChangeEvent)] {
+        struct Net {
+            var columns: [Int: (old: SQLValue, new: SQLValue)] = [:]
+            var inserted: [SQLValue]?
+            var deleted: [SQLValue]?
+            var origin = ChangeOrigin.local
+        }
+        var order: [RowReference] = []
+        var rows: [RowReference: Net] = [:]
+        func touch(_ row: RowReference) {
+            if rows[row] == nil {
+                order.append(row)
+                rows[row] = Net()
+            }
+        }
+        for change in log {
+            switch change {
+            case .update(let table, let key, let column, let old, let new, let origin):
+                let row = RowReference(table: table, key: key)
+                touch(row)
+                let first = rows[row]!.columns[column]?.old ?? old
+                rows[row]!.columns[column] = (first, new)
+                rows[row]!.origin = origin
+            case .insert(let table, let key, let values, let origin):
+                let row = RowReference(table: table, key: key)
+                touch(row)
+                rows[row]!.inserted = values
+                rows[row]!.deleted = nil
+                rows[row]!.columns = [:]
+                rows[row]!.origin = origin
+            case .delete(let table, let key, let values, let origin):
+                let row = RowReference(table: table, key: key)
+                touch(row)
+                if rows[row]!.inserted != nil {
+                    rows[row] = Net()  // inserted and deleted within the group: nothing happened
+                    continue
+                }
+                rows[row]!.deleted = values.indices.map { rows[row]!.columns[$0]?.old ?? values[$0] }
+                rows[row]!.origin = origin
+            }
+        }
+        return order.compactMap { row in
+            let net = rows[row]!
+            if let deleted = net.deleted {
+                return (row.table, event(table: row.table, key: row.key, kind: .delete, old: deleted, new: nil, origin: net.origin))
+            }
+            if var inserted = net.inserted {
+                for (column, values) in net.columns { inserted[column] = values.new }
+                return (row.table, event(table: row.table, key: row.key, kind: .insert, old: nil, new: inserted, origin: net.origin))
+            }
+            let schema = feeds.schemas[row.table]
+            let changes = net.columns.sorted { $0.key < $1.key }.compactMap { index, values in
+                values.old == values.new ? nil
+                    : ColumnChange(column: schema.columns[index].name, index: index, old: values.old, new: values.new)
+            }
+            guard !changes.isEmpty else { return nil }
+            return (row.table, ChangeEvent(table: schema.name, key: row.key, kind: .update, changes: changes, origin: net.origin))
+        }
+    }
+}

@@ -1,0 +1,351 @@
+/// Everything about writes the store has not seen committed: pending units, batches in flight,
+/// who waits for them, when to flush, and what the database rejected.
+///
+/// It is the one place that knows what is written and not yet committed, so it also owns the
+/// overlay rule (committed + in flight + pending) that decides what an object shows when a
+/// committed value meets local changes: a counter's committed total after a flush, or another
+/// process's change.
+///
+/// It belongs to the store's isolation domain. It hands batches to the ``DatabaseWorker`` and
+/// learns their outcome through ``finish(_:)``; it never calls back into the registrar or store.
+final class WriteBehind {
+    /// When to flush on its own, and what to tell the worker.
+    struct Policy {
+        var interval: Duration
+        var threshold: Int
+    }
+
+    /// A batch handed to the worker, with the units it came from (they hold the objects).
+    private struct InFlight {
+        var sequence: UInt64
+        var units: [PendingChanges.Unit]
+    }
+
+    /// What a finished batch means for the objects.
+    struct Finished {
+        /// Committed counter values, already overlaid with the increments still to commit.
+        var counters: [(cell: CellReference, value: SQLValue)] = []
+        /// Keys the database assigned, by insert request.
+        var assignedKeys: [UInt64: SQLValue] = [:]
+    }
+
+    private(set) var pending = PendingChanges()
+    private var inFlight: [InFlight] = []
+    private var waiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+    private var lastSubmitted: UInt64 = 0
+    private var lastFinished: UInt64 = 0
+    private var lastInsertRequest: UInt64 = 0
+    private var isIntervalArmed = false
+    /// Cells with writes in flight (the sum of their increments, and how many plain sets),
+    /// built from `inFlight` only when a committed value needs it, dropped when it changes.
+    private var cellsInFlightCache: [CellReference: (delta: Int64, sets: Int)]?
+    private var errorContinuations: [AsyncStream<SQLiteError>.Continuation] = []
+    private let schemas: [TableSchema]
+    private let policy: Policy
+    private let worker: DatabaseWorker
+    /// Asks for ``intervalElapsed()`` to be called on the store's actor after a delay.
+    private let scheduleTick: @Sendable (Duration) -> Void
+
+    init(schemas: [TableSchema], policy: Policy, worker: DatabaseWorker, scheduleTick: @escaping @Sendable (Duration) -> Void) {
+        self.schemas = schemas
+        self.policy = policy
+        self.worker = worker
+        self.scheduleTick = scheduleTick
+    }
+
+    /// Whether changes are waiting to be committed (pending or in flight).
+    var hasChanges: Bool { !pending.isEmpty || !inFlight.isEmpty }
+
+    // MARK: - Recording
+
+    /// Records a user's write to a cell: the hot path of every tracked assignment.
+    func record(_ write: CellWrite, to cell: CellReference, of object: AnyObject) {
+        pending.write(write, to: cell, of: object)
+        if !isIntervalArmed || pending.operationCount >= policy.threshold { applyPolicy() }
+    }
+
+    func recordInsert(table: Int, values: [SQLValue], key: SQLValue?, of object: AnyObject) -> UInt64 {
+        lastInsertRequest += 1
+        let request = InsertRequest(table: table, values: values, row: key.map { RowReference(table: table, key: $0) }, id: lastInsertRequest)
+        pending.insert(request, of: object)
+        applyPolicy()
+        return request.id
+    }
+
+    /// Records a write to an object whose key the database has not assigned yet; `false` once its
+    /// insert is in flight (record it again once the key is known).
+    func record(_ write: CellWrite, column: Int, ofInsert request: UInt64) -> Bool {
+        pending.write(write, column: column, ofInsert: request)
+    }
+
+    func recordDelete(_ row: RowReference, of object: AnyObject) {
+        pending.delete(row, of: object)
+        applyPolicy()
+    }
+
+    func recordDeleteAll(table: Int) {
+        pending.deleteAll(table: table)
+        applyPolicy()
+    }
+
+    // MARK: - Transactions
+
+    func beginTransaction() { pending.beginTransaction() }
+    func transactionSnapshot() -> PendingChanges.Unit? { pending.transactionSnapshot() }
+    func restoreTransaction(to snapshot: PendingChanges.Unit) { pending.restoreTransaction(to: snapshot) }
+
+    func endTransaction(keeping: Bool) {
+        pending.endTransaction(keeping: keeping)
+        applyPolicy()
+    }
+
+    // MARK: - Policy
+
+    /// Flushes at the threshold, else arms the interval; nothing while a transaction is open.
+    private func applyPolicy() {
+        guard !pending.isInTransaction, !pending.isEmpty else { return }
+        if pending.operationCount >= policy.threshold {
+            submit(retryingRejected: false)
+        } else if !isIntervalArmed {
+            isIntervalArmed = true
+            scheduleTick(policy.interval)
+        }
+    }
+
+    func intervalElapsed() {
+        isIntervalArmed = false
+        guard !pending.isInTransaction else { return }
+        submit(retryingRejected: false)
+    }
+
+    // MARK: - Flushing
+
+    /// Commits every change made before the call and returns once it is committed.
+    ///
+    /// Units the database rejected are tried once more; while any stays rejected, this throws
+    /// its error, so that nothing is skipped silently.
+    func flush() async throws {
+        precondition(!pending.isInTransaction, "flush() cannot run inside store.transaction { }")
+        submit(retryingRejected: true)
+        while lastSubmitted > lastFinished {
+            let target = lastSubmitted
+            try await withCheckedThrowingContinuation { continuation in
+                waiters.append((target, continuation))
+            }
+            // Units a partial commit handed back (held behind a rejected one, or skipped after
+            // it) may commit now.
+            submit(retryingRejected: false)
+        }
+        if let stuck = pending.all.first(where: { $0.rejection != nil }) {
+            throw rejectionError(stuck, among: pending.all.count { $0.rejection != nil })
+        }
+    }
+
+    /// Hands every ready unit to the worker as one batch.
+    func submit(retryingRejected: Bool) {
+        let units = pending.takeReady(retryingRejected: retryingRejected)
+        guard !units.isEmpty else { return }
+        lastSubmitted += 1
+        inFlight.append(InFlight(sequence: lastSubmitted, units: units))
+        cellsInFlightCache = nil
+        worker.submit(WriteBatch(sequence: lastSubmitted, units: units.map(\.unit)))
+    }
+
+    /// Takes a batch's outcome, in the order batches were submitted.
+    func finish(_ outcome: BatchOutcome) -> Finished {
+        guard let batch = inFlight.first, batch.sequence == outcome.sequence else {
+            return Finished()  // skipped after a failure: its units are pending again already
+        }
+        switch outcome.result {
+        case .committed(let report) where report.isWhole:
+            inFlight.removeFirst()
+            cellsInFlightCache = nil
+            lastFinished = batch.sequence
+            resumeWaiters { $0 <= batch.sequence ? .success(()) : nil }
+            return finished(report)
+        case .committed(let report):
+            // Some units were rejected: they and the units held behind them stay pending, in
+            // order, in front of the batches the worker now skips.
+            var returned = batch.units.filter { report.rejected[$0.unit.id] != nil || report.held.contains($0.unit.id) }
+            for index in returned.indices {
+                if let rejection = report.rejected[returned[index].unit.id] {
+                    returned[index].rejection = PendingChanges.Rejection(error: rejection.error, operation: rejection.operation)
+                    publish(rejection.error)
+                }
+            }
+            handBack(returned + inFlight.dropFirst().flatMap(\.units))
+            resumeWaiters { _ in .success(()) }
+            return finished(report)
+        case .failed(let error):
+            handBack(inFlight.flatMap(\.units))
+            resumeWaiters { _ in .failure(error) }
+            publish(error)
+            if error.code.isTransient { applyPolicy() }
+            return Finished()
+        case .skipped:
+            return Finished()
+        }
+    }
+
+    /// Puts units back in front of the pending ones and lets the worker take batches again.
+    private func handBack(_ units: [PendingChanges.Unit]) {
+        inFlight.removeAll()
+        cellsInFlightCache = nil
+        lastFinished = lastSubmitted
+        pending.restore(units)
+        worker.resume()
+    }
+
+    private func finished(_ report: CommitReport) -> Finished {
+        var result = Finished(assignedKeys: report.assignedKeys)
+        for (cell, committed) in report.counterValues {
+            if let value = overlay(committed, for: cell) { result.counters.append((cell, value)) }
+        }
+        return result
+    }
+
+    private func resumeWaiters(_ result: (UInt64) -> Result<Void, SQLiteError>?) {
+        var waiting: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+        for waiter in waiters {
+            switch result(waiter.sequence) {
+            case .success?: waiter.continuation.resume()
+            case .failure(let error)?: waiter.continuation.resume(throwing: error)
+            case nil: waiting.append(waiter)
+            }
+        }
+        waiters = waiting
+    }
+
+    // MARK: - The overlay rule
+
+    /// What a cell shows when the database reports `committed` for it: the committed value plus
+    /// this store's increments still in flight or pending; `nil` to keep the local value,
+    /// because a plain assignment not yet committed will overwrite it (last writer wins).
+    func overlay(_ committed: SQLValue, for cell: CellReference) -> SQLValue? {
+        var delta: Int64 = 0
+        if let inFlight = cellsInFlight()[cell] {
+            guard inFlight.sets == 0 else { return nil }
+            delta = inFlight.delta
+        }
+        switch pending.write(to: cell) {
+        case nil: break
+        case .add(let pending)?: delta &+= pending
+        case .set?: return nil
+        }
+        guard delta != 0, case .integer(let value) = committed else { return committed }
+        return .integer(value &+ delta)
+    }
+
+    private func cellsInFlight() -> [CellReference: (delta: Int64, sets: Int)] {
+        if let cached = cellsInFlightCache { return cached }
+        var cells: [CellReference: (delta: Int64, sets: Int)] = [:]
+        for unit in inFlight.lazy.flatMap(\.units) {
+            for operation in unit.unit.operations {
+                switch operation {
+                case .update(let row, let writes):
+                    for cell in writes {
+                        let reference = CellReference(row: row, column: cell.column)
+                        switch cell.write {
+                        case .add(let delta): cells[reference, default: (0, 0)].delta &+= delta
+                        case .set: cells[reference, default: (0, 0)].sets += 1
+                        }
+                    }
+                case .insert(let request):
+                    guard let row = request.row else { continue }
+                    for column in request.values.indices { cells[CellReference(row: row, column: column), default: (0, 0)].sets += 1 }
+                case .delete, .deleteAll:
+                    continue
+                }
+            }
+        }
+        cellsInFlightCache = cells
+        return cells
+    }
+
+    // MARK: - Inspection and discarding
+
+    /// The changes not yet committed, in the order they will commit.
+    var pendingChanges: [PendingChange] {
+        inFlight.flatMap(\.units).map { change($0, isInFlight: true) } + pending.all.map { change($0, isInFlight: false) }
+    }
+
+    /// Removes a pending unit that is not in flight, returning it so its objects can be put back.
+    func discard(_ id: UInt64) -> PendingChanges.Unit? {
+        pending.remove(unit: id)
+    }
+
+    /// Removes every pending unit that is not in flight.
+    func discardAll() -> [PendingChanges.Unit] {
+        pending.removeAll()
+    }
+
+    /// Failed commits as they happen. Each access makes a new stream.
+    func makeErrorStream() -> AsyncStream<SQLiteError> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SQLiteError.self)
+        errorContinuations.append(continuation)
+        return stream
+    }
+
+    func finishErrorStreams() {
+        for continuation in errorContinuations { continuation.finish() }
+        errorContinuations.removeAll()
+    }
+
+    private func publish(_ error: SQLiteError) {
+        errorContinuations.removeAll { continuation in
+            if case .terminated = continuation.yield(error) { true } else { false }
+        }
+    }
+
+    private func change(_ unit: PendingChanges.Unit, isInFlight: Bool) -> PendingChange {
+        PendingChange(
+            id: unit.unit.id,
+            operations: unit.unit.operations.map { $0.description(tables: schemas) },
+            isInFlight: isInFlight,
+            error: unit.rejection.map { _ in rejectionError(unit, among: 1) }
+        )
+    }
+
+    /// The error of a rejected unit: what it writes (table, row, columns, value types) and why
+    /// the database refused it.
+    private func rejectionError(_ unit: PendingChanges.Unit, among count: Int) -> StoreError {
+        let rejection = unit.rejection!
+        let operation = unit.unit.operations[min(rejection.operation, unit.unit.operations.count - 1)]
+        let others = count > 1 ? " (and \(count - 1) other change\(count == 2 ? "" : "s"))" : ""
+        return StoreError(
+            code: .changeRejected,
+            message: "the database refused to \(operation.description(tables: schemas, showingTypes: true))\(others): \(rejection.error.message); "
+                + "assign a valid value, or discard the change (store.discard(_:) with an entry of store.pendingChanges)",
+            underlying: rejection.error
+        )
+    }
+}
+
+extension WriteOperation {
+    /// `update rows 42: count += 1`, for inspection and messages; with `showingTypes`, each
+    /// value is followed by its storage class: `title = NULL (null)`.
+    func description(tables: [TableSchema], showingTypes: Bool = false) -> String {
+        func value(_ value: SQLValue) -> String {
+            showingTypes ? "\(value) (\(value.storageClass))" : "\(value)"
+        }
+        switch self {
+        case .insert(let request):
+            let schema = tables[request.table]
+            let pairs = zip(schema.columns, request.values).map { "\($0.name) = \(value($1))" }
+            return "insert into \(schema.name): \(pairs.joined(separator: ", "))"
+        case .update(let row, let cells):
+            let schema = tables[row.table]
+            let pairs = cells.map { cell in
+                switch cell.write {
+                case .set(let new): "\(schema.columns[cell.column].name) = \(value(new))"
+                case .add(let delta): "\(schema.columns[cell.column].name) += \(delta)"
+                }
+            }
+            return "update \(schema.name) \(row.key): \(pairs.joined(separator: ", "))"
+        case .delete(let row):
+            return "delete from \(tables[row.table].name) \(row.key)"
+        case .deleteAll(let table):
+            return "delete every row from \(tables[table].name)"
+        }
+    }
+}
