@@ -25,20 +25,6 @@ import TrackedModelsTesting
         return Workload(directory: directory, path: path, store: store, rows: rows, probe: probe)
     }
 
-    /// Waits until `condition` holds (or 10 s pass), then a little longer, so that an extra
-    /// event would have time to arrive.
-    private func settle(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition(), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        try await Task.sleep(for: .milliseconds(150))
-    }
-
-    private func sqlite3(_ path: String, _ sql: String) async throws {
-        #expect(try await Helper.run([path, sql], executable: Helper.sqlite3) == 0)
-    }
-
     @Test func aBumpByAnotherProcessNotifiesExactlyThatRowsSubscriber() async throws {
         let workload = try await workload()
         let status = try await Helper.run(["bump", "42", "--db", workload.path], executable: Helper.builtExecutable("modelctl"))

@@ -195,7 +195,7 @@ import Testing
         var configuration = Stores.configuration()
         configuration.durability = .full
         let store = try await Stores.rows(1, at: .file(path), configuration: configuration)
-        #expect(try store.worker.withEngine { try ($0 as? SQLiteEngine)?.synchronousSetting() } == 2)
+        #expect(try store.worker.withEngine { try ($0 as? SQLiteEngine)?.pragma("synchronous") } == 2)
         try #require(try store.find(Row.self, key: Int64(0))).count = 1
         try await store.flush()
         #expect(try Peek(path).value("SELECT count FROM rows") == 1)

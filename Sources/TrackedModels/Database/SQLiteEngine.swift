@@ -93,9 +93,10 @@ final class SQLiteEngine: DatabaseEngine {
         connection = nil
     }
 
-    /// The writer connection's `PRAGMA synchronous` (1 = NORMAL, 2 = FULL), for tests.
-    func synchronousSetting() throws -> SQLValue {
-        try open().scalar("PRAGMA synchronous")
+    /// Reads or sets a pragma of the writer connection, for tests: `synchronous` (1 = NORMAL,
+    /// 2 = FULL), or `max_page_count` to simulate a full disk.
+    func pragma(_ name: String, _ value: Int? = nil) throws -> SQLValue {
+        try open().scalar("PRAGMA \(name)\(value.map { " = \($0)" } ?? "")")
     }
 
     private func open() throws -> Connection {

@@ -161,12 +161,11 @@ public final class ModelStore {
         while writeBehind.hasChanges {
             try await writeBehind.flush()
         }
-        // Nothing can change between the last check and here: no await in between.
+        // Nothing can change between the last check and the return: no await from here on, so
+        // no write lands between the last flush and the objects' detaching.
         isClosed = true
         registrar.detachAll()
-        await withCheckedContinuation { continuation in
-            worker.close { continuation.resume() }
-        }
+        worker.close {}
         writeBehind.finishErrorStreams()
         for continuation in feedStreams.values { continuation.finish() }
         feedStreams.removeAll()

@@ -6,9 +6,9 @@
 /// insert or delete closes the row's open unit, so that program order holds: no update
 /// resurrects a deleted row, and none is lost because an insert or delete came after it.
 ///
-/// A unit the database rejected stays here, in place, with its error. It is open for its rows
-/// again, so that assigning a valid value replaces the rejected one; later units that touch
-/// its rows wait behind it.
+/// A unit the database rejected stays here, in place, with its error. Assigning a cell it
+/// writes replaces the refused value (and it is tried again); other writes to its rows go into
+/// a unit behind it, which waits for it.
 struct PendingChanges {
     struct Unit {
         var unit: WriteUnit
@@ -59,6 +59,9 @@ struct PendingChanges {
     private var units: [Unit] = []
     /// The unit that a write to each row merges into.
     private var openUnitByRow: [RowReference: Int] = [:]
+    /// For a row whose open unit was rejected: the unit behind it that takes writes to cells
+    /// the rejected unit does not write.
+    private var openUnitBehindRejection: [RowReference: Int] = [:]
     /// Rows that more than one pending unit writes: only their lookups scan every unit.
     private var rowsInSeveralUnits: Set<RowReference> = []
     /// The unit of the open transaction, if one is open: the last unit.
@@ -83,10 +86,20 @@ struct PendingChanges {
             }
             return
         }
-        if let index = openUnitByRow[cell.row], units[index].merge(write, to: cell) {
-            // Writing to a rejected unit replaces the refused value: try it again.
-            if units[index].rejection != nil { units[index].rejection = nil }
-            return
+        if let index = openUnitByRow[cell.row] {
+            if units[index].rejection == nil {
+                if units[index].merge(write, to: cell) { return }
+            } else if units[index].write(to: cell) != nil, units[index].merge(write, to: cell) {
+                // Assigning a cell of a rejected unit replaces the refused value: try it again.
+                units[index].rejection = nil
+                return
+            } else {
+                if let behind = openUnitBehindRejection[cell.row], units[behind].merge(write, to: cell) { return }
+                appendUnit(.update(row: cell.row, cells: [(cell.column, write)]), object: object, opensRow: nil)
+                openUnitBehindRejection[cell.row] = units.count - 1
+                rowsInSeveralUnits.insert(cell.row)
+                return
+            }
         }
         appendUnit(.update(row: cell.row, cells: [(cell.column, write)]), object: object, opensRow: cell.row)
     }
@@ -162,6 +175,7 @@ struct PendingChanges {
     /// Stops coalescing into a row's open unit: later writes go into a new unit after it.
     private mutating func close(_ row: RowReference) {
         if openUnitByRow.removeValue(forKey: row) != nil { rowsInSeveralUnits.insert(row) }
+        openUnitBehindRejection.removeValue(forKey: row)
     }
 
     // MARK: - Transactions
@@ -286,6 +300,7 @@ struct PendingChanges {
     /// last unit that writes it, if that is a one-row insert or update, or a rejected unit.
     private mutating func reindex() {
         openUnitByRow.removeAll(keepingCapacity: true)
+        openUnitBehindRejection.removeAll(keepingCapacity: true)
         rowsInSeveralUnits.removeAll(keepingCapacity: true)
         operationCount = 0
         var seen: Set<RowReference> = []
@@ -296,13 +311,24 @@ struct PendingChanges {
                 switch operation {
                 case .deleteAll(let table):
                     for row in openUnitByRow.keys where row.table == table { openUnitByRow.removeValue(forKey: row) }
+                    for row in openUnitBehindRejection.keys where row.table == table { openUnitBehindRejection.removeValue(forKey: row) }
                 case .delete(let row):
                     if !seen.insert(row).inserted { rowsInSeveralUnits.insert(row) }
                     openUnitByRow.removeValue(forKey: row)
+                    openUnitBehindRejection.removeValue(forKey: row)
                 case .insert, .update:
                     guard let row = operation.row else { continue }
                     if !seen.insert(row).inserted, openUnitByRow[row] != index { rowsInSeveralUnits.insert(row) }
-                    if isOpen { openUnitByRow[row] = index } else { openUnitByRow.removeValue(forKey: row) }
+                    if let open = openUnitByRow[row], open != index, units[open].rejection != nil, unit.rejection == nil, isOpen {
+                        // A rejected unit stays the row's open unit; this one takes other cells.
+                        openUnitBehindRejection[row] = index
+                    } else if isOpen {
+                        openUnitByRow[row] = index
+                        openUnitBehindRejection.removeValue(forKey: row)
+                    } else {
+                        openUnitByRow.removeValue(forKey: row)
+                        openUnitBehindRejection.removeValue(forKey: row)
+                    }
                 }
             }
             if unit.rejection != nil, unit.isTransaction {
