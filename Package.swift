@@ -59,6 +59,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "TrackedModelsTestingTests", dependencies: ["TrackedModelsTesting"]),
+        .testTarget(
+            name: "DefaultIsolationTests",
+            dependencies: ["TrackedModels"],
+            swiftSettings: [.defaultIsolation(MainActor.self)]
+        ),
         .testTarget(name: "modelctlTests", dependencies: ["modelctl"]),
         .testTarget(
             name: "TrackedMacrosTests",

@@ -29,8 +29,41 @@ final class Counter {
     var doubled: Int32 { value * 2 }
 }
 
+/// A model isolated to the main actor: its conformance is a main-actor isolated one.
+@MainActor
+@Tracked(table: "screens")
+final class Screen {
+    @PrimaryKey var id: Int64
+    var name: String
+}
+
 @MainActor
 @Suite struct CompileTimeTests {
+    @Test func aMainActorModelIsStoredAndObserved() async throws {
+        var configuration = ModelStore.Configuration()
+        configuration.createsMissingTables = true
+        let store = try ModelStore(.inMemory, models: [Screen.self], configuration: configuration)
+        let screen = Screen(id: 1, name: "home")
+        try store.insert(screen)
+        var heard = 0
+        let token = try store.subscribe(to: .row(1, \Screen.name)) { _ in heard += 1 }
+        screen.name = "settings"
+        try await store.flush()
+        #expect(heard == 1)
+        #expect(try store.count(Screen.self, where: "name = 'settings'") == 1)
+        token.cancel()
+    }
+
+    @Test func keysAreTypedByTheModel() async throws {
+        let store = try await Stores.rows(3)
+        // `key:` is Row.PrimaryKeyValue (Int64): a literal infers it, a String would not compile.
+        let row: Row? = try store.find(Row.self, key: 2)
+        #expect(row?.id == 2)
+        #expect(Row.PrimaryKeyValue.self == Int64.self)
+        #expect(PublicNote.PrimaryKeyValue.self == Int64.self)   // from Int64?
+        #expect(Counter.PrimaryKeyValue.self == String.self)
+    }
+
     @Test func ownInitializersRenamedColumnsAndTextKeysWork() async throws {
         var configuration = ModelStore.Configuration()
         configuration.createsMissingTables = true

@@ -251,6 +251,14 @@ import Testing
     }
 }
 
+extension PendingChanges {
+    /// A write as the registrar makes it, with a hint of its own.
+    mutating func write(_ write: CellWrite, to cell: CellReference, of object: AnyObject) {
+        var hint = UnitHint()
+        self.write(write, to: cell, of: object, hint: &hint)
+    }
+}
+
 @Suite struct PendingChangesTests {
     private let row = RowReference(table: 0, key: .integer(1))
     private final class Object {}
@@ -327,5 +335,26 @@ import Testing
         #expect(pending.all.count == 1)
         #expect(pending.all[0].rejection == nil)
         #expect(pending.write(to: count) == .set(.integer(50)))
+    }
+
+    @Test func aHintNeverSendsAWriteToAnotherRowsUnit() {
+        var pending = PendingChanges()
+        let object = Object()
+        let other = RowReference(table: 0, key: .integer(2))
+        var hint = PendingChanges.UnitHint()
+        pending.write(.set(.integer(1)), to: CellReference(row: row, column: 2), of: object, hint: &hint)
+        pending.write(.set(.integer(2)), to: CellReference(row: row, column: 2), of: object, hint: &hint)
+        // The same (stale for this row) hint, used for another row: the row's own unit gets it.
+        pending.write(.set(.integer(9)), to: CellReference(row: other, column: 2), of: object, hint: &hint)
+        #expect(pending.write(to: CellReference(row: row, column: 2)) == .set(.integer(2)))
+        #expect(pending.write(to: CellReference(row: other, column: 2)) == .set(.integer(9)))
+        // A delete closes the row's unit: a hint from before it goes nowhere near it.
+        var rowHint = PendingChanges.UnitHint()
+        pending.write(.set(.integer(3)), to: CellReference(row: row, column: 2), of: object, hint: &rowHint)
+        pending.delete(row, of: object)
+        pending.write(.set(.integer(4)), to: CellReference(row: row, column: 2), of: object, hint: &rowHint)
+        let units = pending.takeReady(retryingRejected: false)
+        #expect(units.map { $0.unit.operations.count } == [1, 1, 1, 1])
+        #expect(units.last?.unit.operations.first?.row == row)
     }
 }

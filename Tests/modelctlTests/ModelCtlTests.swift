@@ -132,7 +132,7 @@ import Testing
 
     @Test func benchPrintsTheHeadlineJSON() async throws {
         let workspace = try Workspace()
-        let bench = try await workspace.modelctl.run("bench", "--rows", "50", "--bumps", "200", "--commits", "5", "--json")
+        let bench = try await workspace.modelctl.run("bench", "--rows", "50", "--bumps", "200", "--commits", "5", "--memory-rows", "2000", "--json")
         #expect(bench.status == 0, "\(bench.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(bench.stdout.utf8)) as? [String: Any])
         #expect(report["rows"] as? Int == 50)
@@ -146,5 +146,8 @@ import Testing
         let latency = try #require(report["latency"] as? [String: Any])
         #expect(latency["commits"] as? Int == 5)
         #expect(latency["events_per_commit"] as? Double == 1)
+        let memory = try #require(report["memory"] as? [String: Any])
+        #expect(memory["rows"] as? Int == 2_000)
+        #expect((memory["fetched_mb"] as? Double ?? 0) > 0)
     }
 }

@@ -24,7 +24,9 @@ final class ModelRegistrar {
     /// The cells read by each active dependency capture, innermost last.
     private var captures: [Set<CellReference>] = []
     /// Open transaction levels, outermost first, and how to undo them.
-    private var transactionLevels: [TransactionLevel] = []
+    // Unchecked exclusivity: read on every write; only begin/endTransaction mutate it, and
+    // neither calls out while mutating it.
+    @exclusivity(unchecked) private var transactionLevels: [TransactionLevel] = []
     private var undoLog: [UndoStep] = []
 
     init(models: [any TrackedModel.Type], writeBehind: WriteBehind) {
@@ -102,7 +104,7 @@ final class ModelRegistrar {
     }
 
     /// The program assigned a new value to a column: from the generated setter only.
-    func userDidSet(_ object: some TrackedModel, tracking: ModelTracking, column: Int, from old: SQLValue, to new: SQLValue) {
+    func userDidSet(_ object: any TrackedModel, tracking: ModelTracking, column: Int, from old: SQLValue, to new: SQLValue) {
         let table = tracking.table
         precondition(
             column != primaryKeyColumns[table],
@@ -122,9 +124,12 @@ final class ModelRegistrar {
         outbox.postUpdate(table: tracking.table, key: tracking.key, column: column, old: old, new: new, origin: .local)
     }
 
-    private func record(_ write: CellWrite, column: Int, of object: some TrackedModel, tracking: ModelTracking) {
+    private func record(_ write: CellWrite, column: Int, of object: any TrackedModel, tracking: ModelTracking) {
         guard let request = tracking.insertRequest else {
-            writeBehind.record(write, to: CellReference(row: RowReference(table: tracking.table, key: tracking.key), column: column), of: object)
+            writeBehind.record(
+                write, to: CellReference(row: RowReference(table: tracking.table, key: tracking.key), column: column),
+                of: object, hint: &tracking.pendingUnit
+            )
             return
         }
         // The database has not assigned the key yet: the write joins the pending insert, or,
@@ -201,7 +206,10 @@ final class ModelRegistrar {
         let values = object._$values()
         outbox.postInsert(table: table, key: key, values: values, origin: .local)
         for column in columnsSetInFlight.sorted() {
-            writeBehind.record(.set(values[column]), to: CellReference(row: RowReference(table: table, key: key), column: column), of: object)
+            writeBehind.record(
+                .set(values[column]), to: CellReference(row: RowReference(table: table, key: key), column: column),
+                of: object, hint: &object._$tracking.pendingUnit
+            )
         }
     }
 

@@ -4,16 +4,26 @@
 /// detached object (not yet inserted, deleted, or whose store closed or went away) reports to
 /// nobody: it still notifies `Observation` observers, but nothing is stored.
 ///
-/// It holds the registrar strongly (the registrar holds objects weakly, so no cycle forms), and
-/// when its object goes away it tells the registrar to forget the row's identity-map entry.
+/// When its object goes away it tells the registrar to forget the row's identity-map entry.
 public final class ModelTracking {
-    var registrar: ModelRegistrar?
+    /// The registrar while the object is attached.
+    ///
+    /// Unowned and unsafe, so that the hot path of every assignment pays no reference counting:
+    /// the store owns its registrar, and before the registrar can go away (the store's `close()`
+    /// or deinit) `ModelRegistrar.detachAll()` sets this to `nil` on every attached object. It
+    /// reaches them all: an attached object is in the identity map (held weakly, so a live
+    /// object is found) or among the inserts waiting for a key.
+    unowned(unsafe) var registrar: ModelRegistrar?
     /// Where the object's table sits in the registrar.
     var table = 0
     /// The object's primary key while attached (`.null` while the database has yet to assign it).
     var key: SQLValue = .null
     /// The insert request of an object whose key the database has not assigned yet.
     var insertRequest: UInt64?
+    /// Where the row's last write went, so that the next one skips the lookup.
+    // Unchecked exclusivity: only `PendingChanges.write` accesses it, once per write, and
+    // nothing it calls reaches this object.
+    @exclusivity(unchecked) var pendingUnit = PendingChanges.UnitHint()
 
     public init() {}
 
@@ -28,8 +38,16 @@ public final class ModelTracking {
 
     /// Reports the program's assignment of a new value to a column. Only the generated setter
     /// calls this.
+    ///
+    /// Inlinable, so that the values' conversion is specialized in the model's module.
+    @inlinable
     public func userDidSet<Value: ColumnValue>(_ object: some TrackedModel, column: Int, from oldValue: Value, to newValue: Value) {
-        registrar?.userDidSet(object, tracking: self, column: column, from: oldValue.sqlValue, to: newValue.sqlValue)
+        reportSet(object, column: column, from: oldValue.sqlValue, to: newValue.sqlValue)
+    }
+
+    @usableFromInline
+    func reportSet(_ object: any TrackedModel, column: Int, from oldValue: SQLValue, to newValue: SQLValue) {
+        registrar?.userDidSet(object, tracking: self, column: column, from: oldValue, to: newValue)
     }
 
     var isAttached: Bool { registrar != nil }

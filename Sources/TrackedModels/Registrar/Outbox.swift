@@ -22,11 +22,13 @@ final class Outbox {
     }
 
     let feeds: FeedIndex
-    private var queue: [Entry] = []
-    private var head = 0
-    private var isDraining = false
-    private var log: [LoggedChange] = []
-    private var groupDepth = 0
+    // Unchecked exclusivity: these are read on every write. Accesses are single statements;
+    // handlers run from `send`, which holds no access to them.
+    @exclusivity(unchecked) private var queue: [Entry] = []
+    @exclusivity(unchecked) private var head = 0
+    @exclusivity(unchecked) private var isDraining = false
+    @exclusivity(unchecked) private var log: [LoggedChange] = []
+    @exclusivity(unchecked) private var groupDepth = 0
 
     init(feeds: FeedIndex) {
         self.feeds = feeds
@@ -41,8 +43,7 @@ final class Outbox {
         if groupDepth > 0 {
             log.append(.update(table: table, key: key, column: column, old: old, new: new, origin: origin))
         } else if feeds.hasSubscriptions(table: table) {
-            queue.append(.update(table: table, key: key, column: column, old: old, new: new, origin: origin))
-            drain()
+            deliver(.update(table: table, key: key, column: column, old: old, new: new, origin: origin))
         }
     }
 
@@ -50,8 +51,7 @@ final class Outbox {
         if groupDepth > 0 {
             log.append(.insert(table: table, key: key, values: values, origin: origin))
         } else if feeds.hasSubscriptions(table: table) {
-            queue.append(.event(table: table, event(table: table, key: key, kind: .insert, old: nil, new: values, origin: origin)))
-            drain()
+            deliver(.event(table: table, event(table: table, key: key, kind: .insert, old: nil, new: values, origin: origin)))
         }
     }
 
@@ -59,8 +59,7 @@ final class Outbox {
         if groupDepth > 0 {
             log.append(.delete(table: table, key: key, values: values, origin: origin))
         } else if feeds.hasSubscriptions(table: table) {
-            queue.append(.event(table: table, event(table: table, key: key, kind: .delete, old: values, new: nil, origin: origin)))
-            drain()
+            deliver(.event(table: table, event(table: table, key: key, kind: .delete, old: values, new: nil, origin: origin)))
         }
     }
 
@@ -92,24 +91,40 @@ final class Outbox {
 
     // MARK: - Delivering
 
+    /// Delivers an entry now, unless another is being delivered: then it waits its turn.
+    private func deliver(_ entry: Entry) {
+        guard !isDraining else {
+            queue.append(entry)
+            return
+        }
+        isDraining = true
+        send(entry)
+        isDraining = false
+        drain()
+    }
+
     private func drain() {
-        guard !isDraining else { return }
+        guard !isDraining, head < queue.count else { return }
         isDraining = true
         defer { isDraining = false }
         while head < queue.count {
             let entry = queue[head]
             head += 1
-            switch entry {
-            case .update(let table, let key, let column, let old, let new, let origin):
-                feeds.deliverUpdate(table: table, key: key, column: column, old: old, new: new, origin: origin)
-            case .event(let table, let event):
-                feeds.deliver(event, table: table)
-            case .reset(let table, let origin):
-                feeds.deliverReset(table: table, origin: origin)
-            }
+            send(entry)
         }
         queue.removeAll(keepingCapacity: queue.count < 1_024)
         head = 0
+    }
+
+    private func send(_ entry: Entry) {
+        switch entry {
+        case .update(let table, let key, let column, let old, let new, let origin):
+            feeds.deliverUpdate(table: table, key: key, column: column, old: old, new: new, origin: origin)
+        case .event(let table, let event):
+            feeds.deliver(event, table: table)
+        case .reset(let table, let origin):
+            feeds.deliverReset(table: table, origin: origin)
+        }
     }
 
     private func event(table: Int, key: SQLValue, kind: ChangeEvent.Kind, old: [SQLValue]?, new: [SQLValue]?, origin: ChangeOrigin) -> ChangeEvent {

@@ -11,9 +11,15 @@
 /// a unit behind it, which waits for it.
 struct PendingChanges {
     struct Unit {
-        var unit: WriteUnit
-        /// For a transaction's unit: where each row's insert or update sits. Empty for a
-        /// one-row unit, whose only operation is at 0.
+        let id: UInt64
+        /// The unit's operations, except a one-row update's, which `updatedRow` and `cells`
+        /// hold instead, so that the hot path merges into a plain array.
+        private(set) var operations: [WriteOperation]
+        /// The row of a one-row update, while the unit is one.
+        private(set) var updatedRow: RowReference?
+        /// A one-row update's changed cells, in column order.
+        private var cells: [(column: Int, write: CellWrite)] = []
+        /// For a transaction's unit: where each row's insert or update sits. Empty otherwise.
         var operationByRow: [RowReference: Int] = [:]
         let isTransaction: Bool
         /// The objects whose changes the unit holds, kept alive until it commits or is
@@ -22,8 +28,33 @@ struct PendingChanges {
         /// Why the database rejected the unit, while it stays stuck.
         var rejection: Rejection?
 
+        init(id: UInt64, operation: WriteOperation?, isTransaction: Bool, object: AnyObject?) {
+            self.id = id
+            self.isTransaction = isTransaction
+            objects = object.map { [$0] } ?? []
+            if !isTransaction, case .update(let row, let cells)? = operation {
+                operations = []
+                updatedRow = row
+                self.cells = cells
+            } else {
+                operations = operation.map { [$0] } ?? []
+            }
+        }
+
+        /// The unit as the worker takes it.
+        var unit: WriteUnit {
+            guard let updatedRow else { return WriteUnit(id: id, operations: operations) }
+            return WriteUnit(id: id, operations: [.update(row: updatedRow, cells: cells)])
+        }
+
+        var operationCount: Int { updatedRow == nil ? operations.count : 1 }
+
         /// Merges a cell write into the row's insert or update; `false` if the unit has none.
         mutating func merge(_ write: CellWrite, to cell: CellReference) -> Bool {
+            if updatedRow != nil {
+                WriteOperation.merge(write, column: cell.column, into: &cells)
+                return true
+            }
             let index: Int
             if isTransaction {
                 guard let found = operationByRow[cell.row] else { return false }
@@ -31,7 +62,28 @@ struct PendingChanges {
             } else {
                 index = 0
             }
-            return unit.operations[index].merge(write, column: cell.column)
+            return operations[index].merge(write, column: cell.column)
+        }
+
+        /// Merges a cell write into the unit's one-row update of that row; `false` if it is none.
+        mutating func mergeUpdate(_ write: CellWrite, to cell: CellReference) -> Bool {
+            guard updatedRow == cell.row else { return false }
+            WriteOperation.merge(write, column: cell.column, into: &cells)
+            return true
+        }
+
+        /// Merges into the insert with this request id; `false` if the unit has none.
+        mutating func merge(_ write: CellWrite, column: Int, intoInsert request: UInt64) -> Bool {
+            for (position, operation) in operations.enumerated() {
+                guard case .insert(let insert) = operation, insert.id == request else { continue }
+                return operations[position].merge(write, column: column)
+            }
+            return false
+        }
+
+        mutating func append(_ operation: WriteOperation) {
+            precondition(updatedRow == nil, "only a transaction's unit takes more operations")
+            operations.append(operation)
         }
 
         /// The unit's write to a cell, merged over its operations.
@@ -48,6 +100,13 @@ struct PendingChanges {
             }
             return merged
         }
+    }
+
+    /// Where a row's open unit was, so that the next write to the row skips the lookup. Valid
+    /// while ``PendingChanges/generation`` has not moved on.
+    struct UnitHint {
+        var generation: UInt64 = .max
+        var index = 0
     }
 
     /// A unit the database refused, and which of its operations it refused.
@@ -67,6 +126,10 @@ struct PendingChanges {
     /// The unit of the open transaction, if one is open: the last unit.
     private var transactionUnit: Int?
     private var lastUnitID: UInt64 = 0
+    /// Moves on whenever a row's open unit may change other than by a write to that row (a
+    /// unit closed, units handed over, put back, removed or rejected), which invalidates every
+    /// ``UnitHint``.
+    private var generation: UInt64 = 0
     /// Operations pending: about one per inserted, updated or deleted row.
     private(set) var operationCount = 0
 
@@ -78,7 +141,11 @@ struct PendingChanges {
     // MARK: - Recording (the hot path)
 
     /// Records a write to a cell of a keyed row.
-    mutating func write(_ write: CellWrite, to cell: CellReference, of object: AnyObject) {
+    ///
+    /// - Parameter hint: Where the row's last write went; updated when the write lands in the
+    ///   row's open unit.
+    mutating func write(_ write: CellWrite, to cell: CellReference, of object: AnyObject, hint: inout UnitHint) {
+        if hint.generation == generation, transactionUnit == nil, units[hint.index].mergeUpdate(write, to: cell) { return }
         if let index = transactionUnit {
             if !units[index].merge(write, to: cell) {
                 if openUnitByRow[cell.row] != nil { rowsInSeveralUnits.insert(cell.row) }
@@ -88,7 +155,10 @@ struct PendingChanges {
         }
         if let index = openUnitByRow[cell.row] {
             if units[index].rejection == nil {
-                if units[index].merge(write, to: cell) { return }
+                if units[index].merge(write, to: cell) {
+                    hint = UnitHint(generation: generation, index: index)
+                    return
+                }
             } else if units[index].write(to: cell) != nil, units[index].merge(write, to: cell) {
                 // Assigning a cell of a rejected unit replaces the refused value: try it again.
                 units[index].rejection = nil
@@ -102,6 +172,7 @@ struct PendingChanges {
             }
         }
         appendUnit(.update(row: cell.row, cells: [(cell.column, write)]), object: object, opensRow: cell.row)
+        hint = UnitHint(generation: generation, index: units.count - 1)
     }
 
     mutating func insert(_ request: InsertRequest, of object: AnyObject) {
@@ -116,12 +187,8 @@ struct PendingChanges {
     /// Writes to an object whose key the database has not assigned yet go into its insert while
     /// that is pending; `false` once it is in flight.
     mutating func write(_ write: CellWrite, column: Int, ofInsert request: UInt64) -> Bool {
-        for index in units.indices.reversed() {
-            for (position, operation) in units[index].unit.operations.enumerated() {
-                guard case .insert(let insert) = operation, insert.id == request else { continue }
-                _ = units[index].unit.operations[position].merge(write, column: column)
-                return true
-            }
+        for index in units.indices.reversed() where units[index].merge(write, column: column, intoInsert: request) {
+            return true
         }
         return false
     }
@@ -138,7 +205,7 @@ struct PendingChanges {
 
     mutating func deleteAll(table: Int) {
         if let index = transactionUnit {
-            units[index].unit.operations.append(.deleteAll(table: table))
+            units[index].append(.deleteAll(table: table))
             units[index].operationByRow = units[index].operationByRow.filter { $0.key.table != table }
             operationCount += 1
             return
@@ -149,11 +216,7 @@ struct PendingChanges {
 
     private mutating func appendUnit(_ operation: WriteOperation, object: AnyObject?, opensRow row: RowReference?) {
         lastUnitID += 1
-        units.append(Unit(
-            unit: WriteUnit(id: lastUnitID, operations: [operation]),
-            isTransaction: false,
-            objects: object.map { [$0] } ?? []
-        ))
+        units.append(Unit(id: lastUnitID, operation: operation, isTransaction: false, object: object))
         operationCount += 1
         if let row {
             if openUnitByRow.updateValue(units.count - 1, forKey: row) != nil { rowsInSeveralUnits.insert(row) }
@@ -163,17 +226,18 @@ struct PendingChanges {
     private mutating func append(_ operation: WriteOperation, of object: AnyObject, toTransaction index: Int) {
         switch operation {
         case .insert, .update:
-            if let row = operation.row { units[index].operationByRow[row] = units[index].unit.operations.count }
+            if let row = operation.row { units[index].operationByRow[row] = units[index].operationCount }
         case .delete, .deleteAll:
             break
         }
-        units[index].unit.operations.append(operation)
+        units[index].append(operation)
         units[index].objects.append(object)
         operationCount += 1
     }
 
     /// Stops coalescing into a row's open unit: later writes go into a new unit after it.
     private mutating func close(_ row: RowReference) {
+        generation &+= 1
         if openUnitByRow.removeValue(forKey: row) != nil { rowsInSeveralUnits.insert(row) }
         openUnitBehindRejection.removeValue(forKey: row)
     }
@@ -184,7 +248,7 @@ struct PendingChanges {
     mutating func beginTransaction() {
         precondition(transactionUnit == nil, "a transaction's unit is already open")
         lastUnitID += 1
-        units.append(Unit(unit: WriteUnit(id: lastUnitID, operations: []), isTransaction: true, objects: []))
+        units.append(Unit(id: lastUnitID, operation: nil, isTransaction: true, object: nil))
         transactionUnit = units.count - 1
     }
 
@@ -196,7 +260,7 @@ struct PendingChanges {
     /// Goes back to a snapshot of the transaction's unit, dropping what a nested level wrote.
     mutating func restoreTransaction(to snapshot: Unit) {
         guard let index = transactionUnit else { return }
-        operationCount -= units[index].unit.operations.count - snapshot.unit.operations.count
+        operationCount -= units[index].operationCount - snapshot.operationCount
         units[index] = snapshot
     }
 
@@ -206,8 +270,8 @@ struct PendingChanges {
         guard let index = transactionUnit else { return }
         transactionUnit = nil
         let unit = units[index]
-        if !keeping || unit.unit.operations.isEmpty {
-            operationCount -= unit.unit.operations.count
+        if !keeping || unit.operationCount == 0 {
+            operationCount -= unit.operationCount
             units.removeLast()
             return
         }
@@ -280,7 +344,7 @@ struct PendingChanges {
 
     /// Removes the unit with this id, returning it.
     mutating func remove(unit id: UInt64) -> Unit? {
-        guard transactionUnit == nil, let index = units.firstIndex(where: { $0.unit.id == id }) else { return nil }
+        guard transactionUnit == nil, let index = units.firstIndex(where: { $0.id == id }) else { return nil }
         let removed = units.remove(at: index)
         reindex()
         return removed
@@ -299,13 +363,14 @@ struct PendingChanges {
     /// Rebuilds the lookups after units were removed or put back: each row's open unit is the
     /// last unit that writes it, if that is a one-row insert or update, or a rejected unit.
     private mutating func reindex() {
+        generation &+= 1
         openUnitByRow.removeAll(keepingCapacity: true)
         openUnitBehindRejection.removeAll(keepingCapacity: true)
         rowsInSeveralUnits.removeAll(keepingCapacity: true)
         operationCount = 0
         var seen: Set<RowReference> = []
         for (index, unit) in units.enumerated() {
-            operationCount += unit.unit.operations.count
+            operationCount += unit.operationCount
             let isOpen = unit.rejection != nil || !unit.isTransaction
             for operation in unit.unit.operations {
                 switch operation {
@@ -345,7 +410,7 @@ struct PendingChanges {
 
     /// Marks a unit as rejected by the database.
     mutating func reject(unit id: UInt64, _ rejection: Rejection) {
-        guard let index = units.firstIndex(where: { $0.unit.id == id }) else { return }
+        guard let index = units.firstIndex(where: { $0.id == id }) else { return }
         units[index].rejection = rejection
         reindex()
     }
@@ -363,19 +428,24 @@ extension WriteOperation {
             return true
         case .update(let row, var cells):
             self = .deleteAll(table: -1)
-            if let index = cells.firstIndex(where: { $0.column >= column }) {
-                if cells[index].column == column {
-                    cells[index].write = cells[index].write.followed(by: write)
-                } else {
-                    cells.insert((column, write), at: index)
-                }
-            } else {
-                cells.append((column, write))
-            }
+            Self.merge(write, column: column, into: &cells)
             self = .update(row: row, cells: cells)
             return true
         case .delete, .deleteAll:
             return false
+        }
+    }
+
+    /// Merges a cell write into changed cells kept in column order.
+    static func merge(_ write: CellWrite, column: Int, into cells: inout [(column: Int, write: CellWrite)]) {
+        if let index = cells.firstIndex(where: { $0.column >= column }) {
+            if cells[index].column == column {
+                cells[index].write = cells[index].write.followed(by: write)
+            } else {
+                cells.insert((column, write), at: index)
+            }
+        } else {
+            cells.append((column, write))
         }
     }
 }

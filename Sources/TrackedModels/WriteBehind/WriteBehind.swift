@@ -29,7 +29,9 @@ final class WriteBehind {
         var assignedKeys: [UInt64: SQLValue] = [:]
     }
 
-    private(set) var pending = PendingChanges()
+    // Unchecked exclusivity: only this class's methods access it, and none of them calls out
+    // (to handlers, the registrar or the store) while an access is open.
+    @exclusivity(unchecked) private(set) var pending = PendingChanges()
     private var inFlight: [InFlight] = []
     private var waiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
     private var lastSubmitted: UInt64 = 0
@@ -59,8 +61,10 @@ final class WriteBehind {
     // MARK: - Recording
 
     /// Records a user's write to a cell: the hot path of every tracked assignment.
-    func record(_ write: CellWrite, to cell: CellReference, of object: AnyObject) {
-        pending.write(write, to: cell, of: object)
+    ///
+    /// - Parameter hint: Where the row's last write went (kept by the row's object).
+    func record(_ write: CellWrite, to cell: CellReference, of object: AnyObject, hint: inout PendingChanges.UnitHint) {
+        pending.write(write, to: cell, of: object, hint: &hint)
         if !isIntervalArmed || pending.operationCount >= policy.threshold { applyPolicy() }
     }
 
@@ -166,9 +170,9 @@ final class WriteBehind {
         case .committed(let report):
             // Some units were rejected: they and the units held behind them stay pending, in
             // order, in front of the batches the worker now skips.
-            var returned = batch.units.filter { report.rejected[$0.unit.id] != nil || report.held.contains($0.unit.id) }
+            var returned = batch.units.filter { report.rejected[$0.id] != nil || report.held.contains($0.id) }
             for index in returned.indices {
-                if let rejection = report.rejected[returned[index].unit.id] {
+                if let rejection = report.rejected[returned[index].id] {
                     returned[index].rejection = PendingChanges.Rejection(error: rejection.error, operation: rejection.operation)
                     publish(rejection.error)
                 }
@@ -299,7 +303,7 @@ final class WriteBehind {
 
     private func change(_ unit: PendingChanges.Unit, isInFlight: Bool) -> PendingChange {
         PendingChange(
-            id: unit.unit.id,
+            id: unit.id,
             operations: unit.unit.operations.map { $0.description(tables: schemas) },
             isInFlight: isInFlight,
             error: unit.rejection.map { _ in rejectionError(unit, among: 1) }

@@ -21,6 +21,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Commits another modelctl process makes for the cross-process latency figures.")
     var commits = 100
 
+    @Option(help: "Rows fetched and dropped for the memory figures (0 skips them).")
+    var memoryRows = 1_000_000
+
     @Flag(help: "Print one JSON object instead of a table.")
     var json = false
 
@@ -28,6 +31,7 @@ struct BenchCommand: AsyncParsableCommand {
         guard rows >= 1 else { throw ValidationError("--rows must be at least 1, not \(rows)") }
         guard bumps >= 1 else { throw ValidationError("--bumps must be at least 1, not \(bumps)") }
         guard commits >= 1 else { throw ValidationError("--commits must be at least 1, not \(commits)") }
+        guard memoryRows >= 0 else { throw ValidationError("--memory-rows must be 0 or more, not \(memoryRows)") }
     }
 
     func run() async throws {
@@ -49,7 +53,14 @@ struct BenchCommand: AsyncParsableCommand {
             try process.run()
             return (process, output)
         }
-        let report = try await benchmark.run(in: FileManager.default.temporaryDirectory.path)
-        print(json ? report.json : report.table)
+        let folder = FileManager.default.temporaryDirectory.path
+        let report = try await benchmark.run(in: folder)
+        let memory = memoryRows > 0 ? try await MemoryBenchmark(rows: memoryRows).run(in: folder) : nil
+        if json {
+            print(memory.map { report.json.dropLast() + ", \"memory\": \($0.json)}" } ?? report.json)
+        } else {
+            print(report.table)
+            if let memory { print(memory.table) }
+        }
     }
 }
