@@ -62,7 +62,9 @@ public struct MemoryBenchmark {
         do {
             let objects = try store.fetch(BenchmarkRow.self)
             fetched = objects.count
-            holding = Self.residentMegabytes()
+            // Explicitly alive while measured: an optimized build may release an array right
+            // after its last use.
+            withExtendedLifetime(objects) { holding = Self.residentMegabytes() }
         }
         let dropped = Self.residentMegabytes()
         try await store.close()

@@ -26,9 +26,16 @@ struct IdentityMap {
     }
 
     /// Forgets a row whose object went away (and not a newer object of the same row).
+    ///
+    /// A dictionary keeps its capacity when entries go, so a map that held a million objects
+    /// would keep their buckets: once a table's map is down to an eighth of its capacity, it is
+    /// copied into a smaller one (amortized O(1) per removal).
     mutating func removeIfGone(table: Int, key: SQLValue) {
         guard table < tables.count, let entry = tables[table][key], entry.object == nil else { return }
         tables[table].removeValue(forKey: key)
+        if tables[table].capacity > 1_024, tables[table].count < tables[table].capacity / 8 {
+            tables[table] = Dictionary(uniqueKeysWithValues: tables[table].lazy.map { ($0.key, $0.value) })
+        }
     }
 
     /// The live objects of a table, by key.

@@ -6,14 +6,18 @@
 ///
 /// When its object goes away it tells the registrar to forget the row's identity-map entry.
 public final class ModelTracking {
-    /// The registrar while the object is attached.
+    /// The registrar while the object is attached, unretained, so that the hot path of every
+    /// assignment pays no reference counting.
     ///
-    /// Unowned and unsafe, so that the hot path of every assignment pays no reference counting:
-    /// the store owns its registrar, and before the registrar can go away (the store's `close()`
-    /// or deinit) `ModelRegistrar.detachAll()` sets this to `nil` on every attached object. It
-    /// reaches them all: an attached object is in the identity map (held weakly, so a live
-    /// object is found) or among the inserts waiting for a key.
-    unowned(unsafe) var registrar: ModelRegistrar?
+    /// That is safe because the store owns its registrar, and before the registrar can go away
+    /// (the store's `close()` or deinit) `ModelRegistrar.detachAll()` clears this on every
+    /// attached object. It reaches them all: an attached object is in the identity map (held
+    /// weakly, so a live object is found) or among the inserts waiting for a key.
+    private var unretainedRegistrar: Unmanaged<ModelRegistrar>?
+
+    var registrar: ModelRegistrar? {
+        unretainedRegistrar?.takeUnretainedValue()
+    }
     /// Where the object's table sits in the registrar.
     var table = 0
     /// The object's primary key while attached (`.null` while the database has yet to assign it).
@@ -47,20 +51,22 @@ public final class ModelTracking {
 
     @usableFromInline
     func reportSet(_ object: any TrackedModel, column: Int, from oldValue: SQLValue, to newValue: SQLValue) {
-        registrar?.userDidSet(object, tracking: self, column: column, from: oldValue, to: newValue)
+        unretainedRegistrar?._withUnsafeGuaranteedRef {
+            $0.userDidSet(object, tracking: self, column: column, from: oldValue, to: newValue)
+        }
     }
 
     var isAttached: Bool { registrar != nil }
 
     func attach(to registrar: ModelRegistrar, table: Int, key: SQLValue, insertRequest: UInt64? = nil) {
-        self.registrar = registrar
+        unretainedRegistrar = Unmanaged.passUnretained(registrar)
         self.table = table
         self.key = key
         self.insertRequest = insertRequest
     }
 
     func detach() {
-        registrar = nil
+        unretainedRegistrar = nil
         insertRequest = nil
     }
 }

@@ -129,6 +129,9 @@ package final class Connection {
         try statementCache.statement(for: sql) { try makeStatement(sql) }
     }
 
+    /// How many compiled statements the connection keeps, for tests.
+    var cachedStatementCount: Int { statementCache.count }
+
     /// Runs SQL that may hold several statements, none of which returns rows worth reading.
     package func execute(_ sql: String) throws {
         try forEachStatement(in: sql) { statement in
