@@ -1,7 +1,7 @@
-/// Reads the change log on the writer's connection and queue, past its last position.
+/// Reads the change log on the database worker's connection and queue, past its last position.
 ///
-/// Running on the writer's queue makes "skip our own commits" exact: inside a flush, the
-/// writer first reads what others committed, then writes, then moves past its own entries.
+/// Running on the worker's queue makes "skip our own commits" exact: inside a flush, the
+/// worker first reads what others committed, then writes, then moves past its own entries.
 /// Outside flushes, `PRAGMA data_version` says whether anyone else committed at all.
 final class ChangeLogReader {
     private let schemas: [TableSchema]

@@ -1,4 +1,4 @@
-/// What other connections committed since the writer last looked, row by row.
+/// What other connections committed since the worker last looked, row by row.
 struct ExternalChangeBatch: Sendable {
     struct Row: Sendable {
         enum Kind: Sendable {

@@ -7,7 +7,7 @@ import Glibc
 /// instead of at the next poll. Linux only (inotify); elsewhere, and if the file cannot be
 /// watched, the poll alone notices commits.
 ///
-/// A wake-up is only a hint: the reader still checks `PRAGMA data_version`, so the writer's
+/// A wake-up is only a hint: the reader still checks `PRAGMA data_version`, so the worker's
 /// own writes, which modify the same file, cost one cheap check each.
 final class FileChangeSignal {
     #if os(Linux)

@@ -21,7 +21,7 @@ package enum OpenMode: Sendable {
 /// One SQLite connection: the only type (with ``Statement``) that calls `sqlite3_*`.
 ///
 /// A connection is not `Sendable`: it is owned by one isolation domain at a time (the store's
-/// reader, or the write-behind writer's queue). SQLite is opened in multi-thread mode
+/// reader, or the database worker's queue). SQLite is opened in multi-thread mode
 /// (`SQLITE_OPEN_NOMUTEX`), because that ownership already serializes every call:
 /// "In this mode, SQLite can be safely used by multiple threads provided that no single
 /// database connection nor any object derived from database connection, such as a prepared

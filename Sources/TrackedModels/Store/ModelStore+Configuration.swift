@@ -8,7 +8,7 @@ extension ModelStore {
     /// let store = try ModelStore(.file("app.sqlite"), models: [Row.self], configuration: configuration)
     /// ```
     public struct Configuration: Sendable {
-        /// How long a change may wait before the writer commits it on its own: 100 ms.
+        /// How long a change may wait before the store commits it on its own: 100 ms.
         ///
         /// The interval starts with the first change after a flush, so a burst of changes is
         /// committed as one transaction at most this long after it began.
@@ -24,7 +24,7 @@ extension ModelStore {
         /// How long a statement waits for another connection's lock before `SQLITE_BUSY`: 5 s.
         public var busyTimeout: Duration = .seconds(5)
 
-        /// How often the writer retries a whole flush that failed with `SQLITE_BUSY` or
+        /// How often the database worker retries a whole flush that failed with `SQLITE_BUSY` or
         /// `SQLITE_LOCKED` after the busy timeout, with doubling pauses from 50 ms: 3.
         public var maxBusyRetries = 3
 
