@@ -7,7 +7,7 @@ import Testing
         try await workspace.modelctl.run("seed", "--rows", "1")
         let verify = try await workspace.modelctl.run("migrate", "verify", "--schemas", ModelCtlProcess.repositorySchemas)
         #expect(verify.status == 0, "\(verify.stderr)")
-        #expect(verify.stdout == "in sync: 2 applied, 0 pending\n")
+        #expect(verify.stdout == "in sync with migrations from \(ModelCtlProcess.repositorySchemas)/: 2 applied, 0 pending\n")
     }
 
     @Test func statusPlanAndUpTo() async throws {
@@ -19,14 +19,16 @@ import Testing
         let unknown = try await workspace.modelctl.run("migrate", "plan", "--to", "9")
         #expect(unknown.status == 64)
         #expect(unknown.stderr.contains("there is no migration version 9; use a version from 0 to 2"))
+        let builtIn = "using the demo migrations built into modelctl (no ./Schemas folder here; pass --schemas DIR to use another)\n"
+        #expect(plan.stdout.hasPrefix("-- " + builtIn))
         let up = try await workspace.modelctl.run("migrate", "up", "--to", "1")
-        #expect(up.stdout == "applied 0001_create_rows.sql\nnow at version 1\n")
+        #expect(up.stdout == builtIn + "applied 0001_create_rows.sql\nnow at version 1\n")
         let status = try await workspace.modelctl.run("migrate", "status")
-        #expect(status.stdout.hasPrefix("version 1 of 2"))
+        #expect(status.stdout.hasPrefix(builtIn + "version 1 of 2"))
         #expect(status.stdout.contains("pending  0002_index_rows_by_count.sql"))
         let rest = try await workspace.modelctl.run("migrate", "up")
-        #expect(rest.stdout == "applied 0002_index_rows_by_count.sql\nnow at version 2\n")
-        #expect(try await workspace.modelctl.run("migrate", "up").stdout == "already at version 2\n")
+        #expect(rest.stdout == builtIn + "applied 0002_index_rows_by_count.sql\nnow at version 2\n")
+        #expect(try await workspace.modelctl.run("migrate", "up").stdout == builtIn + "already at version 2\n")
     }
 
     @Test func anEditedAppliedMigrationIsDrift() async throws {
@@ -63,7 +65,7 @@ import Testing
         #expect(up.stderr.contains("no such table: missing_table"))
         #expect(up.stderr.contains("stays at version 2"))
         let status = try await workspace.modelctl.run("migrate", "status", "--schemas", schemas)
-        #expect(status.stdout.hasPrefix("version 2 of 3"))
+        #expect(status.stdout.hasPrefix("using migrations from \(schemas)/\nversion 2 of 3"))
         let tables = try await workspace.modelctl.run("query", "SELECT name FROM sqlite_master WHERE name = 'notes'", "--format", "csv")
         #expect(tables.stdout == "name\r\n")
     }
@@ -108,6 +110,28 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: schemas + "/0003_add_notes.sql"))
         let bad = try await workspace.modelctl.run("migrate", "new", "Add Notes", "--schemas", schemas)
         #expect(bad.status == 64)
+    }
+
+    @Test func aNewMigrationInTheSchemasFolderIsWhatUpApplies() async throws {
+        let workspace = try Workspace()
+        _ = try workspace.copySchemas()
+        try await workspace.modelctl.run("seed", "--rows", "3")
+        let new = try await workspace.modelctl.run("migrate", "new", "add_notes")
+        #expect(new.status == 0, "\(new.stderr)")
+        let file = try #require(new.stdout.split(separator: "\n").first.map(String.init))
+        #expect(file.hasSuffix("Schemas/0003_add_notes.sql"))
+        try "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL);\n".write(toFile: file, atomically: true, encoding: .utf8)
+        // No --schemas anywhere: ./Schemas is the folder because it exists.
+        let plan = try await workspace.modelctl.run("migrate", "plan")
+        #expect(plan.stdout.hasPrefix("-- using migrations from Schemas/\n-- 0003_add_notes.sql"))
+        let up = try await workspace.modelctl.run("migrate", "up")
+        #expect(up.status == 0, "\(up.stderr)")
+        #expect(up.stdout == "using migrations from Schemas/\napplied 0003_add_notes.sql\nnow at version 3\n")
+        let status = try await workspace.modelctl.run("migrate", "status")
+        #expect(status.stdout.hasPrefix("using migrations from Schemas/\nversion 3 of 3"))
+        let tables = try await workspace.modelctl.run("query", "SELECT name FROM sqlite_master WHERE name = 'notes'", "--format", "csv")
+        #expect(tables.stdout == "name\r\nnotes\r\n")
+        #expect(try await workspace.modelctl.run("migrate", "verify").status == 0)
     }
 
     @Test func modelsThatDoNotMatchTheMigratedSchemaFailToOpen() async throws {

@@ -22,6 +22,7 @@ extension MigrateCommand {
                 try options.requireExistingDatabase(for: "migrate status")
                 let migrator = try options.migrator()
                 let status = try migrator.status(databaseAt: options.path)
+                print("using \(options.migrationSetDescription)")
                 print("version \(status.currentVersion) of \(migrator.latestVersion)")
                 for migration in status.applied {
                     print("  applied  \(Migration(version: migration.version, name: migration.name, sql: "").fileName)  \(migration.appliedAt)")
@@ -46,6 +47,7 @@ extension MigrateCommand {
         func run() async throws {
             try await reportingErrors(operation: "migrate up", path: options.path) {
                 let migrator = try options.migrator()
+                print("using \(options.migrationSetDescription)")
                 let applied = try migrator.migrate(databaseAt: options.path, upTo: to)
                 for migration in applied { print("applied \(migration.fileName)") }
                 let version = try migrator.status(databaseAt: options.path).currentVersion
@@ -66,7 +68,8 @@ extension MigrateCommand {
             try await reportingErrors(operation: "migrate plan", path: options.path) {
                 let migrator = try options.migrator()
                 let plan = try migrator.plan(databaseAt: options.path, upTo: to)
-                if plan.isEmpty { print("nothing to apply") }
+                print("-- using \(options.migrationSetDescription)")
+                if plan.isEmpty { print("-- nothing to apply") }
                 for migration in plan {
                     print("-- \(migration.fileName)")
                     print(migration.sql.trimmingCharacters(in: .whitespacesAndNewlines))
@@ -93,7 +96,7 @@ extension MigrateCommand {
                     }
                     throw first
                 }
-                print("in sync: \(status.applied.count) applied, \(status.pending.count) pending")
+                print("in sync with \(options.migrationSetDescription): \(status.applied.count) applied, \(status.pending.count) pending")
             }
         }
     }
@@ -116,7 +119,7 @@ extension MigrateCommand {
         }
 
         func run() async throws {
-            let folder = options.schemas ?? "Schemas"
+            let folder = options.schemasFolder ?? "Schemas"
             try await reportingErrors(operation: "migrate new", path: folder) {
                 guard FileManager.default.fileExists(atPath: folder) else {
                     throw CLIError(.missingInput, "migrate new: there is no folder \(folder); create it or pass --schemas DIR")

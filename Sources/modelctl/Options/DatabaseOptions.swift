@@ -7,7 +7,7 @@ struct DatabaseOptions: ParsableArguments {
     @Option(name: .customLong("db"), help: "The database file (default: $MODELCTL_DB, else ./model.sqlite).")
     var database: String?
 
-    @Option(help: "A folder of NNNN_name.sql migrations to use instead of the built-in demo ones.")
+    @Option(help: "The folder of NNNN_name.sql migrations (default: ./Schemas when it exists, else the demo ones built in).")
     var schemas: String?
 
     /// The database path to use.
@@ -15,10 +15,24 @@ struct DatabaseOptions: ParsableArguments {
         database ?? ProcessInfo.processInfo.environment["MODELCTL_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "model.sqlite"
     }
 
-    /// The migrations: from --schemas, or the demo ones built in.
+    /// The folder the migrations come from: `--schemas`, else `./Schemas` when it exists (as
+    /// dbmate, Flyway and sqlx use theirs); `nil` for the demo set built into modelctl.
+    var schemasFolder: String? {
+        if let schemas { return schemas }
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: "Schemas", isDirectory: &isDirectory) && isDirectory.boolValue ? "Schemas" : nil
+    }
+
+    /// Which migration set a command uses, in words, for the `migrate` commands to say.
+    var migrationSetDescription: String {
+        if let folder = schemasFolder { return "migrations from \(folder)/" }
+        return "the demo migrations built into modelctl (no ./Schemas folder here; pass --schemas DIR to use another)"
+    }
+
+    /// The migrations of ``schemasFolder``, or the demo ones built in.
     func migrator() throws -> SchemaMigrator {
-        if let schemas {
-            return try SchemaMigrator(MigrationDirectory.migrations(in: schemas))
+        if let folder = schemasFolder {
+            return try SchemaMigrator(MigrationDirectory.migrations(in: folder))
         }
         return try SchemaMigrator(DemoSchemas.migrations)
     }
