@@ -29,12 +29,22 @@ final class Outbox {
     @exclusivity(unchecked) private var isDraining = false
     @exclusivity(unchecked) private var log: [LoggedChange] = []
     @exclusivity(unchecked) private var groupDepth = 0
+    /// Work to run once everything posted so far is delivered (a live list publishing the
+    /// net effect of a burst of changes), in the order it was asked for.
+    private var whenIdle: [() -> Void] = []
 
     init(feeds: FeedIndex) {
         self.feeds = feeds
     }
 
     var isGrouping: Bool { groupDepth > 0 }
+
+    /// Runs `work` once every change posted so far has been delivered: at the end of the
+    /// current delivery, or of the current group.
+    func afterDelivery(_ work: @escaping () -> Void) {
+        whenIdle.append(work)
+        if groupDepth == 0, !isDraining { drain() }
+    }
 
     // MARK: - Posting
 
@@ -104,16 +114,22 @@ final class Outbox {
     }
 
     private func drain() {
-        guard !isDraining, head < queue.count else { return }
+        guard !isDraining, head < queue.count || !whenIdle.isEmpty else { return }
         isDraining = true
         defer { isDraining = false }
-        while head < queue.count {
-            let entry = queue[head]
-            head += 1
-            send(entry)
-        }
-        queue.removeAll(keepingCapacity: queue.count < 1_024)
-        head = 0
+        repeat {
+            while head < queue.count {
+                let entry = queue[head]
+                head += 1
+                send(entry)
+            }
+            queue.removeAll(keepingCapacity: queue.count < 1_024)
+            head = 0
+            // What runs when idle may post more (a handler of the list's change writes).
+            let idle = whenIdle
+            whenIdle.removeAll()
+            for work in idle { work() }
+        } while head < queue.count || !whenIdle.isEmpty
     }
 
     private func send(_ entry: Entry) {

@@ -7,7 +7,7 @@ public protocol TrackedModel: AnyObject, Observable {
     /// The type of the primary key, without optionality: `Int64` for `@PrimaryKey var id: Int64?`.
     /// ``ModelStore/find(_:key:)`` and row feed scopes take it, so a key of the wrong type does
     /// not compile.
-    associatedtype PrimaryKeyValue: ColumnValue
+    associatedtype PrimaryKeyValue: ColumnValue & Hashable & Sendable
     /// The table the model maps onto.
     static var _$schema: TableSchema { get }
     /// Decodes an object from a row whose values follow ``_$schema``'s columns.

@@ -62,7 +62,7 @@ extension ModelStore {
     /// A row whose key the database just assigned to this store's insert, committed before the
     /// store heard so, is the inserting object: it gets its key now rather than having a second
     /// object made for the same row.
-    private func object<Model: TrackedModel>(_ type: Model.Type, table: Int, values: [SQLValue]) throws -> Model {
+    func object<Model: TrackedModel>(_ type: Model.Type, table: Int, values: [SQLValue]) throws -> Model {
         if registrar.hasUnkeyedInserts {
             let row = RowReference(table: table, key: values[Model._$schema.primaryKeyIndex])
             if registrar.object(table: table, key: row.key) == nil,

@@ -32,6 +32,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let changeRejected = Code(name: "changeRejected")
         /// The change to discard is not pending (any more).
         public static let notPending = Code(name: "notPending")
+        /// A fetch descriptor uses an expression, a sort or a window that has no exact SQL
+        /// translation; nothing was fetched.
+        public static let unsupportedPredicate = Code(name: "unsupportedPredicate")
         /// An increment would overflow the property's integer type; nothing changed.
         public static let overflow = Code(name: "overflow")
         /// SQL that would change the database was given where only reads are allowed.

@@ -266,6 +266,23 @@ final class WriteBehind {
         return cells
     }
 
+    // MARK: - Rows with changes
+
+    /// The keys of a table's rows that have changes not yet committed (pending or in flight),
+    /// and whether deleting every row is among them: where the database's answer to a query
+    /// may differ from the objects.
+    func uncommittedRows(table: Int) -> (keys: Set<SQLValue>, deletesEveryRow: Bool) {
+        var keys: Set<SQLValue> = []
+        var deletesEveryRow = false
+        for unit in inFlight.lazy.flatMap(\.units).map(\.unit) + pending.all.map(\.unit) {
+            for operation in unit.operations where operation.table == table {
+                if case .deleteAll = operation { deletesEveryRow = true }
+                if let row = operation.row { keys.insert(row.key) }
+            }
+        }
+        return (keys, deletesEveryRow)
+    }
+
     // MARK: - Inspection and discarding
 
     /// The changes not yet committed, in the order they will commit.

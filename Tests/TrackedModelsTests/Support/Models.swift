@@ -10,7 +10,7 @@ final class Row {
     @Transient var isSelected = false
 }
 
-enum Priority: Int, ColumnValue {
+enum Priority: Int, ColumnValue, Codable {
     case low = 1, high = 2
 }
 

@@ -1,0 +1,33 @@
+public import Foundation
+
+/// What to fetch: which objects of a model (a `#Predicate`), in which order (`SortDescriptor`s),
+/// and which window of them, with SwiftData's names.
+///
+/// ```swift
+/// var descriptor = FetchDescriptor<Row>(
+///     predicate: #Predicate { $0.count > 10 && $0.title.contains("7") },
+///     sortBy: [SortDescriptor(\.count, order: .reverse), SortDescriptor(\.id)]
+/// )
+/// descriptor.fetchLimit = 20
+/// descriptor.fetchOffset = 40
+/// let rows = try store.fetch(descriptor)
+/// ```
+///
+/// The predicate and the sort are translated to SQL with bound values; an expression that has
+/// no exact translation is an error at fetch that names it, never a silent in-memory scan.
+/// Ties are broken by the primary key, so the order is always total.
+public struct FetchDescriptor<Model: TrackedModel> {
+    /// Which objects match; `nil` for all.
+    public var predicate: Predicate<Model>?
+    /// The order, first descriptor first.
+    public var sortBy: [SortDescriptor<Model>]
+    /// At most this many objects; `nil` for no limit.
+    public var fetchLimit: Int?
+    /// How many matching objects to skip first.
+    public var fetchOffset: Int?
+
+    public init(predicate: Predicate<Model>? = nil, sortBy: [SortDescriptor<Model>] = []) {
+        self.predicate = predicate
+        self.sortBy = sortBy
+    }
+}

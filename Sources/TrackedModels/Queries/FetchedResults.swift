@@ -1,0 +1,256 @@
+public import Observation
+
+/// The objects a ``FetchDescriptor`` matches, in order, kept current row by row: an
+/// `Observable` `RandomAccessCollection`, like SwiftData's `@Query` results, that is never
+/// re-fetched.
+///
+/// ```swift
+/// let busy = try store.results(for: FetchDescriptor<Row>(
+///     predicate: #Predicate { $0.count > 0 },
+///     sortBy: [SortDescriptor(\.count, order: .reverse)]
+/// ))
+/// let subscription = busy.onChange { difference in
+///     tableView.apply(difference)          // insertions and removals with offsets
+/// }
+/// for row in busy { print(row.title, row.count) }
+/// ```
+///
+/// A change to a column the predicate or a sort descriptor reads re-evaluates that one row (it
+/// enters, leaves or moves, in O(log n)); a change to any other column costs nothing and wakes
+/// no observer of the list. The same holds for inserts, deletes, transactions (one update at
+/// their end), other processes' commits and resets. Observers of the list (Observation,
+/// ``onChange(_:)``, ``differences``) hear of a change only when the membership or order of
+/// the window (``FetchDescriptor/fetchOffset``, ``FetchDescriptor/fetchLimit``) changes.
+///
+/// Reading an element's properties registers those cells only, as with any object. The
+/// results belong to the store's actor; they end with the store.
+public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccessCollection {
+    public typealias Element = Model
+    public typealias Index = Int
+    public typealias Difference = CollectionDifference<Model.PrimaryKeyValue>
+
+    private let store: ModelStore
+    private let plan: QueryPlan
+    private var rows: SortedRows
+    /// The sort values of each member, by key.
+    private var members: [SQLValue: [SQLValue]] = [:]
+    /// Objects handed out, kept while their row is a member.
+    private var objects: [SQLValue: Model] = [:]
+    private var subscription: FeedToken?
+    private let observation = ObservationRegistrar()
+    /// Moves on with each published change; what observers of the list depend on.
+    private var revision = 0
+    private var changes = ListChanges()
+    /// The window's keys as last published, while a change is waiting to be published.
+    private var windowBefore: [SQLValue]?
+    private var isPublishScheduled = false
+    private var handlers: [UInt64: (Difference) -> Void] = [:]
+    private var streams: [AsyncStream<Difference>.Continuation] = []
+    private var lastHandler: UInt64 = 0
+
+    init(store: ModelStore, plan: QueryPlan) throws {
+        self.store = store
+        self.plan = plan
+        rows = SortedRows(precedes: plan.precedes)
+        try load()
+        var keys: [FeedIndex.Key] = plan.columnsRead.sorted().map { .column(table: plan.table, column: $0) }
+        keys.append(.membership(plan.table))
+        subscription = store.registrar.feeds.add(keys: keys, columns: plan.columnsRead) { [weak self] event in
+            self?.apply(event)
+        }
+    }
+
+    // MARK: - Collection
+
+    public var startIndex: Int { 0 }
+
+    public var endIndex: Int {
+        observation.access(self, keyPath: \.revision)
+        return windowCount
+    }
+
+    public subscript(position: Int) -> Model {
+        observation.access(self, keyPath: \.revision)
+        precondition(position >= 0 && position < windowCount, "index \(position) is outside the \(windowCount) results")
+        return object(for: rows[plan.offset + position].key)
+    }
+
+    /// The primary keys of the results, in order.
+    public var keys: [Model.PrimaryKeyValue] {
+        observation.access(self, keyPath: \.revision)
+        return windowKeys().compactMap { try? Model.PrimaryKeyValue(sqlValue: $0) }
+    }
+
+    private var windowCount: Int {
+        let available = Swift.max(0, rows.count - plan.offset)
+        return plan.limit.map { Swift.min($0, available) } ?? available
+    }
+
+    private func windowKeys() -> [SQLValue] {
+        rows.keys(in: plan.offset..<(plan.offset + windowCount))
+    }
+
+    private func object(for key: SQLValue) -> Model {
+        if let object = objects[key] { return object }
+        // A member's row exists: its object is alive, or its committed values are readable.
+        let values: [SQLValue]
+        do {
+            guard let current = try store.currentValues(table: plan.table, key: key) else {
+                preconditionFailure("row \(key) of \(plan.schema.name) is in the results but not in the database")
+            }
+            values = current
+        } catch {
+            preconditionFailure("cannot read row \(key) of \(plan.schema.name) for the results: \(error)")
+        }
+        let object = (try? store.object(Model.self, table: plan.table, values: values))
+        guard let object else { preconditionFailure("cannot decode row \(key) of \(plan.schema.name)") }
+        objects[key] = object
+        return object
+    }
+
+    // MARK: - Observing changes
+
+    /// A registration of ``onChange(_:)``; cancelled by ``cancel()`` or when released.
+    public final class Subscription {
+        private var onCancel: (() -> Void)?
+
+        init(onCancel: @escaping () -> Void) {
+            self.onCancel = onCancel
+        }
+
+        deinit { cancel() }
+
+        /// Stops the calls. Calling it again does nothing.
+        public func cancel() {
+            onCancel?()
+            onCancel = nil
+        }
+    }
+
+    /// Calls `handler` with each change of the results, as insertions and removals with
+    /// offsets (a move is a removal and an insertion associated with each other), once the
+    /// burst of changes that caused it has been delivered.
+    ///
+    /// ```swift
+    /// let subscription = results.onChange { difference in
+    ///     for change in difference.inferringMoves() { print(change) }
+    /// }
+    /// ```
+    public func onChange(_ handler: @escaping (Difference) -> Void) -> Subscription {
+        lastHandler += 1
+        let id = lastHandler
+        handlers[id] = handler
+        return Subscription { [weak self] in self?.handlers.removeValue(forKey: id) }
+    }
+
+    /// Each change of the results, as an `AsyncSequence`. Each access makes a new stream; it
+    /// is dropped at the first change after its iteration ended.
+    ///
+    /// ```swift
+    /// for await difference in results.differences { apply(difference) }
+    /// ```
+    public var differences: AsyncStream<Difference> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Difference.self)
+        streams.append(continuation)
+        return stream
+    }
+
+    // MARK: - Keeping current
+
+    /// Reads the matching rows: at creation, and after a reset.
+    private func load() throws {
+        let matching = try store.matchingRows(plan, windowed: false)
+        members.removeAll(keepingCapacity: true)
+        let keyColumn = plan.schema.primaryKeyIndex
+        let entries = matching.map { values in
+            let entry = SortedRows.Entry(sortValues: plan.sortValues(of: values), key: values[keyColumn])
+            members[entry.key] = entry.sortValues
+            return entry
+        }
+        rows.replace(withSorted: entries)
+        objects = objects.filter { members[$0.key] != nil }
+    }
+
+    private func apply(_ event: ChangeEvent) {
+        beginChange()
+        do {
+            switch event.kind {
+            case .reset:
+                let before = rows.keys(in: 0..<rows.count)
+                try load()
+                changes.replaceAll(before: before, after: rows.keys(in: 0..<rows.count))
+            case .delete:
+                // Gone for this store, whether or not its delete has committed yet.
+                place(event.key, sortValues: nil)
+            case .insert, .update:
+                try reevaluate(event.key)
+            }
+        } catch {
+            // The row could not be read: judge it on the next change, as reloading would.
+            return
+        }
+    }
+
+    /// Puts one row where its current values say: in, out, or elsewhere.
+    private func reevaluate(_ key: SQLValue) throws {
+        let values = try store.currentValues(table: plan.table, key: key)
+        place(key, sortValues: try values.flatMap { try store.rowMatches(plan, $0) ? plan.sortValues(of: $0) : nil })
+    }
+
+    /// Moves a row to where `sortValues` say, or out of the list for nil.
+    private func place(_ key: SQLValue, sortValues new: [SQLValue]?) {
+        let old = members[key]
+        guard old != new else { return }
+        let removedAt = old.flatMap { rows.remove($0) }
+        let insertedAt = new.map { rows.insert(SortedRows.Entry(sortValues: $0, key: key)) }
+        members[key] = new
+        if new == nil { objects[key] = nil }
+        // A row whose sort values changed but whose place did not is no change of the list.
+        guard removedAt != insertedAt else { return }
+        if let removedAt { changes.remove(key: key, at: removedAt) }
+        if let insertedAt { changes.insert(key: key, at: insertedAt) }
+    }
+
+    private func beginChange() {
+        if windowBefore == nil, plan.limit != nil || plan.offset > 0 { windowBefore = windowKeys() }
+        guard !isPublishScheduled else { return }
+        isPublishScheduled = true
+        store.registrar.outbox.afterDelivery { [weak self] in self?.publish() }
+    }
+
+    /// Tells observers the net change of the burst, if the window's membership or order
+    /// changed at all.
+    private func publish() {
+        isPublishScheduled = false
+        let recorded = changes
+        changes = ListChanges()
+        let keys: CollectionDifference<SQLValue>
+        if let before = windowBefore {
+            windowBefore = nil
+            keys = windowKeys().difference(from: before)
+        } else {
+            keys = recorded.difference
+        }
+        guard !keys.isEmpty else { return }
+        let typed = Difference(keys.compactMap { change -> Difference.Change? in
+            switch change {
+            case .insert(let offset, let key, let associated):
+                return (try? Model.PrimaryKeyValue(sqlValue: key)).map { .insert(offset: offset, element: $0, associatedWith: associated) }
+            case .remove(let offset, let key, let associated):
+                return (try? Model.PrimaryKeyValue(sqlValue: key)).map { .remove(offset: offset, element: $0, associatedWith: associated) }
+            }
+        })?.inferringMoves()
+        observation.withMutation(of: self, keyPath: \.revision) { revision += 1 }
+        guard let typed else { return }
+        for handler in handlers.sorted(by: { $0.key < $1.key }).map(\.value) { handler(typed) }
+        streams.removeAll { continuation in
+            if case .terminated = continuation.yield(typed) { true } else { false }
+        }
+    }
+
+    /// Checks the order and counts of the rows; for tests.
+    func checkInvariants() {
+        rows.checkInvariants()
+        precondition(rows.count == members.count, "members and rows disagree")
+    }
+}

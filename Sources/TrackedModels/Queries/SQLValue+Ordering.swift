@@ -1,0 +1,61 @@
+import Foundation
+
+extension SQLValue {
+    /// Orders two values as SQLite's `ORDER BY` does with the BINARY collation: NULL, then
+    /// numbers (INTEGER and REAL compared by value), then text (by UTF-8 bytes), then blobs (by
+    /// bytes). In-memory order then agrees with the order the database returns.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/datatype3.html#sort_order>
+    static func compare(_ a: SQLValue, _ b: SQLValue) -> ComparisonResult {
+        switch (a, b) {
+        case (.null, .null): return .orderedSame
+        case (.null, _): return .orderedAscending
+        case (_, .null): return .orderedDescending
+        case (.integer(let x), .integer(let y)): return x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame
+        case (.real(let x), .real(let y)): return x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame
+        case (.integer(let x), .real(let y)): return compare(integer: x, real: y)
+        case (.real(let x), .integer(let y)): return compare(integer: y, real: x).reversed
+        case (.integer, _), (.real, _): return .orderedAscending
+        case (_, .integer), (_, .real): return .orderedDescending
+        case (.text(let x), .text(let y)): return bytes(x.utf8, y.utf8)
+        case (.text, .blob): return .orderedAscending
+        case (.blob, .text): return .orderedDescending
+        case (.blob(let x), .blob(let y)): return bytes(x, y)
+        }
+    }
+
+    private static func compare(integer: Int64, real: Double) -> ComparisonResult {
+        guard !real.isNaN else { return .orderedDescending }
+        let converted = Double(integer)
+        if converted < real { return .orderedAscending }
+        if converted > real { return .orderedDescending }
+        // Equal as doubles: compare exactly, unless the real is out of Int64's range.
+        guard real >= -9.223372036854775808e18, real < 9.223372036854775808e18 else { return real < 0 ? .orderedDescending : .orderedAscending }
+        let truncated = Int64(real)
+        return integer < truncated ? .orderedAscending : integer > truncated ? .orderedDescending : .orderedSame
+    }
+
+    private static func bytes<C: Collection<UInt8>>(_ x: C, _ y: C) -> ComparisonResult {
+        var left = x.makeIterator()
+        var right = y.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil): return .orderedSame
+            case (nil, _): return .orderedAscending
+            case (_, nil): return .orderedDescending
+            case (let l?, let r?) where l != r: return l < r ? .orderedAscending : .orderedDescending
+            default: continue
+            }
+        }
+    }
+}
+
+extension ComparisonResult {
+    fileprivate var reversed: ComparisonResult {
+        switch self {
+        case .orderedAscending: .orderedDescending
+        case .orderedDescending: .orderedAscending
+        case .orderedSame: .orderedSame
+        }
+    }
+}

@@ -1,0 +1,103 @@
+extension ModelStore {
+    /// The objects a descriptor matches, in its order and window.
+    ///
+    /// The predicate and order run in SQLite; changes not yet flushed count too, as in
+    /// SwiftData: an object whose pending values no longer match is left out, and one that now
+    /// matches is included, in order.
+    ///
+    /// ```swift
+    /// let busy = try store.fetch(FetchDescriptor<Row>(
+    ///     predicate: #Predicate { $0.count > 10 },
+    ///     sortBy: [SortDescriptor(\.count, order: .reverse)]
+    /// ))
+    /// ```
+    ///
+    /// - Throws: ``StoreError`` (``StoreError/Code/unsupportedPredicate``) naming an expression
+    ///   or sort without an exact SQL translation; ``SQLiteError`` when the query fails.
+    public func fetch<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>) throws -> [Model] {
+        try checkOpen("fetch")
+        let table = try registrar.tableIndex(of: Model.self)
+        let plan = try QueryPlan(descriptor, table: table)
+        return try matchingRows(plan, windowed: true).map { try object(Model.self, table: table, values: $0) }
+    }
+
+    /// How many objects a descriptor matches (within its window), counting changes not yet
+    /// flushed.
+    ///
+    /// ```swift
+    /// let n = try store.fetchCount(FetchDescriptor<Row>(predicate: #Predicate { $0.count > 0 }))
+    /// ```
+    public func fetchCount<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>) throws -> Int {
+        try checkOpen("fetchCount")
+        let plan = try QueryPlan(descriptor, table: try registrar.tableIndex(of: Model.self))
+        let uncommitted = writeBehind.uncommittedRows(table: plan.table)
+        guard uncommitted.keys.isEmpty, !uncommitted.deletesEveryRow else { return try matchingRows(plan, windowed: true).count }
+        var sql = "SELECT count(*) FROM \(quoteIdentifier(plan.schema.name))"
+        var arguments: [SQLValue] = []
+        if let filter = plan.filter {
+            sql += " WHERE \(filter.sql)"
+            arguments = filter.arguments
+        }
+        guard case .integer(let total) = try reader.scalar(sql, arguments) else { return 0 }
+        let afterOffset = max(0, Int(total) - plan.offset)
+        return plan.limit.map { min($0, afterOffset) } ?? afterOffset
+    }
+
+    /// The values of every row a plan matches, in its order: the database's answer, with the
+    /// rows that have uncommitted changes judged by their objects' values instead.
+    ///
+    /// - Parameter windowed: Whether to apply the plan's offset and limit.
+    func matchingRows(_ plan: QueryPlan, windowed: Bool) throws -> [[SQLValue]] {
+        let uncommitted = writeBehind.uncommittedRows(table: plan.table)
+        var rows: [[SQLValue]] = []
+        if !uncommitted.deletesEveryRow {
+            // Each row with uncommitted changes can take at most one place from the window.
+            let limit = windowed ? plan.limit.map { $0 + plan.offset + uncommitted.keys.count } : nil
+            let select = plan.selectSQL(limit: limit)
+            rows = try reader.cachedStatement(select.sql).rows(select.arguments)
+        }
+        if !uncommitted.keys.isEmpty || uncommitted.deletesEveryRow {
+            let keyColumn = plan.schema.primaryKeyIndex
+            rows.removeAll { uncommitted.keys.contains($0[keyColumn]) }
+            for key in uncommitted.keys {
+                guard let object = registrar.object(table: plan.table, key: key) else { continue }
+                let values = object._$values()
+                if try rowMatches(plan, values) { rows.append(values) }
+            }
+            rows.sort { plan.precedes(plan.sortValues(of: $0), plan.sortValues(of: $1)) }
+        }
+        guard windowed else { return rows }
+        let start = min(plan.offset, rows.count)
+        let end = plan.limit.map { min(start + $0, rows.count) } ?? rows.count
+        return Array(rows[start..<end])
+    }
+
+    /// Whether one row's values match a plan's predicate, judged by SQLite itself.
+    func rowMatches(_ plan: QueryPlan, _ values: [SQLValue]) throws -> Bool {
+        guard let test = plan.rowTest else { return true }
+        let statement = try reader.cachedStatement(test.sql)
+        try statement.bind(numbered: values + test.arguments)
+        defer { statement.reset() }
+        return try statement.step() && statement.value(at: 0) == .integer(1)
+    }
+
+    /// A row's current values: its object's, else what is committed; nil when there is no row.
+    func currentValues(table: Int, key: SQLValue) throws -> [SQLValue]? {
+        if let object = registrar.object(table: table, key: key) { return object._$values() }
+        return try reader.cachedStatement(registrar.schemas[table].selectByKeySQL).rows([key]).first
+    }
+
+    /// Live results of a descriptor: see ``FetchedResults``.
+    ///
+    /// ```swift
+    /// let busy = try store.results(for: FetchDescriptor<Row>(
+    ///     predicate: #Predicate { $0.count > 0 },
+    ///     sortBy: [SortDescriptor(\.count, order: .reverse)]
+    /// ))
+    /// ```
+    public func results<Model: TrackedModel>(for descriptor: FetchDescriptor<Model>) throws -> FetchedResults<Model> {
+        try checkOpen("results(for:)")
+        let plan = try QueryPlan(descriptor, table: try registrar.tableIndex(of: Model.self))
+        return try FetchedResults(store: self, plan: plan)
+    }
+}
