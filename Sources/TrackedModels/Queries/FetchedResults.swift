@@ -40,17 +40,22 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private let observation = ObservationRegistrar()
     /// Moves on with each published change; what observers of the list depend on.
     private var revision = 0
+    /// `\.revision`, made once: a key path into a generic class is instantiated at run time,
+    /// which would otherwise cost every read and every change.
+    private let revisionKeyPath: KeyPath<FetchedResults, Int>
     private var changes = ListChanges()
     /// The window's keys as last published, while a change is waiting to be published.
     private var windowBefore: [SQLValue]?
     private var isPublishScheduled = false
-    private var handlers: [UInt64: (Difference) -> Void] = [:]
+    /// ``onChange(_:)`` handlers, in the order they were registered.
+    private var handlers: [(id: UInt64, handler: (Difference) -> Void)] = []
     private var streams: [AsyncStream<Difference>.Continuation] = []
     private var lastHandler: UInt64 = 0
 
     init(store: ModelStore, plan: QueryPlan) throws {
         self.store = store
         self.plan = plan
+        revisionKeyPath = \FetchedResults.revision
         rows = SortedRows(precedes: plan.precedes)
         try load()
         var keys: [FeedIndex.Key] = plan.columnsRead.sorted().map { .column(table: plan.table, column: $0) }
@@ -65,20 +70,28 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     public var startIndex: Int { 0 }
 
     public var endIndex: Int {
-        observation.access(self, keyPath: \.revision)
+        observation.access(self, keyPath: revisionKeyPath)
         return windowCount
     }
 
     public subscript(position: Int) -> Model {
-        observation.access(self, keyPath: \.revision)
+        observation.access(self, keyPath: revisionKeyPath)
         precondition(position >= 0 && position < windowCount, "index \(position) is outside the \(windowCount) results")
         return object(for: rows[plan.offset + position].key)
     }
 
     /// The primary keys of the results, in order.
     public var keys: [Model.PrimaryKeyValue] {
-        observation.access(self, keyPath: \.revision)
-        return windowKeys().compactMap { try? Model.PrimaryKeyValue(sqlValue: $0) }
+        observation.access(self, keyPath: revisionKeyPath)
+        return windowKeys().map(typedKey)
+    }
+
+    /// A stored key as the model's key type; members' keys came from the model's own rows.
+    private func typedKey(_ key: SQLValue) -> Model.PrimaryKeyValue {
+        guard let typed = try? Model.PrimaryKeyValue(sqlValue: key) else {
+            preconditionFailure("key \(key) of \(Model._$schema.name) does not decode as \(Model.PrimaryKeyValue.self)")
+        }
+        return typed
     }
 
     private var windowCount: Int {
@@ -139,8 +152,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     public func onChange(_ handler: @escaping (Difference) -> Void) -> Subscription {
         lastHandler += 1
         let id = lastHandler
-        handlers[id] = handler
-        return Subscription { [weak self] in self?.handlers.removeValue(forKey: id) }
+        handlers.append((id, handler))
+        return Subscription { [weak self] in self?.handlers.removeAll { $0.id == id } }
     }
 
     /// Each change of the results, as an `AsyncSequence`. Each access makes a new stream; it
@@ -224,27 +237,21 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         isPublishScheduled = false
         let recorded = changes
         changes = ListChanges()
-        let keys: CollectionDifference<SQLValue>
+        let difference: Difference
         if let before = windowBefore {
+            // A window is short: compare its keys before and after.
             windowBefore = nil
-            keys = windowKeys().difference(from: before)
+            let keys = windowKeys()
+            guard keys != before else { return }
+            difference = keys.map(typedKey).difference(from: before.map(typedKey)).inferringMoves()
         } else {
-            keys = recorded.difference
+            guard !recorded.isEmpty else { return }
+            difference = recorded.difference(typedKey)
         }
-        guard !keys.isEmpty else { return }
-        let typed = Difference(keys.compactMap { change -> Difference.Change? in
-            switch change {
-            case .insert(let offset, let key, let associated):
-                return (try? Model.PrimaryKeyValue(sqlValue: key)).map { .insert(offset: offset, element: $0, associatedWith: associated) }
-            case .remove(let offset, let key, let associated):
-                return (try? Model.PrimaryKeyValue(sqlValue: key)).map { .remove(offset: offset, element: $0, associatedWith: associated) }
-            }
-        })?.inferringMoves()
-        observation.withMutation(of: self, keyPath: \.revision) { revision += 1 }
-        guard let typed else { return }
-        for handler in handlers.sorted(by: { $0.key < $1.key }).map(\.value) { handler(typed) }
+        observation.withMutation(of: self, keyPath: revisionKeyPath) { revision += 1 }
+        for (_, handler) in handlers { handler(difference) }
         streams.removeAll { continuation in
-            if case .terminated = continuation.yield(typed) { true } else { false }
+            if case .terminated = continuation.yield(difference) { true } else { false }
         }
     }
 

@@ -62,9 +62,19 @@ struct ListChanges {
     }
 
     var difference: CollectionDifference<SQLValue> {
-        let changes: [CollectionDifference<SQLValue>.Change] =
-            removed.map { .remove(offset: $0.offset, element: $0.key, associatedWith: nil) }
-            + inserted.map { .insert(offset: $0.offset, element: $0.key, associatedWith: nil) }
+        difference { $0 }
+    }
+
+    /// The difference with keys converted by `element`; a key both removed and inserted is a
+    /// move, its two changes associated with each other.
+    func difference<Element>(_ element: (SQLValue) -> Element) -> CollectionDifference<Element> {
+        var insertedAt: [SQLValue: Int] = [:]
+        for row in inserted { insertedAt[row.key] = row.offset }
+        var removedAt: [SQLValue: Int] = [:]
+        for row in removed { removedAt[row.key] = row.offset }
+        let changes: [CollectionDifference<Element>.Change] =
+            removed.map { .remove(offset: $0.offset, element: element($0.key), associatedWith: insertedAt[$0.key]) }
+            + inserted.map { .insert(offset: $0.offset, element: element($0.key), associatedWith: removedAt[$0.key]) }
         guard let difference = CollectionDifference(changes) else {
             preconditionFailure("the recorded list edits do not form a difference")
         }

@@ -55,11 +55,17 @@ struct BenchCommand: AsyncParsableCommand {
         }
         let folder = FileManager.default.temporaryDirectory.path
         let report = try await benchmark.run(in: folder)
+        var live = LiveListBenchmark(rows: rows)
+        live.bumps = bumps
+        let liveList = try await live.run(in: folder)
         let memory = memoryRows > 0 ? try await MemoryBenchmark(rows: memoryRows).run(in: folder) : nil
         if json {
-            print(memory.map { report.json.dropLast() + ", \"memory\": \($0.json)}" } ?? report.json)
+            var object = report.json.dropLast() + ", \"live_list\": \(liveList.json)"
+            if let memory { object += ", \"memory\": \(memory.json)" }
+            print(object + "}")
         } else {
             print(report.table)
+            print(liveList.table)
             if let memory { print(memory.table) }
         }
     }

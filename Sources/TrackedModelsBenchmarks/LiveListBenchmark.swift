@@ -1,0 +1,123 @@
+import Foundation
+import TrackedModels
+
+/// A live list against re-running its query: `count > 0` sorted by `count` descending over a
+/// table whose counts are `id % 100` (99 rows in 100 match), bumped at random rows.
+///
+/// The live side is `row.count += 1` with the list kept current (re-evaluating the one row,
+/// publishing to its observer). The baseline is what a re-fetching observation does (GRDB's
+/// `ValueObservation`, SQLiteData's `@FetchAll`): the bump, then the same query run again in
+/// SQLite and every matching row read into its object (the raw-SQL fetch, on committed data). Both are measured in the same run; each figure is the
+/// median of several rounds.
+///
+/// ```swift
+/// let report = try await LiveListBenchmark(rows: 100_000).run(in: temporaryFolder)
+/// print(report.table)
+/// ```
+@MainActor
+public struct LiveListBenchmark {
+    public struct Report: Sendable {
+        public var rows: Int
+        /// Rows in the list.
+        public var members: Int
+        public var liveNsPerBump: Double
+        public var listNotificationsPerBump: Double
+        public var rerunNsPerBump: Double
+
+        public var table: String {
+            "live list (count > 0 by count desc, \(members) of \(rows) rows): \(format(liveNsPerBump)) ns/bump, "
+                + "\(format(listNotificationsPerBump, digits: 2)) list notifications/bump; re-running the query: "
+                + "\(format(rerunNsPerBump)) ns/bump (\(format(rerunNsPerBump / liveNsPerBump))× the live list)"
+        }
+
+        public var json: String {
+            "{\"rows\": \(rows), \"members\": \(members), \"live_ns_per_bump\": \(format(liveNsPerBump)), "
+                + "\"list_notifications_per_bump\": \(format(listNotificationsPerBump, digits: 3)), \"rerun_ns_per_bump\": \(format(rerunNsPerBump))}"
+        }
+
+        private func format(_ value: Double, digits: Int = 1) -> String {
+            guard value.isFinite else { return "null" }
+            var scale = 1.0
+            for _ in 0..<digits { scale *= 10 }
+            return String((value * scale).rounded() / scale)
+        }
+    }
+
+    public var rows: Int
+    public var bumps = 20_000
+    public var rounds = 5
+
+    public init(rows: Int) {
+        self.rows = rows
+    }
+
+    public func run(in folder: String) async throws -> Report {
+        let path = URL(fileURLWithPath: folder).appendingPathComponent("bench-live-\(UUID().uuidString).sqlite").path
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        var configuration = ModelStore.Configuration()
+        configuration.createsMissingTables = true
+        let store = try ModelStore(.file(path), models: [BenchmarkRow.self], configuration: configuration)
+        try store.insert(contentsOf: (0..<Int64(rows)).lazy.map { BenchmarkRow(id: $0, title: "Row \($0)", count: $0 % 100) })
+        try await store.flush()
+        let objects = try store.fetch(BenchmarkRow.self, orderBy: "id")
+        let descriptor = FetchDescriptor<BenchmarkRow>(predicate: #Predicate { $0.count > 0 }, sortBy: [SortDescriptor(\.count, order: .reverse)])
+
+        let list = try store.results(for: descriptor)
+        let members = list.count
+        var notifications = 0
+        let subscription = list.onChange { _ in notifications += 1 }
+        var generator = SplitMix(seed: 42)
+        var live: [Double] = []
+        for _ in 0..<rounds {
+            let start = ContinuousClock.now
+            for _ in 0..<bumps { objects[Int(generator.next() % UInt64(rows))].count += 1 }
+            live.append((ContinuousClock.now - start).timeInterval * 1e9 / Double(bumps))
+            try await store.flush()
+        }
+        let notificationsPerBump = Double(notifications) / Double(bumps * rounds)
+        subscription.cancel()
+
+        // The re-run: bump, then the list's query again, every matching row read.
+        let reruns = max(2, min(200, 20_000_000 / max(rows, 1)))
+        var rerun: [Double] = []
+        for _ in 0..<rounds {
+            let start = ContinuousClock.now
+            for _ in 0..<reruns {
+                objects[Int(generator.next() % UInt64(rows))].count += 1
+                let matching = try store.fetch(BenchmarkRow.self, where: "count > 0", orderBy: "count DESC, id")
+                precondition(!matching.isEmpty, "the re-run found nothing")
+            }
+            rerun.append((ContinuousClock.now - start).timeInterval * 1e9 / Double(reruns))
+        }
+        withExtendedLifetime(list) {}
+        try await store.close()
+        return Report(
+            rows: rows, members: members, liveNsPerBump: median(live),
+            listNotificationsPerBump: notificationsPerBump, rerunNsPerBump: median(rerun)
+        )
+    }
+
+    private func median(_ samples: [Double]) -> Double {
+        let sorted = samples.sorted()
+        return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+    }
+}
+
+/// A small, seeded random number generator, so that every run bumps the same rows.
+struct SplitMix: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
