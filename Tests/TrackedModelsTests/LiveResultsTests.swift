@@ -180,4 +180,27 @@ import TrackedModelsTesting
         let flushed = try workload.store.fetch(Row.self, where: "count > 0", orderBy: "count DESC, id")
         #expect(workload.list.keys == flushed.map(\.id))
     }
+
+    @Test func differencesArriveAsAnAsyncSequence() async throws {
+        let workload = try await Workload()
+        let stream = workload.list.differences
+        workload.rows[300].count = 1
+        var iterator = stream.makeAsyncIterator()
+        let difference = await iterator.next()
+        #expect(difference?.insertions.count == 1)
+        #expect(workload.list.keys.last == 300)
+    }
+
+    @Test func readingAnElementRegistersThatCellOnly() async throws {
+        let workload = try await Workload()
+        var heard: [ChangeEvent] = []
+        let (title, token) = workload.store.withTracking { workload.list[2].title } onChange: { heard.append($0) }
+        #expect(title == "Row 2")
+        workload.rows[3].title = "another row"
+        workload.rows[2].count += 0
+        #expect(heard.isEmpty)
+        workload.rows[2].title = "this one"
+        #expect(heard.count == 1)
+        token.cancel()
+    }
 }
