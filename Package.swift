@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-syntax.git", "602.0.0"..<"604.0.0"),
         .package(url: "https://github.com/apple/swift-async-algorithms.git", from: "1.1.4"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(
@@ -32,7 +33,10 @@ let package = Package(
                 .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
             ]
         ),
-        .target(name: "TrackedModels", dependencies: ["CSQLite", "TrackedMacros"]),
+        .target(
+            name: "TrackedModels",
+            dependencies: ["CSQLite", "TrackedMacros", .product(name: "Logging", package: "swift-log")]
+        ),
         .target(name: "TrackedModelsTesting", dependencies: ["TrackedModels"]),
         .target(name: "TrackedModelsBenchmarks", dependencies: ["TrackedModels"]),
         .executableTarget(
@@ -41,6 +45,7 @@ let package = Package(
                 "TrackedModels",
                 "TrackedModelsBenchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
@@ -56,6 +61,8 @@ let package = Package(
                 "tracked-increment-helper",
                 "modelctl",
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "TrackedModelsTestingTests", dependencies: ["TrackedModelsTesting"]),

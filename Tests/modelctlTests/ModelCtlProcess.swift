@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// Runs the built `modelctl` binary in a temporary directory.
 struct ModelCtlProcess {
@@ -23,6 +24,22 @@ struct ModelCtlProcess {
     static var repositorySchemas: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Schemas").path
+    }
+
+    /// Runs SQL in the `sqlite3` shell (`apt-get install sqlite3`) and returns its exit status.
+    static func sqlite3(_ path: String, _ sql: String) async throws -> Int32 {
+        let shell = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":")
+            .map { "\($0)/sqlite3" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(shell, "the sqlite3 shell is not installed; apt-get install sqlite3"))
+        process.arguments = [path, sql]
+        try process.run()
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                process.waitUntilExit()
+                continuation.resume(returning: process.terminationStatus)
+            }
+        }
     }
 
     func path(_ name: String) -> String {

@@ -130,6 +130,25 @@ import Testing
         }
     }
 
+    @Test func verboseLogsWhatTheStoreDoesOnItsOwnToStderr() async throws {
+        let workspace = try Workspace()
+        try await workspace.modelctl.run("seed", "--rows", "1000")
+        // Another writer grows the change log past twice its retention (10,000 entries).
+        for _ in 0..<21 {
+            let status = try await ModelCtlProcess.sqlite3(workspace.modelctl.path("model.sqlite"), "UPDATE rows SET count = count + 1")
+            #expect(status == 0)
+        }
+        let quiet = try await workspace.modelctl.run("bump", "1")
+        #expect(quiet.status == 0)
+        #expect(quiet.stderr.isEmpty)
+        for _ in 0..<21 { _ = try await ModelCtlProcess.sqlite3(workspace.modelctl.path("model.sqlite"), "UPDATE rows SET count = count + 1") }
+        let verbose = try await workspace.modelctl.run("bump", "1", "--verbose")
+        #expect(verbose.status == 0, "\(verbose.stderr)")
+        #expect(verbose.stdout == "44\n")
+        #expect(verbose.stderr.contains("pruned the change log"))
+        #expect(verbose.stderr.contains("file="))
+    }
+
     @Test func benchPrintsTheHeadlineJSON() async throws {
         let workspace = try Workspace()
         let bench = try await workspace.modelctl.run("bench", "--rows", "50", "--bumps", "200", "--commits", "5", "--memory-rows", "2000", "--json")

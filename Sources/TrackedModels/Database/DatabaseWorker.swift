@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 import Synchronization
 
 /// What the worker tells its store, in order.
@@ -37,6 +38,7 @@ final class DatabaseWorker: @unchecked Sendable {
     private let pollInterval: Duration
     private let walFile: String?
     private let maxBusyRetries: Int
+    private let logger: Logger
     private let report: @Sendable (WorkerEvent) -> Void
     /// Test hook: runs on the queue right after each commit, before anything else.
     private let afterCommit: (@Sendable () -> Void)?
@@ -58,6 +60,7 @@ final class DatabaseWorker: @unchecked Sendable {
         pollInterval: Duration,
         walFile: String?,
         maxBusyRetries: Int,
+        logger: Logger,
         afterCommit: (@Sendable () -> Void)? = nil,
         report: @escaping @Sendable (WorkerEvent) -> Void
     ) {
@@ -66,6 +69,7 @@ final class DatabaseWorker: @unchecked Sendable {
         self.pollInterval = pollInterval
         self.walFile = walFile
         self.maxBusyRetries = maxBusyRetries
+        self.logger = logger
         self.afterCommit = afterCommit
         self.report = report
     }
@@ -225,6 +229,7 @@ final class DatabaseWorker: @unchecked Sendable {
                     if error.code.isTransient, attempt < maxBusyRetries {
                         attempt += 1
                         statistics.withLock { $0.busyRetries += 1 }
+                        logger.debug("the database is busy; retrying the commit", metadata: ["attempt": "\(attempt)", "error": "\(error.message)"])
                         Thread.sleep(forTimeInterval: 0.025 * Double(1 << min(attempt, 6)))
                         continue
                     }

@@ -1,3 +1,5 @@
+import Logging
+
 /// The SQLite engine: the writer's own connection, its statements, and the change log.
 ///
 /// Each commit is one `BEGIN IMMEDIATE` transaction: it takes the write lock first, so that a
@@ -6,6 +8,7 @@
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/lang_transaction.html>
 final class SQLiteEngine: DatabaseEngine {
+    private let logger: Logger
     private var connection: Connection?
     private var statements = StatementCache<StatementShape>(capacity: 256)
     private let changeLog: ChangeLogReader?
@@ -15,7 +18,8 @@ final class SQLiteEngine: DatabaseEngine {
     ///
     /// - Parameter changeLog: Reads other connections' changes; `nil` when the store does not
     ///   watch for them.
-    init(connection: Connection, tables: [TableSchema], changeLog: ChangeLogReader?) {
+    init(connection: Connection, tables: [TableSchema], changeLog: ChangeLogReader?, logger: Logger) {
+        self.logger = logger
         self.connection = connection
         self.tables = tables
         self.changeLog = changeLog
@@ -46,7 +50,7 @@ final class SQLiteEngine: DatabaseEngine {
                 }
             }
             do {
-                try changeLog?.skipOwnEntries(on: connection)
+                if let pruned = try changeLog?.skipOwnEntries(on: connection) { logPruning(pruned) }
                 willCommit(commit.report)
                 try connection.execute("COMMIT TRANSACTION")
             } catch let error as SQLiteError {
@@ -77,8 +81,8 @@ final class SQLiteEngine: DatabaseEngine {
             let batch = try connection.withTransaction(.deferred) { try changeLog.collect(on: connection) }
             // A store that only reads prunes too, so the log cannot grow without bound when
             // other processes do the writing. Busy is fine: the next look tries again.
-            if changeLog.needsPruning {
-                try? connection.withTransaction(.immediate) { try changeLog.prune(on: connection) }
+            if changeLog.needsPruning, let pruned = try? connection.withTransaction(.immediate, { try changeLog.prune(on: connection) }) {
+                logPruning(pruned)
             }
             return batch
         } catch {
@@ -86,6 +90,11 @@ final class SQLiteEngine: DatabaseEngine {
             changeLog.rewind(to: position)
             throw error
         }
+    }
+
+    private func logPruning(_ through: Int64?) {
+        guard let through else { return }
+        logger.debug("pruned the change log", metadata: ["through": "\(through)"])
     }
 
     func close() {

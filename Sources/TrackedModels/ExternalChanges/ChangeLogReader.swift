@@ -86,26 +86,32 @@ final class ChangeLogReader {
     ///
     /// The version is read inside the transaction: another connection's commit that lands right
     /// after ours changes it, so the next look never mistakes that commit for our own.
-    func skipOwnEntries(on connection: Connection) throws {
+    ///
+    /// - Returns: The sequence the log was pruned through, if it was.
+    func skipOwnEntries(on connection: Connection) throws -> Int64? {
         position = try Self.lastSequence(on: connection)
         dataVersion = try connection.scalar("PRAGMA data_version")
-        try prune(on: connection)
+        return try prune(on: connection)
     }
 
     /// Deletes entries older than the newest `retention`, inside a write transaction, when the
     /// log holds more than twice that. Readers that had not read them yet reset.
-    func prune(on connection: Connection) throws {
+    ///
+    /// - Returns: The sequence it pruned through, or nil when the log was short enough.
+    @discardableResult
+    func prune(on connection: Connection) throws -> Int64? {
         let last = try Self.lastSequence(on: connection)
         guard case .integer(let prunedThrough) = try connection.scalar("SELECT pruned_through FROM \(ChangeLog.stateTable) WHERE id = 1"),
               last - prunedThrough > 2 * retention
         else {
             needsPruning = false
-            return
+            return nil
         }
         let through = last - retention
         try connection.cachedStatement("DELETE FROM \(ChangeLog.table) WHERE seq <= ?").run([.integer(through)])
         try connection.cachedStatement("UPDATE \(ChangeLog.stateTable) SET pruned_through = ? WHERE id = 1").run([.integer(through)])
         needsPruning = false
+        return through
     }
 
     /// Goes back to a position after a failed read or a rolled-back transaction, and forgets

@@ -1,3 +1,5 @@
+public import Logging
+
 extension ModelStore {
     /// How a store writes behind and how durable a flush is. Every field has a default.
     ///
@@ -56,6 +58,17 @@ extension ModelStore {
         /// to this when it doubles; a store that falls further behind reloads its objects and
         /// sends a ``ChangeEvent/Kind/reset``.
         public var changeLogRetention = 10_000
+
+        /// Where the store logs what it does on its own: busy retries (debug), commits that
+        /// failed and changes the database refused (warning), resets after falling behind other
+        /// processes (notice) and change-log pruning (debug), each with the file's path and,
+        /// where there is one, the table and row. By default nothing is logged; the store never
+        /// bootstraps logging itself.
+        ///
+        /// ```swift
+        /// configuration.logger = Logger(label: "app.store")
+        /// ```
+        public var logger = Logger(label: "TrackedModels", factory: { _ in SwiftLogNoOpLogHandler() })
 
         /// Test hook: runs on the database worker's thread right after each commit of this
         /// store, before the worker does anything else.

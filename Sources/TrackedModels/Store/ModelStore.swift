@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 import Synchronization
 
 /// A SQLite database seen as tracked objects: fetch, insert, delete, and change them through
@@ -37,6 +38,8 @@ public final class ModelStore {
     let worker: DatabaseWorker
     let mailbox: StoreMailbox<StoreMessage>
     private let isolation: any Actor
+    /// The configuration's logger, with the file's path as metadata.
+    private let logger: Logger
     private let isMainActor: Bool
     private(set) var isClosed = false
     /// Callers of ``refreshExternalChanges()`` waiting for their poll, by poll.
@@ -107,12 +110,16 @@ public final class ModelStore {
         }
         let mailbox = StoreMailbox<StoreMessage>(actor: isolation)
         self.mailbox = mailbox
+        var logger = configuration.logger
+        logger[metadataKey: "file"] = "\(filename)"
+        self.logger = logger
         worker = DatabaseWorker(
-            engine: SQLiteEngine(connection: writerConnection, tables: schemas, changeLog: changeLog),
+            engine: SQLiteEngine(connection: writerConnection, tables: schemas, changeLog: changeLog, logger: logger),
             watchesChanges: changeLog != nil,
             pollInterval: configuration.externalChangePollInterval,
             walFile: location == .inMemory || !configuration.wakesOnFileChanges ? nil : filename + "-wal",
             maxBusyRetries: configuration.maxBusyRetries,
+            logger: logger,
             afterCommit: configuration.afterCommit,
             report: { mailbox.send(.worker($0)) }
         )
@@ -120,6 +127,7 @@ public final class ModelStore {
             schemas: schemas,
             policy: WriteBehind.Policy(interval: configuration.flushInterval, threshold: configuration.pendingThreshold),
             worker: worker,
+            logger: logger,
             scheduleTick: { delay in
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.dispatchInterval) { mailbox.send(.flushIntervalElapsed) }
             }
@@ -219,6 +227,7 @@ extension ModelStore: MailboxTarget {
         case .worker(.externalChanges(let batch)):
             registrar.applyExternal(batch)
             for table in batch.resetTables {
+                logger.notice("fell behind other connections' changes (the log was pruned past this store's position); reloading the table and announcing a reset", metadata: ["table": "\(registrar.schemas[table].name)"])
                 worker.reload(table: table, keys: registrar.identityMap.objects(table: table).map(\.key), announcingReset: true)
             }
         case .worker(.rowsReloaded(let table, let rows, let announcingReset)):

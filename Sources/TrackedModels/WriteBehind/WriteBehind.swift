@@ -1,3 +1,5 @@
+import Logging
+
 /// Everything about writes the store has not seen committed: pending units, batches in flight,
 /// who waits for them, when to flush, and what the database rejected.
 ///
@@ -44,12 +46,14 @@ final class WriteBehind {
     private var errorContinuations: [AsyncStream<SQLiteError>.Continuation] = []
     private let schemas: [TableSchema]
     private let policy: Policy
+    private let logger: Logger
     private let worker: DatabaseWorker
     /// Asks for ``intervalElapsed()`` to be called on the store's actor after a delay.
     private let scheduleTick: @Sendable (Duration) -> Void
 
-    init(schemas: [TableSchema], policy: Policy, worker: DatabaseWorker, scheduleTick: @escaping @Sendable (Duration) -> Void) {
+    init(schemas: [TableSchema], policy: Policy, worker: DatabaseWorker, logger: Logger, scheduleTick: @escaping @Sendable (Duration) -> Void) {
         self.schemas = schemas
+        self.logger = logger
         self.policy = policy
         self.worker = worker
         self.scheduleTick = scheduleTick
@@ -175,12 +179,22 @@ final class WriteBehind {
                 if let rejection = report.rejected[returned[index].id] {
                     returned[index].rejection = PendingChanges.Rejection(error: rejection.error, operation: rejection.operation)
                     publish(rejection.error)
+                    let operation = returned[index].unit.operations[rejection.operation]
+                    logger.warning("the database refused a change; it stays pending until replaced or discarded", metadata: [
+                        "table": "\(schemas[operation.table].name)",
+                        "row": "\(operation.row.map { "\($0.key)" } ?? "new")",
+                        "change": "\(operation.description(tables: schemas, showingTypes: true))",
+                        "error": "\(rejection.error.message)",
+                    ])
                 }
             }
             handBack(returned + inFlight.dropFirst().flatMap(\.units))
             resumeWaiters { _ in .success(()) }
             return finished(report)
         case .failed(let error):
+            logger.warning("a commit failed; every change stays pending, in order", metadata: [
+                "error": "\(error.message)", "code": "\(error.code.rawValue)", "changes": "\(inFlight.reduce(0) { $0 + $1.units.count })",
+            ])
             handBack(inFlight.flatMap(\.units))
             resumeWaiters { _ in .failure(error) }
             publish(error)

@@ -38,7 +38,7 @@ struct BumpCommand: AsyncParsableCommand {
 
     @MainActor private func bump() async throws {
         let interruption = Interruption()
-        let store = try ModelStore(.file(options.path), models: [Row.self])
+        let store = try ModelStore(.file(options.path), models: [Row.self], configuration: options.storeConfiguration)
         guard let row = try store.find(Row.self, key: id) else {
             throw CLIError(.dataError, "bump \(options.path): there is no row \(id); nothing changed (see `modelctl query`)")
         }

@@ -36,7 +36,7 @@ struct SeedCommand: AsyncParsableCommand {
         let interruption = Interruption()
         let start = ContinuousClock.now
         try options.migrator().migrate(databaseAt: options.path)
-        let store = try ModelStore(.file(options.path), models: [Row.self])
+        let store = try ModelStore(.file(options.path), models: [Row.self], configuration: options.storeConfiguration)
         let existing = try store.count(Row.self)
         if existing > 0, !reset {
             throw CLIError(.dataError, "seed \(options.path): table rows already has \(existing) rows; pass --reset to replace them")

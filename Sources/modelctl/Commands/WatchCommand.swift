@@ -70,7 +70,7 @@ struct WatchCommand: AsyncParsableCommand {
     @MainActor private func watch() async throws {
         let (items, sink) = AsyncStream.makeStream(of: Item.self)
         let interruption = Interruption { sink.yield(.stop) }
-        let store = try ModelStore(.file(options.path), models: [Row.self])
+        let store = try ModelStore(.file(options.path), models: [Row.self], configuration: options.storeConfiguration)
         // Hold the watched rows: the store knows the values of objects someone holds, so their
         // events carry old values.
         let watched = rows.isEmpty ? try store.fetch(Row.self) : try rows.compactMap { try store.find(Row.self, key: $0) }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import TrackedModels
 
 /// `--db` and `--schemas`, shared by every command that touches the database.
@@ -9,6 +10,20 @@ struct DatabaseOptions: ParsableArguments {
 
     @Option(help: "The folder of NNNN_name.sql migrations (default: ./Schemas when it exists, else the demo ones built in).")
     var schemas: String?
+
+    @Flag(help: "Log what the store does on its own (busy retries, failed commits, refused changes, resets, log pruning) to stderr.")
+    var verbose = false
+
+    /// The store's configuration: the defaults, logging to stderr with --verbose.
+    var storeConfiguration: ModelStore.Configuration {
+        var configuration = ModelStore.Configuration()
+        if verbose {
+            var logger = Logger(label: "modelctl") { label in StreamLogHandler.standardError(label: label) }
+            logger.logLevel = Logger.Level.debug
+            configuration.logger = logger
+        }
+        return configuration
+    }
 
     /// The database path to use.
     var path: String {
