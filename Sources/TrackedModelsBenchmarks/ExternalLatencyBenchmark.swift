@@ -4,9 +4,13 @@ import TrackedModels
 /// Commit-to-event latency across processes: another process commits bumps of one row, this
 /// one hears them through its change feed.
 ///
-/// The committing process prints, after each `flush()` returns, the bump's value and the
-/// `CLOCK_MONOTONIC` time; this process notes the same clock when the event arrives. Flush
-/// returns just after COMMIT, so the figure slightly understates the true latency.
+/// The committing process prints, for each bump, its value and two `CLOCK_MONOTONIC` times:
+/// before the bump, and after its `flush()` returned; the commit happened between them. This
+/// process notes the same clock when the event arrives. The latency is reported against both:
+/// the upper bound (event − before) includes the commit itself; the lower bound (event −
+/// after) excludes the time the committing process took to hear of its own commit, and is
+/// clamped at zero, because an event cannot precede the commit it reports (it arrives before the
+/// committer's `flush()` returns when this process is the quicker one to hear of the commit).
 @MainActor
 public struct ExternalLatencyBenchmark {
     /// Commits the other process makes.
@@ -19,8 +23,12 @@ public struct ExternalLatencyBenchmark {
 
     public struct Report: Sendable {
         public var commits: Int
+        /// Against the time before the bump: includes the commit.
         public var medianMilliseconds: Double
         public var p99Milliseconds: Double
+        /// Against the time the committer's flush returned, clamped at zero.
+        public var lowerBoundMedianMilliseconds: Double
+        public var lowerBoundP99Milliseconds: Double
         /// Events heard per commit (1 when every commit is its own event).
         public var eventsPerCommit: Double
     }
@@ -28,7 +36,8 @@ public struct ExternalLatencyBenchmark {
     /// Runs the measurement on a database file whose `rows` table holds row 0.
     ///
     /// - Parameter startCommitter: Starts the other process with the database path, the number
-    ///   of commits and the gap in milliseconds; it must print `VALUE NANOSECONDS` per commit.
+    ///   of commits and the gap in milliseconds; it must print `VALUE BEFORE AFTER` per commit
+    ///   (monotonic nanoseconds before the bump and after its flush returned).
     public func run(path: String, startCommitter: (_ path: String, _ commits: Int, _ gapMilliseconds: Int) throws -> (Process, Pipe)) async throws -> Report {
         var configuration = ModelStore.Configuration()
         configuration.createsMissingTables = true
@@ -52,10 +61,10 @@ public struct ExternalLatencyBenchmark {
         guard process.terminationStatus == 0 else {
             throw BenchmarkError("the committing process failed with status \(process.terminationStatus)")
         }
-        let committed: [(value: Int64, time: UInt64)] = lines.split(separator: "\n").compactMap { line in
+        let committed: [(value: Int64, before: UInt64, after: UInt64)] = lines.split(separator: "\n").compactMap { line in
             let parts = line.split(separator: " ")
-            guard parts.count == 2, let value = Int64(parts[0]), let time = UInt64(parts[1]) else { return nil }
-            return (value, time)
+            guard parts.count == 3, let value = Int64(parts[0]), let before = UInt64(parts[1]), let after = UInt64(parts[2]) else { return nil }
+            return (value, before, after)
         }
         let deadline = ContinuousClock.now + .seconds(5)
         while received[start + Int64(commits)] == nil, ContinuousClock.now < deadline {
@@ -63,16 +72,21 @@ public struct ExternalLatencyBenchmark {
         }
         token.cancel()
         try await store.close()
-        let latencies = committed.compactMap { commit in
-            received[commit.value].map { Double(Int64($0) - Int64(commit.time)) / 1e6 }
-        }.sorted()
-        guard !latencies.isEmpty else {
+        let heard = committed.compactMap { commit in received[commit.value].map { (commit, $0) } }
+        guard !heard.isEmpty else {
             throw BenchmarkError("no commit of the other process was heard")
+        }
+        let upper = heard.map { Double(Int64($1) - Int64($0.before)) / 1e6 }.sorted()
+        let lower = heard.map { Swift.max(0, Double(Int64($1) - Int64($0.after)) / 1e6) }.sorted()
+        func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
+            sorted[Swift.min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
         }
         return Report(
             commits: committed.count,
-            medianMilliseconds: latencies[latencies.count / 2],
-            p99Milliseconds: latencies[min(latencies.count - 1, Int(Double(latencies.count) * 0.99))],
+            medianMilliseconds: percentile(upper, 0.5),
+            p99Milliseconds: percentile(upper, 0.99),
+            lowerBoundMedianMilliseconds: percentile(lower, 0.5),
+            lowerBoundP99Milliseconds: percentile(lower, 0.99),
             eventsPerCommit: Double(events) / Double(max(committed.count, 1))
         )
     }

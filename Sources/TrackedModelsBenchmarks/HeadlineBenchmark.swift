@@ -140,8 +140,11 @@ public struct HeadlineBenchmark {
         let count = min(objects.count, 100_000)
         var samples: [Double] = []
         for round in 0..<rounds {
-            for row in objects.prefix(count) { row.title = "Row \(row.id) v\(round)" }
+            try await store.flush()
+            // From the first assignment to the acknowledgement: the pending threshold starts
+            // commits during the assignments, and they belong to the figure.
             let start = ContinuousClock.now
+            for row in objects.prefix(count) { row.title = "Row \(row.id) v\(round)" }
             try await store.flush()
             samples.append(Double(count) / (ContinuousClock.now - start).timeInterval)
         }
@@ -172,11 +175,10 @@ public struct HeadlineBenchmark {
         let statement = try connection.makeStatement("UPDATE rows SET title = ? WHERE id = ?")
         var samples: [Double] = []
         for round in 0..<rounds {
-            // Values are made before the clock starts, as the flush's are (by the assignments).
-            let arguments: [[SQLValue]] = (0..<Int64(count)).map { [.text("Row \($0) raw\(round)"), .integer($0)] }
+            // Values are made inside the clock, as the flush's are (by the assignments).
             let start = ContinuousClock.now
             try connection.withTransaction(.immediate) {
-                for row in arguments { try statement.run(row) }
+                for id in 0..<Int64(count) { try statement.run([.text("Row \(id) raw\(round)"), .integer(id)]) }
             }
             samples.append(Double(count) / (ContinuousClock.now - start).timeInterval)
         }

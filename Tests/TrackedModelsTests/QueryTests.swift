@@ -162,7 +162,13 @@ final class NoteRow {
 
 @Suite struct SortedRowsTests {
     @Test func insertsRemovesAndPositionsAgreeWithASortedArray() {
-        var rows = SortedRows(precedes: { SQLValue.compare($0[0], $1[0]) == .orderedAscending || (SQLValue.compare($0[0], $1[0]) == .orderedSame && SQLValue.compare($0[1], $1[1]) == .orderedAscending) })
+        var rows = SortedRows { a, b in
+            let order = SQLValue.compare(a.head, b.head)
+            return order == .orderedAscending || (order == .orderedSame && SQLValue.compare(a.key, b.key) == .orderedAscending)
+        }
+        func entry(_ value: Int64, _ key: Int64) -> SortedRows.Entry {
+            SortedRows.Entry(head: .integer(value), middle: [], key: .integer(key))
+        }
         var reference: [(Int64, Int64)] = []
         var generator = SystemRandomNumberGenerator()
         for step in 0..<6_000 {
@@ -170,11 +176,11 @@ final class NoteRow {
             let value = Int64.random(in: 0..<50, using: &generator)
             if let existing = reference.firstIndex(where: { $0.1 == key }) {
                 let removed = reference.remove(at: existing)
-                #expect(rows.remove([.integer(removed.0), .integer(removed.1)]) == existing)
+                #expect(rows.remove(entry(removed.0, removed.1)) == existing)
             } else {
                 reference.append((value, key))
                 reference.sort { $0 < $1 }
-                let position = rows.insert(.init(sortValues: [.integer(value), .integer(key)], key: .integer(key)))
+                let position = rows.insert(entry(value, key))
                 #expect(reference[position] == (value, key))
             }
             if step % 500 == 0 {
@@ -183,10 +189,11 @@ final class NoteRow {
                 #expect(rows.keys(in: 0..<rows.count) == reference.map { .integer($0.1) })
                 if let middle = reference.indices.randomElement() {
                     #expect(rows[middle].key == .integer(reference[middle].1))
-                    #expect(rows.position(of: [.integer(reference[middle].0), .integer(reference[middle].1)]) == middle)
+                    #expect(rows.position(of: entry(reference[middle].0, reference[middle].1)) == middle)
                 }
             }
         }
+        rows.checkInvariants()
     }
 
     @Test func valuesOrderAsSQLiteOrdersThem() {

@@ -162,9 +162,17 @@ import Testing
         #expect((flush["rows_per_s"] as? Double ?? 0) > 0)
         #expect((flush["raw_rows_per_s"] as? Double ?? 0) > 0)
         #expect((flush["rows_per_s_without_log"] as? Double ?? 0) > 0)
+        // Physical sanity, not speed: a flush through the store cannot beat the raw loop it is
+        // made of (20 % for noise), and no event arrives before its commit.
+        let flushRate = try #require(flush["rows_per_s"] as? Double)
+        let rawRate = try #require(flush["raw_rows_per_s"] as? Double)
+        #expect(flushRate <= rawRate * 1.2, "flush \(flushRate) rows/s against the raw loop's \(rawRate)")
         let latency = try #require(report["latency"] as? [String: Any])
         #expect(latency["commits"] as? Int == 5)
         #expect(latency["events_per_commit"] as? Double == 1)
+        let lower = try #require(latency["lower_bound_median_ms"] as? Double)
+        let upper = try #require(latency["median_ms"] as? Double)
+        #expect(lower >= 0 && lower <= upper)
         let memory = try #require(report["memory"] as? [String: Any])
         #expect(memory["rows"] as? Int == 2_000)
         #expect((memory["fetched_mb"] as? Double ?? 0) > 0)

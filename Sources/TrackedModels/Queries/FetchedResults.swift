@@ -32,8 +32,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private let store: ModelStore
     private let plan: QueryPlan
     private var rows: SortedRows
-    /// The sort values of each member, by key.
-    private var members: [SQLValue: [SQLValue]] = [:]
+    /// How each member sorts, by key.
+    private var members: [SQLValue: SortedRows.Entry] = [:]
     /// Objects handed out, kept while their row is a member.
     private var objects: [SQLValue: Model] = [:]
     private var subscription: FeedToken?
@@ -174,10 +174,9 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private func load() throws {
         let matching = try store.matchingRows(plan, windowed: false)
         members.removeAll(keepingCapacity: true)
-        let keyColumn = plan.schema.primaryKeyIndex
         let entries = matching.map { values in
-            let entry = SortedRows.Entry(sortValues: plan.sortValues(of: values), key: values[keyColumn])
-            members[entry.key] = entry.sortValues
+            let entry = plan.entry(of: values)
+            members[entry.key] = entry
             return entry
         }
         rows.replace(withSorted: entries)
@@ -194,7 +193,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
                 changes.replaceAll(before: before, after: rows.keys(in: 0..<rows.count))
             case .delete:
                 // Gone for this store, whether or not its delete has committed yet.
-                place(event.key, sortValues: nil)
+                place(event.key, as: nil)
             case .insert, .update:
                 try reevaluate(event.key)
             }
@@ -207,15 +206,15 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// Puts one row where its current values say: in, out, or elsewhere.
     private func reevaluate(_ key: SQLValue) throws {
         let values = try store.currentValues(table: plan.table, key: key)
-        place(key, sortValues: try values.flatMap { try store.rowMatches(plan, $0) ? plan.sortValues(of: $0) : nil })
+        place(key, as: try values.flatMap { try store.rowMatches(plan, $0) ? plan.entry(of: $0) : nil })
     }
 
-    /// Moves a row to where `sortValues` say, or out of the list for nil.
-    private func place(_ key: SQLValue, sortValues new: [SQLValue]?) {
+    /// Moves a row to where its entry says, or out of the list for nil.
+    private func place(_ key: SQLValue, as new: SortedRows.Entry?) {
         let old = members[key]
         guard old != new else { return }
         let removedAt = old.flatMap { rows.remove($0) }
-        let insertedAt = new.map { rows.insert(SortedRows.Entry(sortValues: $0, key: key)) }
+        let insertedAt = new.map { rows.insert($0) }
         members[key] = new
         if new == nil { objects[key] = nil }
         // A row whose sort values changed but whose place did not is no change of the list.

@@ -87,17 +87,23 @@ struct QueryPlan {
         return (sql, arguments)
     }
 
-    /// The values a row sorts by, in sort-term order.
-    func sortValues(of row: [SQLValue]) -> [SQLValue] {
-        sort.map { row[$0.column] }
+    /// How a row sorts.
+    func entry(of row: [SQLValue]) -> SortedRows.Entry {
+        SortedRows.Entry(
+            head: row[sort[0].column],
+            middle: sort.count > 2 ? sort[1..<(sort.count - 1)].map { row[$0.column] } : [],
+            key: row[schema.primaryKeyIndex]
+        )
     }
 
-    /// Whether sort values `a` come before `b`, with SQLite's ordering of values.
-    func precedes(_ a: [SQLValue], _ b: [SQLValue]) -> Bool {
-        for (index, term) in sort.enumerated() {
-            let order = SQLValue.compare(a[index], b[index])
-            if order != .orderedSame { return (order == .orderedAscending) == term.ascending }
+    /// Whether `a` comes before `b`, with SQLite's ordering of values.
+    func precedes(_ a: SortedRows.Entry, _ b: SortedRows.Entry) -> Bool {
+        var order = SQLValue.compare(a.head, b.head)
+        if order != .orderedSame { return (order == .orderedAscending) == sort[0].ascending }
+        for index in a.middle.indices {
+            order = SQLValue.compare(a.middle[index], b.middle[index])
+            if order != .orderedSame { return (order == .orderedAscending) == sort[index + 1].ascending }
         }
-        return false
+        return SQLValue.compare(a.key, b.key) == .orderedAscending
     }
 }

@@ -2,26 +2,32 @@
 /// position and the row at a position, each in O(log n) plus a short move within one chunk.
 ///
 /// Rows sit in sorted chunks of at most ``maximumChunk`` entries; a Fenwick tree over the
-/// chunks' sizes turns a position into a chunk and back. (swift-collections' B-tree sorted
-/// containers are still behind an "unstable, not for production" trait in 1.6.0.)
+/// chunks' sizes turns a position into a chunk and back, and the chunks' last entries, kept in
+/// one contiguous array, find a row's chunk without touching the others. Entries hold their
+/// sort values inline, so that a comparison reads no other memory. (swift-collections' B-tree
+/// sorted containers are still behind an "unstable, not for production" trait in 1.6.0.)
 struct SortedRows {
-    struct Entry {
-        /// What the row sorts by: the sort columns' values, primary key last.
-        var sortValues: [SQLValue]
+    /// A row as it sorts: the first sort value, the sort values after it, and the primary key,
+    /// which is always the last term (so no two rows are equal).
+    struct Entry: Equatable {
+        var head: SQLValue
+        /// The sort values between the first and the key; empty for an order by one property.
+        var middle: [SQLValue]
         var key: SQLValue
     }
 
     static let maximumChunk = 512
 
     private var chunks: [[Entry]] = []
+    /// The last entry of each chunk.
+    private var lasts: [Entry] = []
     /// Fenwick tree over the chunks' sizes (1-based).
     private var tree: [Int] = [0]
     private(set) var count = 0
-    private let precedes: ([SQLValue], [SQLValue]) -> Bool
+    private let precedes: (Entry, Entry) -> Bool
 
-    /// - Parameter precedes: The strict order of sort values (the last of which is the key, so
-    ///   no two rows are equal).
-    init(precedes: @escaping ([SQLValue], [SQLValue]) -> Bool) {
+    /// - Parameter precedes: The strict order of entries.
+    init(precedes: @escaping (Entry, Entry) -> Bool) {
         self.precedes = precedes
     }
 
@@ -31,7 +37,7 @@ struct SortedRows {
             Array(entries[$0..<min($0 + Self.maximumChunk / 2, entries.count)])
         }
         count = entries.count
-        rebuildTree()
+        rebuildIndex()
     }
 
     subscript(position: Int) -> Entry {
@@ -39,11 +45,11 @@ struct SortedRows {
         return chunks[chunk][offset]
     }
 
-    /// The position of the entry with these sort values, if present.
-    func position(of sortValues: [SQLValue]) -> Int? {
-        guard let chunk = chunkIndex(for: sortValues) else { return nil }
-        let offset = lowerBound(sortValues, in: chunks[chunk])
-        guard offset < chunks[chunk].count, !precedes(sortValues, chunks[chunk][offset].sortValues) else { return nil }
+    /// The position of an entry, if present.
+    func position(of entry: Entry) -> Int? {
+        guard let chunk = chunkIndex(for: entry) else { return nil }
+        let offset = lowerBound(entry, in: chunks[chunk])
+        guard offset < chunks[chunk].count, chunks[chunk][offset] == entry else { return nil }
         return prefix(chunk) + offset
     }
 
@@ -53,11 +59,11 @@ struct SortedRows {
         guard !chunks.isEmpty else {
             chunks = [[entry]]
             count = 1
-            rebuildTree()
+            rebuildIndex()
             return 0
         }
-        let chunk = chunkIndex(for: entry.sortValues) ?? chunks.count - 1
-        let offset = lowerBound(entry.sortValues, in: chunks[chunk])
+        let chunk = chunkIndex(for: entry) ?? chunks.count - 1
+        let offset = lowerBound(entry, in: chunks[chunk])
         let position = prefix(chunk) + offset
         chunks[chunk].insert(entry, at: offset)
         count += 1
@@ -65,26 +71,28 @@ struct SortedRows {
             let upper = Array(chunks[chunk][(Self.maximumChunk / 2)...])
             chunks[chunk].removeSubrange((Self.maximumChunk / 2)...)
             chunks.insert(upper, at: chunk + 1)
-            rebuildTree()
+            rebuildIndex()
         } else {
+            if offset == chunks[chunk].count - 1 { lasts[chunk] = entry }
             add(1, toChunk: chunk)
         }
         return position
     }
 
-    /// Removes the entry with these sort values and returns where it was.
+    /// Removes an entry and returns where it was.
     @discardableResult
-    mutating func remove(_ sortValues: [SQLValue]) -> Int? {
-        guard let chunk = chunkIndex(for: sortValues) else { return nil }
-        let offset = lowerBound(sortValues, in: chunks[chunk])
-        guard offset < chunks[chunk].count, !precedes(sortValues, chunks[chunk][offset].sortValues) else { return nil }
+    mutating func remove(_ entry: Entry) -> Int? {
+        guard let chunk = chunkIndex(for: entry) else { return nil }
+        let offset = lowerBound(entry, in: chunks[chunk])
+        guard offset < chunks[chunk].count, chunks[chunk][offset] == entry else { return nil }
         let position = prefix(chunk) + offset
         chunks[chunk].remove(at: offset)
         count -= 1
         if chunks[chunk].isEmpty {
             chunks.remove(at: chunk)
-            rebuildTree()
+            rebuildIndex()
         } else {
+            if offset == chunks[chunk].count { lasts[chunk] = chunks[chunk][offset - 1] }
             add(-1, toChunk: chunk)
         }
         return position
@@ -109,28 +117,24 @@ struct SortedRows {
 
     // MARK: - Chunks
 
-    /// The chunk that holds, or would hold, these sort values: the first whose last entry does
-    /// not precede them; nil when they follow every entry (then the last chunk takes them).
-    private func chunkIndex(for sortValues: [SQLValue]) -> Int? {
+    /// The chunk that holds, or would hold, an entry: the first whose last entry does not
+    /// precede it; nil when it follows every entry (then the last chunk takes it).
+    private func chunkIndex(for entry: Entry) -> Int? {
         var low = 0
-        var high = chunks.count
+        var high = lasts.count
         while low < high {
             let middle = (low + high) / 2
-            if precedes(chunks[middle][chunks[middle].count - 1].sortValues, sortValues) {
-                low = middle + 1
-            } else {
-                high = middle
-            }
+            if precedes(lasts[middle], entry) { low = middle + 1 } else { high = middle }
         }
-        return low < chunks.count ? low : nil
+        return low < lasts.count ? low : nil
     }
 
-    private func lowerBound(_ sortValues: [SQLValue], in chunk: [Entry]) -> Int {
+    private func lowerBound(_ entry: Entry, in chunk: [Entry]) -> Int {
         var low = 0
         var high = chunk.count
         while low < high {
             let middle = (low + high) / 2
-            if precedes(chunk[middle].sortValues, sortValues) { low = middle + 1 } else { high = middle }
+            if precedes(chunk[middle], entry) { low = middle + 1 } else { high = middle }
         }
         return low
     }
@@ -172,7 +176,9 @@ struct SortedRows {
         }
     }
 
-    private mutating func rebuildTree() {
+    /// Rebuilds the chunks' last entries and sizes after chunks were split, merged or replaced.
+    private mutating func rebuildIndex() {
+        lasts = chunks.map { $0[$0.count - 1] }
         tree = Array(repeating: 0, count: chunks.count + 1)
         for (chunk, entries) in chunks.enumerated() {
             var index = chunk + 1
@@ -185,14 +191,16 @@ struct SortedRows {
 
     /// Checks the order and the counts; for tests.
     func checkInvariants() {
-        var previous: [SQLValue]?
+        var previous: Entry?
         var total = 0
+        precondition(lasts.count == chunks.count, "one last entry per chunk")
         for (chunk, entries) in chunks.enumerated() {
             precondition(!entries.isEmpty && entries.count <= Self.maximumChunk, "chunk \(chunk) has \(entries.count) entries")
             precondition(prefix(chunk) == total, "the position index is off at chunk \(chunk)")
+            precondition(lasts[chunk] == entries[entries.count - 1], "the last entry of chunk \(chunk) is stale")
             for entry in entries {
-                if let previous { precondition(precedes(previous, entry.sortValues), "rows are out of order") }
-                previous = entry.sortValues
+                if let previous { precondition(precedes(previous, entry), "rows are out of order") }
+                previous = entry
             }
             total += entries.count
         }

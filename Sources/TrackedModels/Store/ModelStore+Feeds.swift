@@ -29,8 +29,10 @@ extension ModelStore {
     /// }
     /// ```
     ///
-    /// - Parameter bufferingPolicy: What the stream keeps while nobody iterates: everything by
-    ///   default; `.bufferingNewest(1)` keeps only the latest event.
+    /// - Parameters:
+    ///   - scope: Which changes to hear, as for ``subscribe(to:_:)``.
+    ///   - bufferingPolicy: What the stream keeps while nobody iterates: everything by default;
+    ///     `.bufferingNewest(1)` keeps only the latest event.
     public func changes<Model: TrackedModel>(
         _ scope: FeedScope<Model>,
         bufferingPolicy: AsyncStream<ChangeEvent>.Continuation.BufferingPolicy = .unbounded

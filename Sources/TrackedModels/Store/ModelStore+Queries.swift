@@ -64,7 +64,7 @@ extension ModelStore {
                 let values = object._$values()
                 if try rowMatches(plan, values) { rows.append(values) }
             }
-            rows.sort { plan.precedes(plan.sortValues(of: $0), plan.sortValues(of: $1)) }
+            rows.sort { plan.precedes(plan.entry(of: $0), plan.entry(of: $1)) }
         }
         guard windowed else { return rows }
         let start = min(plan.offset, rows.count)

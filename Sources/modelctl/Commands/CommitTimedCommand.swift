@@ -4,7 +4,8 @@ import TrackedModels
 import TrackedModelsBenchmarks
 
 /// The other process of `modelctl bench`'s latency measurement: bumps a row, one commit at a
-/// time, and prints each new value with the monotonic time its flush returned.
+/// time, and prints each new value with the monotonic time before the bump and the time its
+/// flush returned, between which the commit happened.
 struct CommitTimedCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "_commit-timed",
@@ -29,9 +30,11 @@ struct CommitTimedCommand: AsyncParsableCommand {
         guard let row = try store.find(Row.self, key: Int64(0)) else { throw CLIError(.dataError, "bench \(path): no row 0") }
         for _ in 0..<commits {
             try await Task.sleep(for: .milliseconds(gap))
+            let before = monotonicNanoseconds()
             try store.increment(\Row.count, of: row)
             try await store.flush()
-            FileHandle.standardOutput.write(Data("\(row.count) \(monotonicNanoseconds())\n".utf8))
+            let after = monotonicNanoseconds()
+            FileHandle.standardOutput.write(Data("\(row.count) \(before) \(after)\n".utf8))
         }
         try await store.close()
     }
