@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 @main
 struct ModelCtl: AsyncParsableCommand {
@@ -13,6 +14,17 @@ struct ModelCtl: AsyncParsableCommand {
             75 database busy, 77 permission denied, 78 schema mismatch or bad migration set.
             """,
         version: "0.1.0",
-        subcommands: [SeedCommand.self, BumpCommand.self, QueryCommand.self, WatchCommand.self, MigrateCommand.self, BenchCommand.self, CommitTimedCommand.self]
+        subcommands: [SeedCommand.self, BumpCommand.self, QueryCommand.self, WatchCommand.self, MigrateCommand.self, CheckCommand.self, BenchCommand.self, CommitTimedCommand.self]
     )
+
+    static func main() async {
+        // A file size limit (ulimit -f) then makes a write fail (SQLite reports the disk full)
+        // instead of killing the process mid-command.
+        signal(SIGXFSZ, SIG_IGN)
+        if let argument = RawArguments.firstInvalidUTF8() {
+            FileHandle.standardError.write(Data("modelctl: the argument \(argument) is not valid UTF-8; pass file names and values as UTF-8 text\n".utf8))
+            Foundation.exit(64)
+        }
+        await main(nil)
+    }
 }

@@ -26,14 +26,30 @@ public enum MigrationDirectory {
                     file: folder.appendingPathComponent(name).path
                 )
             }
-            let sql = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+            let file = folder.appendingPathComponent(name)
+            let resolved = file.resolvingSymlinksInPath()
+            guard resolved.deletingLastPathComponent().path == folder.resolvingSymlinksInPath().path else {
+                throw MigrationError(
+                    code: .unreadableFile,
+                    message: "migration file \(name) is a link to \(resolved.path), outside the migrations folder; copy the file into \(folder.path) instead",
+                    file: file.path
+                )
+            }
+            guard let data = FileManager.default.contents(atPath: file.path) else {
+                throw MigrationError(code: .unreadableFile, message: "cannot read migration file \(file.path); check that it is a readable file", file: file.path)
+            }
+            guard let sql = String(validating: data, as: UTF8.self) else {
+                throw MigrationError(code: .unreadableFile, message: "migration file \(name) is not valid UTF-8 text; save it as UTF-8", file: file.path)
+            }
             return Migration(version: version, name: title, sql: sql)
         }
         return try validated(migrations)
     }
 
-    /// Sorts migrations by version and checks that versions are unique and run 1, 2, 3, ...
+    /// Sorts migrations by version and checks that versions are unique and run 1, 2, 3, ...,
+    /// and that no statement would break a migration's own transaction.
     public static func validated(_ migrations: [Migration]) throws -> [Migration] {
+        for migration in migrations { try checkStatements(of: migration) }
         let sorted = migrations.sorted { $0.version < $1.version }
         for (index, migration) in sorted.enumerated() {
             if index > 0, sorted[index - 1].version == migration.version {
@@ -52,6 +68,37 @@ public enum MigrationDirectory {
             }
         }
         return sorted
+    }
+
+    /// Statements that end, undo or escape the transaction a migration runs in, or that do
+    /// nothing inside one: refused before anything runs, so that a migration stays atomic.
+    private static let refused: [String: String] = [
+        "BEGIN": "each migration already runs in a transaction of its own",
+        "COMMIT": "it would commit part of the migration and end its transaction",
+        "END": "it would commit part of the migration and end its transaction",
+        "ROLLBACK": "it would end the migration's transaction",
+        "SAVEPOINT": "it would nest a transaction the migrator does not track",
+        "RELEASE": "it would release a savepoint the migrator does not track",
+        "ATTACH": "it would write another file, outside the migration's transaction",
+        "DETACH": "it would detach a database outside the migration's transaction",
+        "VACUUM": "VACUUM cannot run inside a transaction",
+        "PRAGMA": "most pragmas do nothing inside a transaction (foreign_keys, journal_mode) or change the connection, not the schema",
+    ]
+
+    /// Pragmas that change the database inside a transaction, as a migration expects.
+    private static let allowedPragmas: Set<String> = ["APPLICATION_ID", "USER_VERSION"]
+
+    private static func checkStatements(of migration: Migration) throws {
+        for statement in SQLText.statements(in: migration.sql) {
+            let words = SQLText.leadingWords(of: statement, count: 2)
+            guard let keyword = words.first, let reason = refused[keyword] else { continue }
+            if keyword == "PRAGMA", words.count == 2, allowedPragmas.contains(words[1]) { continue }
+            throw MigrationError(
+                code: .refusedStatement,
+                message: "migration \(migration.fileName) contains `\(statement)`, which a migration may not run: \(reason); remove it (nothing was applied)",
+                file: migration.fileName
+            )
+        }
     }
 
     private static func parse(_ fileName: String) -> (Int, String)? {

@@ -19,6 +19,11 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         case unknownVersion
         /// The migrations folder cannot be read.
         case unreadableDirectory
+        /// A migration file cannot be read as UTF-8 text, or lies outside the folder.
+        case unreadableFile
+        /// A statement would break the migration's own transaction (`COMMIT`, `ROLLBACK`,
+        /// `ATTACH`, a `PRAGMA` that does nothing inside a transaction, ...).
+        case refusedStatement
     }
 
     public var code: Code

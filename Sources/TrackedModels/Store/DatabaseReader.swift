@@ -43,7 +43,9 @@ public final class DatabaseReader {
             }
             statements.append(statement)
         }
-        guard let last = statements.popLast() else { return Result(columns: [], rows: []) }
+        guard let last = statements.popLast() else {
+            throw StoreError(code: .noStatement, message: "the SQL holds no statement (it is empty, or only blanks and comments); pass one, such as SELECT * FROM rows")
+        }
         for statement in statements { try statement.run() }
         try last.bind(arguments)
         defer { last.reset() }

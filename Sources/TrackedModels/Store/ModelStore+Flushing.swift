@@ -73,17 +73,27 @@ extension ModelStore {
     private func revert(_ units: [PendingChanges.Unit]) {
         var reloads: [Int: [SQLValue]] = [:]
         for unit in units {
+            var insertedRows: Set<RowReference> = []
+            var insertRequests: Set<UInt64> = []
             for operation in unit.unit.operations {
                 switch operation {
                 case .update(let row, _):
                     reloads[row.table, default: []].append(row.key)
                 case .insert(let request):
-                    let object = unit.objects.lazy.compactMap { $0 as? any TrackedModel }.first { object in
-                        object._$tracking.insertRequest == request.id || (request.row != nil && object._$tracking.key == request.row?.key)
-                    }
-                    if let object { registrar.forgetInsert(of: object, table: request.table) }
+                    if let row = request.row { insertedRows.insert(row) } else { insertRequests.insert(request.id) }
                 case .delete, .deleteAll:
                     continue
+                }
+            }
+            guard !insertedRows.isEmpty || !insertRequests.isEmpty else { continue }
+            // One pass over the unit's objects: those it inserted are forgotten.
+            for case let object as any TrackedModel in unit.objects {
+                let tracking = object._$tracking
+                guard tracking.isAttached else { continue }
+                if let request = tracking.insertRequest, insertRequests.contains(request) {
+                    registrar.forgetInsert(of: object, table: tracking.table)
+                } else if insertedRows.contains(RowReference(table: tracking.table, key: tracking.key)) {
+                    registrar.forgetInsert(of: object, table: tracking.table)
                 }
             }
         }

@@ -39,6 +39,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let overflow = Code(name: "overflow")
         /// SQL that would change the database was given where only reads are allowed.
         public static let notReadOnly = Code(name: "notReadOnly")
+        /// SQL was expected and none was given (empty, or only comments).
+        public static let noStatement = Code(name: "noStatement")
     }
 
     public var code: Code

@@ -12,26 +12,26 @@ struct BenchCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "How many rows the list has.")
+    @Option(parsing: .unconditional, help: "How many rows the list has.")
     var rows = 1_000
 
-    @Option(help: "Bumps per round for the contenders that notify one subscriber.")
+    @Option(parsing: .unconditional, help: "Bumps per round for the contenders that notify one subscriber.")
     var bumps = 20_000
 
-    @Option(help: "Commits another modelctl process makes for the cross-process latency figures.")
+    @Option(parsing: .unconditional, help: "Commits another modelctl process makes for the cross-process latency figures.")
     var commits = 100
 
-    @Option(help: "Rows fetched and dropped for the memory figures (0 skips them).")
+    @Option(parsing: .unconditional, help: "Rows fetched and dropped for the memory figures (0 skips them).")
     var memoryRows = 1_000_000
 
     @Flag(help: "Print one JSON object instead of a table.")
     var json = false
 
     func validate() throws {
-        guard rows >= 1 else { throw ValidationError("--rows must be at least 1, not \(rows)") }
-        guard bumps >= 1 else { throw ValidationError("--bumps must be at least 1, not \(bumps)") }
-        guard commits >= 1 else { throw ValidationError("--commits must be at least 1, not \(commits)") }
-        guard memoryRows >= 0 else { throw ValidationError("--memory-rows must be 0 or more, not \(memoryRows)") }
+        guard (1...10_000_000).contains(rows) else { throw ValidationError("--rows must be from 1 to 10,000,000, not \(rows)") }
+        guard (1...100_000_000).contains(bumps) else { throw ValidationError("--bumps must be from 1 to 100,000,000, not \(bumps)") }
+        guard (1...100_000).contains(commits) else { throw ValidationError("--commits must be from 1 to 100,000, not \(commits)") }
+        guard (0...10_000_000).contains(memoryRows) else { throw ValidationError("--memory-rows must be from 0 to 10,000,000, not \(memoryRows)") }
     }
 
     func run() async throws {

@@ -19,19 +19,23 @@ struct BumpCommand: AsyncParsableCommand {
     @Argument(help: "The row's id.")
     var id: Int64
 
-    @Option(help: "How much each bump adds.")
+    @Option(parsing: .unconditional, help: "How much each bump adds (negative to subtract).")
     var by: Int64 = 1
 
-    @Option(help: "How many bumps to make.")
+    @Option(parsing: .unconditional, help: "How many bumps to make, from 1 to 1,000,000,000.")
     var times = 1
 
     func validate() throws {
-        guard times >= 1 else { throw ValidationError("--times must be at least 1, not \(times)") }
+        guard (1...1_000_000_000).contains(times) else {
+            throw ValidationError("--times must be from 1 to 1,000,000,000, not \(times)")
+        }
     }
 
     func run() async throws {
         try await reportingErrors(operation: "bump", path: options.path) {
             try options.requireExistingDatabase(for: "bump")
+            try options.requireIntactDatabase(for: "bump")
+            try options.requireDemoTable(for: "bump")
             try await bump()
         }
     }
@@ -46,8 +50,18 @@ struct BumpCommand: AsyncParsableCommand {
         guard !overflowsTotal, !row.count.addingReportingOverflow(total).overflow else {
             throw CLIError(.dataError, "bump \(options.path): adding \(by) × \(times) to row \(id)'s count \(row.count) overflows a 64-bit integer; nothing changed")
         }
-        for _ in 0..<times where interruption.received == nil {
-            try store.increment(\Row.count, of: row, by: by)
+        // One unit: all the bumps commit, or (interrupted, or failing) none of them.
+        do {
+            try store.transaction {
+                for _ in 0..<times {
+                    if interruption.received != nil { throw CancellationError() }
+                    try store.increment(\Row.count, of: row, by: by)
+                }
+            }
+        } catch is CancellationError {
+            try await store.close()
+            FileHandle.standardError.write(Data("modelctl: bump interrupted; nothing was bumped\n".utf8))
+            throw ExitCode(interruption.exitStatus ?? 130)
         }
         do {
             try await store.flush()
@@ -58,11 +72,7 @@ struct BumpCommand: AsyncParsableCommand {
         }
         let committed = row.count
         try await store.close()
-        if let status = interruption.exitStatus {
-            FileHandle.standardError.write(Data("modelctl: bump interrupted; the bumps made so far are committed\n".utf8))
-            print(committed)
-            throw ExitCode(status)
-        }
+        interruption.stop()
         print(committed)
     }
 }

@@ -46,7 +46,9 @@ extension MigrateCommand {
 
         func run() async throws {
             try await reportingErrors(operation: "migrate up", path: options.path) {
+                try options.refuseFolder(for: "migrate up")
                 let migrator = try options.migrator()
+                if FileManager.default.fileExists(atPath: options.path) { try options.requireIntactDatabase(for: "migrate up") }
                 print("using \(options.migrationSetDescription)")
                 let applied = try migrator.migrate(databaseAt: options.path, upTo: to)
                 for migration in applied { print("applied \(migration.fileName)") }

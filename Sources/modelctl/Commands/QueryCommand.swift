@@ -31,7 +31,7 @@ struct QueryCommand: AsyncParsableCommand {
     @Option(help: "How to print the rows.")
     var format: Format = .table
 
-    @Option(help: "Print at most this many rows.")
+    @Option(parsing: .unconditional, help: "Print at most this many rows.")
     var limit: Int?
 
     func validate() throws {

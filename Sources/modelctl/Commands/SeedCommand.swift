@@ -16,18 +16,20 @@ struct SeedCommand: AsyncParsableCommand {
 
     @OptionGroup var options: DatabaseOptions
 
-    @Option(help: "How many rows to insert.")
+    @Option(parsing: .unconditional, help: "How many rows to insert, from 0 to 10,000,000.")
     var rows = 1_000
 
     @Flag(help: "Replace the rows of a non-empty table.")
     var reset = false
 
     func validate() throws {
-        guard rows >= 0 else { throw ValidationError("--rows must be 0 or more, not \(rows)") }
+        guard (0...10_000_000).contains(rows) else { throw ValidationError("--rows must be from 0 to 10,000,000, not \(rows)") }
     }
 
     func run() async throws {
         try await reportingErrors(operation: "seed", path: options.path) {
+            try options.refuseFolder(for: "seed")
+            if FileManager.default.fileExists(atPath: options.path) { try options.requireIntactDatabase(for: "seed") }
             try await seed()
         }
     }
@@ -45,6 +47,7 @@ struct SeedCommand: AsyncParsableCommand {
         var objects: [Row] = []
         objects.reserveCapacity(rows)
         for id in 0..<rows {
+            if interruption.received != nil { break }
             objects.append(Row(id: Int64(id), title: "Row \(id)", count: 0))
             progress.update(id + 1)
         }

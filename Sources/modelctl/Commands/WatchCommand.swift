@@ -30,15 +30,17 @@ struct WatchCommand: AsyncParsableCommand {
     @Option(help: "How to print events.")
     var format: Format = .text
 
-    @Option(help: "Exit after this many events.")
+    @Option(parsing: .unconditional, help: "Exit after this many events.")
     var count: Int?
 
-    @Option(help: "Exit after this many seconds.")
+    @Option(parsing: .unconditional, help: "Exit after this many seconds, at most 31,536,000 (a year).")
     var timeout: Double?
 
     func validate() throws {
         if let count, count < 1 { throw ValidationError("--count must be at least 1, not \(count)") }
-        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
+        if let timeout, !(timeout > 0 && timeout <= 31_536_000) {
+            throw ValidationError("--timeout must be a number of seconds above 0 and at most 31,536,000 (a year), not \(timeout)")
+        }
         _ = try columnKeyPaths()
     }
 
@@ -58,6 +60,7 @@ struct WatchCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(operation: "watch", path: options.path) {
             try options.requireExistingDatabase(for: "watch")
+            try options.requireDemoTable(for: "watch")
             try await watch()
         }
     }
@@ -74,6 +77,9 @@ struct WatchCommand: AsyncParsableCommand {
         // Hold the watched rows: the store knows the values of objects someone holds, so their
         // events carry old values.
         let watched = rows.isEmpty ? try store.fetch(Row.self) : try rows.compactMap { try store.find(Row.self, key: $0) }
+        if let missing = rows.first(where: { id in !watched.contains { $0.id == id } }) {
+            throw CLIError(.dataError, "watch \(options.path): there is no row \(missing), so nothing would ever be printed; pick an existing row (see `modelctl query`)")
+        }
         let keyPaths = try columnKeyPaths()
         let wanted = Set(keyPaths.compactMap { Row._$columnIndex(of: $0) })
         var tokens: [FeedToken] = []

@@ -53,10 +53,47 @@ struct DatabaseOptions: ParsableArguments {
     }
 
     /// Fails with exit code 66 when the database file does not exist, so that a command that
-    /// only reads never creates one.
+    /// only reads never creates one, or when the path is a folder.
     func requireExistingDatabase(for operation: String) throws {
+        try refuseFolder(for: operation)
         guard FileManager.default.fileExists(atPath: path) else {
             throw CLIError(.missingInput, "\(operation) \(path): there is no such database; run `modelctl seed` first, or pass --db PATH")
+        }
+    }
+
+    /// Fails with exit code 66 when `--db` names a folder.
+    func refuseFolder(for operation: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw CLIError(.missingInput, "\(operation) \(path): is a directory, not a database file; pass --db PATH to a file")
+        }
+    }
+
+    /// Checks the file for damage, reading only: `integrity_check` when `thorough`, else the
+    /// quicker `quick_check`. A damaged file is refused (65) with SQLite's findings.
+    func requireIntactDatabase(for operation: String, thorough: Bool = false) throws {
+        let pragma = thorough ? "integrity_check" : "quick_check"
+        let findings: [String]
+        do {
+            findings = try DatabaseReader(path: path).query("PRAGMA \(pragma)").rows.compactMap { row -> String? in
+                if case .text(let text) = row.first, text != "ok" { text } else { nil }
+            }
+        } catch let error as SQLiteError where error.code.primary == .corrupt {
+            // So damaged that the check itself stops: that is its finding.
+            findings = ["\(pragma) could not finish: \(error.message)"]
+        }
+        guard findings.isEmpty else {
+            throw CLIError(.dataError, "\(operation) \(path): the file is damaged (\(pragma) found \(findings.count) problem\(findings.count == 1 ? "" : "s")); nothing was changed. Restore it from a backup, or rebuild it with `modelctl seed --reset` on a new file\n  " + findings.prefix(10).joined(separator: "\n  "))
+        }
+    }
+
+    /// Checks, reading only, that the file holds the demo table, before a command writes to it:
+    /// a foreign file is refused (78) without being changed.
+    func requireDemoTable(for operation: String) throws {
+        let reader = try DatabaseReader(path: path)
+        let tables = try reader.query("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rows'")
+        guard tables.rows.first?.first == .integer(1) else {
+            throw CLIError(.configuration, "\(operation) \(path): the file has no `rows` table, so it is not a modelctl database; nothing was changed. Pass --db PATH to a demo database, or create one with `modelctl seed`")
         }
     }
 }

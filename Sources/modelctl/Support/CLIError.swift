@@ -32,7 +32,7 @@ struct CLIError: Error {
         case let error as StoreError:
             let status: Status = switch error.code {
             case .schemaMismatch: .configuration
-            case .notReadOnly: .usage
+            case .notReadOnly, .noStatement: .usage
             case .closed: .ioError
             default: .dataError
             }

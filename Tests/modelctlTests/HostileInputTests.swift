@@ -1,0 +1,240 @@
+import Foundation
+import Testing
+
+/// Hostile arguments, damaged and foreign files, full disks and signals: every failure exits
+/// with its documented code, says in one or two stderr lines what was wrong and what to do,
+/// never exits at 128 or above except for a signal's 130/143, and leaves the file as it was.
+@Suite struct HostileInputTests {
+    /// A seeded workspace, and the database file's bytes.
+    private func seeded(rows: Int = 100) async throws -> (Workspace, String) {
+        let workspace = try Workspace()
+        let seed = try await workspace.modelctl.run("seed", "--rows", String(rows))
+        #expect(seed.status == 0, "\(seed.stderr)")
+        return (workspace, workspace.modelctl.path("model.sqlite"))
+    }
+
+    private func bytes(_ path: String) -> Data? {
+        FileManager.default.contents(atPath: path)
+    }
+
+    /// Runs a shell command line in the workspace with `$MODELCTL` set to the binary.
+    private func shell(_ workspace: Workspace, _ script: String) async throws -> ModelCtlProcess.Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        process.currentDirectoryURL = workspace.modelctl.directory
+        var environment = ProcessInfo.processInfo.environment
+        environment["MODELCTL"] = ModelCtlProcess.executable.path
+        environment.removeValue(forKey: "MODELCTL_DB")
+        process.environment = environment
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let stdout = out.fileHandleForReading.readDataToEndOfFile()
+                let stderr = err.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                continuation.resume(returning: .init(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self)))
+            }
+        }
+    }
+
+    // MARK: - Numbers out of range (class 4)
+
+    @Test(arguments: [
+        ["watch", "--timeout", "inf"], ["watch", "--timeout", "1e300"], ["watch", "--timeout", "nan"],
+        ["seed", "--rows", "9223372036854775807"], ["seed", "--rows", "-1"],
+        ["bump", "7", "--times", "9223372036854775807"], ["bump", "7", "--times", "0"],
+        ["bench", "--rows", "0"], ["bench", "--memory-rows", "99999999999"],
+    ])
+    func aNumberOutOfRangeIsAUsageErrorBeforeAnythingOpens(_ arguments: [String]) async throws {
+        let workspace = try Workspace()
+        let result = try await workspace.modelctl.run(arguments + ["--db", "never.sqlite"])
+        #expect(result.status == 64, "\(arguments): \(result.stderr)")
+        #expect(result.stderr.contains("must be"))
+        #expect(!FileManager.default.fileExists(atPath: workspace.modelctl.path("never.sqlite")))
+    }
+
+    // MARK: - Signals (class 5)
+
+    @Test(arguments: [(Int32(SIGINT), Int32(130)), (Int32(SIGTERM), Int32(143))])
+    func aSignalStopsALongBumpWithinASecondAndCommitsNothing(_ signal: Int32, _ status: Int32) async throws {
+        let (workspace, path) = try await seeded()
+        let process = try workspace.modelctl.start(["bump", "7", "--times", "1000000000"])
+        try await Task.sleep(for: .milliseconds(700))
+        let sent = ContinuousClock.now
+        kill(process.processIdentifier, signal)
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                process.waitUntilExit()
+                continuation.resume()
+            }
+        }
+        #expect(ContinuousClock.now - sent < .seconds(1))
+        #expect(process.terminationStatus == status)
+        let count = try await workspace.modelctl.run("query", "SELECT count FROM rows WHERE id = 7", "--format", "csv", "--db", path)
+        #expect(count.stdout == "count\r\n0\r\n")
+    }
+
+    // MARK: - Input mangled or accepted silently (class 6)
+
+    @Test func emptyOrCommentOnlySQLIsAUsageError() async throws {
+        let (workspace, _) = try await seeded()
+        for sql in ["", "   ", " -- only a comment", "/* nothing */ ;"] {
+            let result = try await workspace.modelctl.run("query", sql)
+            #expect(result.status == 64, "\(sql): \(result.stderr)")
+            #expect(result.stderr.contains("no statement"))
+            #expect(result.stdout.isEmpty)
+        }
+    }
+
+    @Test func aNegativeByIsAValue() async throws {
+        let (workspace, _) = try await seeded()
+        let result = try await workspace.modelctl.run("bump", "9", "--by", "-5")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "-5\n")
+    }
+
+    @Test func watchingARowThatDoesNotExistSaysSo() async throws {
+        let (workspace, _) = try await seeded()
+        let result = try await workspace.modelctl.run("watch", "--row", "5000", "--timeout", "30")
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("there is no row 5000"))
+    }
+
+    @Test func anArgumentThatIsNotUTF8IsRefused() async throws {
+        let workspace = try Workspace()
+        let result = try await shell(workspace, #"exec "$MODELCTL" seed --rows 1 --db "$(printf 'u\377.db')""#)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("is not valid UTF-8"))
+        #expect(result.stderr.contains(#"u\xff.db"#))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: workspace.modelctl.directory.path).isEmpty)
+    }
+
+    // MARK: - Messages that name the real cause (class 7)
+
+    @Test(arguments: [["bump", "1"], ["query"], ["seed"], ["watch", "--timeout", "1"], ["check"], ["migrate", "up"]])
+    func aFolderAsTheDatabaseIsMissingInput(_ arguments: [String]) async throws {
+        let workspace = try Workspace()
+        let folder = workspace.modelctl.path("folder.sqlite")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let result = try await workspace.modelctl.run(arguments + ["--db", folder])
+        #expect(result.status == 66, "\(arguments): \(result.stderr)")
+        #expect(result.stderr.contains("is a directory"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
+    }
+
+    // MARK: - Corruption (class 8)
+
+    @Test func aDamagedIndexIsFoundAndWritesAreRefused() async throws {
+        let (workspace, path) = try await seeded(rows: 5_000)
+        // Overwrite the count index's root page (the WAL is checkpointed into the file first).
+        #expect(try await ModelCtlProcess.sqlite3(path, "PRAGMA wal_checkpoint(TRUNCATE)") == 0)
+        let page = try await workspace.modelctl.run("query", "SELECT (SELECT rootpage FROM sqlite_master WHERE name = 'rows_by_count'), (SELECT page_size FROM pragma_page_size)", "--format", "csv")
+        let numbers = page.stdout.split(separator: "\r\n")[1].split(separator: ",").compactMap { Int($0) }
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.seek(toOffset: UInt64((numbers[0] - 1) * numbers[1]))
+        handle.write(Data(repeating: 0xA5, count: 300))
+        try handle.close()
+        let damaged = bytes(path)
+        let check = try await workspace.modelctl.run("check")
+        #expect(check.status == 65)
+        #expect(check.stderr.contains("the file is damaged (integrity_check found"))
+        let bump = try await workspace.modelctl.run("bump", "3")
+        #expect(bump.status == 65)
+        #expect(bump.stderr.contains("quick_check"))
+        #expect(bytes(path) == damaged)
+    }
+
+    @Test func anIntactFilePassesTheCheck() async throws {
+        let (workspace, _) = try await seeded()
+        let check = try await workspace.modelctl.run("check")
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stdout.hasPrefix("ok:"))
+    }
+
+    // MARK: - Transaction control inside a migration (class 3)
+
+    @Test(arguments: [
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY);\nCOMMIT;\nCREATE TABLE more (id INTEGER);",
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY);\nROLLBACK;",
+        "PRAGMA foreign_keys = OFF;\nCREATE TABLE notes (id INTEGER PRIMARY KEY);",
+        "ATTACH 'other.sqlite' AS other;\nCREATE TABLE other.notes (id INTEGER);",
+        "BEGIN;\nCREATE TABLE notes (id INTEGER PRIMARY KEY);\nEND;",
+        "/* sneaky */ vacuum;",
+    ])
+    func aMigrationThatWouldBreakItsTransactionIsRefusedBeforeAnythingRuns(_ sql: String) async throws {
+        let (workspace, path) = try await seeded()
+        let schemas = try workspace.copySchemas()
+        try sql.write(toFile: schemas + "/0003_add_notes.sql", atomically: true, encoding: .utf8)
+        #expect(try await ModelCtlProcess.sqlite3(path, "PRAGMA wal_checkpoint(TRUNCATE)") == 0)
+        let before = bytes(path)
+        let up = try await workspace.modelctl.run("migrate", "up")
+        #expect(up.status == 78, "\(up.stderr)")
+        #expect(up.stderr.contains("0003_add_notes.sql contains `"))
+        #expect(up.stderr.contains("nothing was applied"))
+        #expect(bytes(path) == before)
+        #expect(!FileManager.default.fileExists(atPath: workspace.modelctl.path("other.sqlite")))
+    }
+
+    @Test func aMigrationLinkedFromOutsideTheFolderIsRefused() async throws {
+        let (workspace, _) = try await seeded()
+        let schemas = try workspace.copySchemas()
+        let outside = workspace.modelctl.path("elsewhere.sql")
+        try "CREATE TABLE notes (id INTEGER);".write(toFile: outside, atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: schemas + "/0003_add_notes.sql", withDestinationPath: outside)
+        let up = try await workspace.modelctl.run("migrate", "up")
+        #expect(up.status == 78)
+        #expect(up.stderr.contains("outside the migrations folder"))
+    }
+
+    @Test func aMigrationThatIsNotUTF8NamesTheFile() async throws {
+        let (workspace, _) = try await seeded()
+        let schemas = try workspace.copySchemas()
+        try Data([0x43, 0x52, 0xFF, 0xFE, 0x3B]).write(to: URL(fileURLWithPath: schemas + "/0003_add_notes.sql"))
+        let status = try await workspace.modelctl.run("migrate", "status")
+        #expect(status.status == 78)
+        #expect(status.stderr.contains("0003_add_notes.sql is not valid UTF-8 text"))
+        #expect(!status.stderr.contains("NSCocoaErrorDomain"))
+    }
+
+    // MARK: - Failing commands that would change the file (class 2)
+
+    @Test func bumpOnAForeignFileChangesNothing() async throws {
+        let workspace = try Workspace()
+        let path = workspace.modelctl.path("foreign.sqlite")
+        #expect(try await ModelCtlProcess.sqlite3(path, "CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)") == 0)
+        let before = bytes(path)
+        let bump = try await workspace.modelctl.run("bump", "1", "--db", path)
+        #expect(bump.status == 78)
+        #expect(bump.stderr.contains("has no `rows` table"))
+        #expect(bytes(path) == before)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
+    }
+
+    @Test func bumpOnAnEmptyFileDoesNotGrowIt() async throws {
+        let workspace = try Workspace()
+        let path = workspace.modelctl.path("empty.sqlite")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+        let bump = try await workspace.modelctl.run("bump", "1", "--db", path)
+        #expect(bump.status == 78)
+        #expect(bytes(path) == Data())
+    }
+
+    // MARK: - A failure that would commit half (class 1)
+
+    @Test func aSeedThatFillsTheDiskLeavesTheOldRows() async throws {
+        let (workspace, path) = try await seeded(rows: 1_000)
+        #expect(try await ModelCtlProcess.sqlite3(path, "PRAGMA wal_checkpoint(TRUNCATE)") == 0)
+        // A file size limit of 1 MiB: the new rows do not fit.
+        let seed = try await shell(workspace, #"ulimit -f 1024; exec "$MODELCTL" seed --reset --rows 200000"#)
+        #expect(seed.status == 74, "\(seed.stderr)")
+        #expect(seed.stderr.contains("disk"))
+        let count = try await workspace.modelctl.run("query", "SELECT count(*) AS n, max(title) AS t FROM rows", "--format", "csv")
+        #expect(count.stdout == "n,t\r\n1000,Row 999\r\n")
+    }
+}
