@@ -169,12 +169,12 @@ import Testing
     func aMigrationThatWouldBreakItsTransactionIsRefusedBeforeAnythingRuns(_ sql: String) async throws {
         let (workspace, path) = try await seeded()
         let schemas = try workspace.copySchemas()
-        try sql.write(toFile: schemas + "/0003_add_notes.sql", atomically: true, encoding: .utf8)
+        try sql.write(toFile: schemas + "/0004_add_notes.sql", atomically: true, encoding: .utf8)
         #expect(try await ModelCtlProcess.sqlite3(path, "PRAGMA wal_checkpoint(TRUNCATE)") == 0)
         let before = bytes(path)
         let up = try await workspace.modelctl.run("migrate", "up")
         #expect(up.status == 78, "\(up.stderr)")
-        #expect(up.stderr.contains("0003_add_notes.sql contains `"))
+        #expect(up.stderr.contains("0004_add_notes.sql contains `"))
         #expect(up.stderr.contains("nothing was applied"))
         #expect(bytes(path) == before)
         #expect(!FileManager.default.fileExists(atPath: workspace.modelctl.path("other.sqlite")))
@@ -185,7 +185,7 @@ import Testing
         let schemas = try workspace.copySchemas()
         let outside = workspace.modelctl.path("elsewhere.sql")
         try "CREATE TABLE notes (id INTEGER);".write(toFile: outside, atomically: true, encoding: .utf8)
-        try FileManager.default.createSymbolicLink(atPath: schemas + "/0003_add_notes.sql", withDestinationPath: outside)
+        try FileManager.default.createSymbolicLink(atPath: schemas + "/0004_add_notes.sql", withDestinationPath: outside)
         let up = try await workspace.modelctl.run("migrate", "up")
         #expect(up.status == 78)
         #expect(up.stderr.contains("outside the migrations folder"))
@@ -194,10 +194,10 @@ import Testing
     @Test func aMigrationThatIsNotUTF8NamesTheFile() async throws {
         let (workspace, _) = try await seeded()
         let schemas = try workspace.copySchemas()
-        try Data([0x43, 0x52, 0xFF, 0xFE, 0x3B]).write(to: URL(fileURLWithPath: schemas + "/0003_add_notes.sql"))
+        try Data([0x43, 0x52, 0xFF, 0xFE, 0x3B]).write(to: URL(fileURLWithPath: schemas + "/0004_add_notes.sql"))
         let status = try await workspace.modelctl.run("migrate", "status")
         #expect(status.status == 78)
-        #expect(status.stderr.contains("0003_add_notes.sql is not valid UTF-8 text"))
+        #expect(status.stderr.contains("0004_add_notes.sql is not valid UTF-8 text"))
         #expect(!status.stderr.contains("NSCocoaErrorDomain"))
     }
 
@@ -212,6 +212,38 @@ import Testing
         #expect(bump.status == 78)
         #expect(bump.stderr.contains("has no `rows` table"))
         #expect(bytes(path) == before)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
+    }
+
+    @Test func seedRefusesAnotherApplicationsFile() async throws {
+        let workspace = try Workspace()
+        let path = workspace.modelctl.path("theirs.sqlite")
+        #expect(try await ModelCtlProcess.sqlite3(path, "PRAGMA application_id = 42; CREATE TABLE rows (id INTEGER PRIMARY KEY, title TEXT NOT NULL, count INTEGER NOT NULL)") == 0)
+        let before = bytes(path)
+        let seed = try await workspace.modelctl.run("seed", "--db", path)
+        #expect(seed.status == 78)
+        #expect(seed.stderr.contains("belongs to another application (application_id 42)"))
+        #expect(bytes(path) == before)
+        let other = workspace.modelctl.path("other.sqlite")
+        #expect(try await ModelCtlProcess.sqlite3(other, "CREATE TABLE invoices (id INTEGER PRIMARY KEY)") == 0)
+        let otherBefore = bytes(other)
+        #expect(try await workspace.modelctl.run("seed", "--db", other).status == 78)
+        #expect(bytes(other) == otherBefore)
+    }
+
+    @Test func theDemoDatabaseCarriesItsApplicationID() async throws {
+        let (workspace, _) = try await seeded()
+        let id = try await workspace.modelctl.run("query", "PRAGMA application_id", "--format", "csv")
+        #expect(id.stdout == "application_id\r\n1297040451\r\n")
+    }
+
+    @Test(arguments: [["query", "SELECT count(*) FROM rows"], ["migrate", "status"], ["migrate", "verify"], ["check"]])
+    func aReadOnlyCommandLeavesNoSidecarFiles(_ arguments: [String]) async throws {
+        let (workspace, path) = try await seeded()
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        let result = try await workspace.modelctl.run(arguments)
+        #expect(result.status == 0, "\(arguments): \(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
         #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
     }

@@ -38,10 +38,10 @@ public struct SchemaMigrator: Sendable {
         public var currentVersion: Int { applied.last?.version ?? 0 }
     }
 
-    /// Reads where a database stands, without changing it. A database without the
-    /// bookkeeping table is at version 0.
+    /// Reads where a database stands, without changing it (and leaving no `-wal` or `-shm` file
+    /// behind). A database without the bookkeeping table is at version 0.
     public func status(databaseAt path: String) throws -> Status {
-        let connection = try Connection(filename: Connection.absoluteFilename(path), mode: .readOnly, busyTimeout: busyTimeout)
+        let connection = try Connection(filename: Connection.absoluteFilename(path), mode: .reading, busyTimeout: busyTimeout)
         return try status(on: connection)
     }
 

@@ -14,6 +14,11 @@ public enum DatabaseLocation: Sendable, Hashable {
 /// How a connection opens its database.
 package enum OpenMode: Sendable {
     case readOnly
+    /// For reading only, leaving no `-wal` or `-shm` file behind: read-write with
+    /// `PRAGMA query_only` where the file is writable (the last connection to close a WAL
+    /// database removes those files; a read-only one cannot), read-only where it is not. Never
+    /// creates the database.
+    case reading
     case readWrite
     case readWriteCreate
 }
@@ -43,10 +48,23 @@ package final class Connection {
     ///   - mode: Read-only, read-write, or read-write creating the file when missing.
     ///   - busyTimeout: How long a statement waits on another connection's lock before it fails
     ///     with `SQLITE_BUSY`.
-    package init(filename: String, mode: OpenMode, busyTimeout: Duration) throws {
+    package convenience init(filename: String, mode: OpenMode, busyTimeout: Duration) throws {
+        guard mode == .reading else {
+            try self.init(opening: filename, mode: mode, busyTimeout: busyTimeout)
+            return
+        }
+        if access(filename, W_OK) == 0 {
+            try self.init(opening: filename, mode: .readWrite, busyTimeout: busyTimeout)
+            try execute("PRAGMA query_only = 1")
+        } else {
+            try self.init(opening: filename, mode: .readOnly, busyTimeout: busyTimeout)
+        }
+    }
+
+    private init(opening filename: String, mode: OpenMode, busyTimeout: Duration) throws {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         switch mode {
-        case .readOnly: flags |= SQLITE_OPEN_READONLY
+        case .readOnly, .reading: flags |= SQLITE_OPEN_READONLY
         case .readWrite: flags |= SQLITE_OPEN_READWRITE
         case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         }

@@ -1,7 +1,8 @@
 /// Runs read-only SQL on a database file: for inspection, reports and tools.
 ///
-/// The file is opened read-only and never created. Every statement of the SQL is compiled and
-/// checked before any runs, so a string that hides a write among reads changes nothing.
+/// The file is opened for reading only and never created, and no `-wal` or `-shm` file is left
+/// behind. Every statement of the SQL is compiled and checked before any runs, so a string that
+/// hides a write among reads changes nothing.
 ///
 /// ```swift
 /// let reader = try DatabaseReader(path: "model.sqlite")
@@ -15,7 +16,7 @@ public final class DatabaseReader {
     ///
     /// - Throws: ``SQLiteError`` with ``ResultCode/cannotOpen`` when there is no such file.
     public init(path: String, busyTimeout: Duration = .seconds(5)) throws {
-        connection = try Connection(filename: Connection.absoluteFilename(path), mode: .readOnly, busyTimeout: busyTimeout)
+        connection = try Connection(filename: Connection.absoluteFilename(path), mode: .reading, busyTimeout: busyTimeout)
     }
 
     /// The result of a query: column names and rows of values.

@@ -85,17 +85,18 @@ public final class ModelStore {
         let schemas = models.map { $0._$schema }
         let reader = try Connection(filename: filename, mode: .readWriteCreate, busyTimeout: configuration.busyTimeout)
         self.reader = reader
-        if case .file = location {
-            try reader.execute("PRAGMA journal_mode = WAL")
-        }
         try reader.execute("PRAGMA foreign_keys = ON")
         if configuration.createsMissingTables {
             try reader.withTransaction(.immediate) {
                 for schema in schemas { try reader.execute(schema.createTableSQL) }
             }
         }
+        // Checked before anything is written: a file that does not fit is left as it was.
         let differences = try schemas.flatMap { try $0.differences(from: reader) }
         guard differences.isEmpty else { throw StoreError.schemaMismatch(differences) }
+        if case .file = location {
+            try reader.execute("PRAGMA journal_mode = WAL")
+        }
 
         let writerConnection = try Connection(filename: filename, mode: .readWrite, busyTimeout: configuration.busyTimeout)
         try writerConnection.execute("PRAGMA synchronous = \(configuration.durability.synchronousPragma)")

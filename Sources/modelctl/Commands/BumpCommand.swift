@@ -35,7 +35,7 @@ struct BumpCommand: AsyncParsableCommand {
         try await reportingErrors(operation: "bump", path: options.path) {
             try options.requireExistingDatabase(for: "bump")
             try options.requireIntactDatabase(for: "bump")
-            try options.requireDemoTable(for: "bump")
+            try options.requireDemoDatabase(for: "bump")
             try await bump()
         }
     }

@@ -60,7 +60,7 @@ struct WatchCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(operation: "watch", path: options.path) {
             try options.requireExistingDatabase(for: "watch")
-            try options.requireDemoTable(for: "watch")
+            try options.requireDemoDatabase(for: "watch")
             try await watch()
         }
     }

@@ -87,12 +87,24 @@ struct DatabaseOptions: ParsableArguments {
         }
     }
 
-    /// Checks, reading only, that the file holds the demo table, before a command writes to it:
-    /// a foreign file is refused (78) without being changed.
-    func requireDemoTable(for operation: String) throws {
+    /// Checks, reading only, that an existing file is a demo database (or an empty one, for
+    /// `seed` and `migrate up` to fill), before a command writes to it: a foreign file is refused
+    /// (78) without being changed.
+    ///
+    /// - Parameter allowingEmpty: Whether a file with no tables at all is fine.
+    func requireDemoDatabase(for operation: String, allowingEmpty: Bool = false) throws {
+        guard FileManager.default.fileExists(atPath: path) else { return }
         let reader = try DatabaseReader(path: path)
-        let tables = try reader.query("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rows'")
-        guard tables.rows.first?.first == .integer(1) else {
+        let facts = try reader.query("""
+            SELECT (SELECT application_id FROM pragma_application_id),
+                   (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rows'),
+                   (SELECT count(*) FROM sqlite_master WHERE type = 'table')
+            """).rows.first ?? []
+        guard facts.count == 3, case .integer(let applicationID) = facts[0], case .integer(let rows) = facts[1], case .integer(let tables) = facts[2] else { return }
+        if applicationID != 0, applicationID != DemoSchemas.applicationID {
+            throw CLIError(.configuration, "\(operation) \(path): the file belongs to another application (application_id \(applicationID)); nothing was changed. Pass --db PATH to a modelctl database")
+        }
+        if rows == 0, !(allowingEmpty && tables == 0) {
             throw CLIError(.configuration, "\(operation) \(path): the file has no `rows` table, so it is not a modelctl database; nothing was changed. Pass --db PATH to a demo database, or create one with `modelctl seed`")
         }
     }

@@ -20,5 +20,14 @@ enum DemoSchemas {
             CREATE INDEX rows_by_count ON rows (count);
 
             """),
+        Migration(version: 3, name: "application_id", sql: """
+            -- Marks the file as a modelctl demo database ("MODC"), so that modelctl refuses other files
+            -- before it writes to them, and other tools can tell what the file is.
+            PRAGMA application_id = \(applicationID);
+
+            """),
     ]
+
+    /// The demo database's `PRAGMA application_id`: "MODC".
+    static let applicationID: Int64 = 1_297_040_451
 }
