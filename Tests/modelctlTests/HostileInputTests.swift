@@ -269,4 +269,60 @@ import Testing
         let count = try await workspace.modelctl.run("query", "SELECT count(*) AS n, max(title) AS t FROM rows", "--format", "csv")
         #expect(count.stdout == "n,t\r\n1000,Row 999\r\n")
     }
+
+    // MARK: - Stored values shown, never printed raw (class 6)
+
+    @Test func controlCharactersAndInvalidUTF8AreShownEscaped() async throws {
+        let (workspace, path) = try await seeded(rows: 3)
+        #expect(try await ModelCtlProcess.sqlite3(path, "INSERT INTO rows VALUES (5000, 'a' || char(0) || 'b', 0), (5001, CAST(x'61ff62' AS TEXT), 0), (5002, 'tab' || char(9) || 'x' || char(10) || 'y', 0)") == 0)
+        let table = try await workspace.modelctl.run("query", "--where", "id >= 5000")
+        #expect(table.status == 0, "\(table.stderr)")
+        #expect(table.stdout.contains(#"a\0b"#))
+        #expect(table.stdout.contains(#"a\xffb"#))
+        #expect(table.stdout.contains(#"tab\tx\ny"#))
+        #expect(!table.stdout.contains("\u{0}") && !table.stdout.contains("\u{FFFD}"))
+        let csv = try await workspace.modelctl.run("query", "--where", "id >= 5000", "--format", "csv")
+        #expect(csv.stdout.contains(#"5000,a\0b,0"#))
+        #expect(csv.stdout.contains(#"5001,a\xffb,0"#))
+        #expect(csv.stdout.contains("5002,\"tab\\tx\ny\",0"))
+    }
+
+    // MARK: - Messages that name the real cause (class 7)
+
+    /// Runs modelctl as a user whom permissions apply to: `nobody` through runuser when the
+    /// tests run as root (root ignores permissions), else the current user.
+    private func runUnprivileged(_ workspace: Workspace, _ arguments: [String]) async throws -> ModelCtlProcess.Output {
+        guard getuid() == 0 else { return try await workspace.modelctl.run(arguments) }
+        let runuser = try #require(["/usr/sbin/runuser", "/sbin/runuser"].first { FileManager.default.isExecutableFile(atPath: $0) }, "runuser is missing; apt-get install util-linux")
+        let quoted = arguments.map { "'" + $0 + "'" }.joined(separator: " ")
+        return try await shell(workspace, "exec \(runuser) -u nobody -- \"$MODELCTL\" \(quoted)")
+    }
+
+    @Test func aFolderThatIsNotWritableIsNamed() async throws {
+        let (workspace, path) = try await seeded()
+        let folder = workspace.modelctl.path("locked")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let database = folder + "/model.sqlite"
+        try FileManager.default.moveItem(atPath: path, toPath: database)
+        try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: database)
+        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder) }
+        let before = bytes(database)
+        let bump = try await runUnprivileged(workspace, ["bump", "1", "--db", database])
+        #expect(bump.status == 77, "\(bump.stderr)")
+        #expect(bump.stderr.contains("the folder \(folder) is not writable"))
+        #expect(bytes(database) == before)
+    }
+
+    @Test func sidecarFilesOfAnotherUserAreNamed() async throws {
+        let (workspace, path) = try await seeded()
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: workspace.modelctl.directory.path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: path)
+        for suffix in ["-wal", "-shm"] {
+            #expect(FileManager.default.createFile(atPath: path + suffix, contents: Data(), attributes: [.posixPermissions: 0o444]))
+        }
+        let bump = try await runUnprivileged(workspace, ["bump", "1", "--db", path])
+        #expect(bump.status == 77, "\(bump.stderr)")
+        #expect(bump.stderr.contains("-wal is not writable") || bump.stderr.contains("-shm is not writable"))
+    }
 }

@@ -128,17 +128,24 @@ final class DatabaseWorker: @unchecked Sendable {
         }
     }
 
-    /// Closes the engine once every submitted batch has run, then calls `completion`.
-    func close(completion: @escaping @Sendable () -> Void) {
-        queue.async { [self] in
-            timer?.cancel()
-            timer = nil
-            fileSignal?.cancel()
-            fileSignal = nil
-            engine?.close()
-            engine = nil
-            completion()
-        }
+    /// Closes the engine once every submitted batch has run, without waiting for it.
+    func close() {
+        queue.async { [self] in closeEngine() }
+    }
+
+    /// Closes the engine once every submitted batch has run, and returns when it is closed. The
+    /// worker's queue never waits for the store's actor, so the caller may block on it.
+    func closeAndWait() {
+        queue.sync { closeEngine() }
+    }
+
+    private func closeEngine() {
+        timer?.cancel()
+        timer = nil
+        fileSignal?.cancel()
+        fileSignal = nil
+        engine?.close()
+        engine = nil
     }
 
     /// The insert request the database gave this row's key to, while the store has not applied

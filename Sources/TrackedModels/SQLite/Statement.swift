@@ -132,6 +132,32 @@ package final class Statement {
 
     // MARK: - Reading
 
+    /// The value of a column of the current row, for showing it: text that is not valid UTF-8
+    /// keeps its valid parts and shows each invalid byte as `\xNN`, instead of silently becoming
+    /// U+FFFD (so that what is stored is visible).
+    func displayValue(at index: Int) -> SQLValue {
+        let column = Int32(index)
+        guard sqlite3_column_type(handle, column) == SQLITE_TEXT, let text = sqlite3_column_text(handle, column) else {
+            return value(at: index)
+        }
+        let bytes = UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column)))
+        if let valid = String(validating: bytes, as: UTF8.self) { return .text(valid) }
+        var shown = ""
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            // The longest valid prefix, then one invalid byte, shown as an escape.
+            var end = bytes.endIndex
+            while end > start, String(validating: bytes[start..<end], as: UTF8.self) == nil { end -= 1 }
+            shown += String(decoding: bytes[start..<end], as: UTF8.self)
+            if end < bytes.endIndex {
+                shown += String(format: "\\x%02x", bytes[end])
+                end += 1
+            }
+            start = end
+        }
+        return .text(shown)
+    }
+
     /// The value of a column of the current row.
     func value(at index: Int) -> SQLValue {
         let column = Int32(index)

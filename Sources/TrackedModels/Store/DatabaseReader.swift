@@ -19,7 +19,8 @@ public final class DatabaseReader {
         connection = try Connection(filename: Connection.absoluteFilename(path), mode: .reading, busyTimeout: busyTimeout)
     }
 
-    /// The result of a query: column names and rows of values.
+    /// The result of a query: column names and rows of values. Text that is not valid UTF-8
+    /// shows each invalid byte as `\xNN`.
     public struct Result: Sendable, Hashable {
         public var columns: [String]
         public var rows: [[SQLValue]]
@@ -53,7 +54,7 @@ public final class DatabaseReader {
         let columns = (0..<last.columnCount).map(last.columnName(at:))
         var rows: [[SQLValue]] = []
         while rows.count < (limit ?? .max), try last.step() {
-            rows.append((0..<columns.count).map(last.value(at:)))
+            rows.append((0..<columns.count).map(last.displayValue(at:)))
         }
         return Result(columns: columns, rows: rows)
     }

@@ -143,7 +143,7 @@ public final class ModelStore {
             // Nobody can await these any more, but they were made: hand them to the worker,
             // which commits them before its connection closes.
             writeBehind.submit(retryingRejected: true)
-            worker.close {}
+            worker.close()
         }
         writeBehind.finishErrorStreams()
         for continuation in feedStreams.values { continuation.finish() }
@@ -174,7 +174,8 @@ public final class ModelStore {
         // no write lands between the last flush and the objects' detaching.
         isClosed = true
         registrar.detachAll()
-        worker.close {}
+        // Nothing is left to commit: this only closes the connection, so waiting is brief.
+        worker.closeAndWait()
         writeBehind.finishErrorStreams()
         for continuation in feedStreams.values { continuation.finish() }
         feedStreams.removeAll()

@@ -4,7 +4,7 @@ import TrackedModels
 /// Renders query results as an aligned table, a JSON array of objects, or CSV.
 enum TableFormatter {
     static func table(_ result: DatabaseReader.Result) -> String {
-        let cells = result.rows.map { $0.map(plain) }
+        let cells = result.rows.map { $0.map { visible(plain($0), keepingLineBreaks: false) } }
         let widths = result.columns.indices.map { column in
             ([result.columns[column]] + cells.map { $0[column] }).map(\.count).max() ?? 0
         }
@@ -27,8 +27,28 @@ enum TableFormatter {
             text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
                 ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
         }
-        return ([result.columns] + result.rows.map { $0.map(plain) })
+        return ([result.columns] + result.rows.map { $0.map { visible(plain($0), keepingLineBreaks: true) } })
             .map { $0.map(field).joined(separator: ",") + "\r\n" }.joined()
+    }
+
+    /// Text with its control characters shown, never printed raw: NUL as `\0`, tabs and
+    /// (outside CSV, whose quoting keeps them) line breaks as `\t`, `\n`, `\r`, others as
+    /// `\u{NN}`.
+    static func visible(_ text: String, keepingLineBreaks: Bool) -> String {
+        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return text }
+        var shown = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\0": shown += "\\0"
+            case "\n" where keepingLineBreaks, "\r" where keepingLineBreaks: shown.unicodeScalars.append(scalar)
+            case "\n": shown += "\\n"
+            case "\r": shown += "\\r"
+            case "\t": shown += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F: shown += String(format: "\\u{%02x}", scalar.value)
+            default: shown.unicodeScalars.append(scalar)
+            }
+        }
+        return shown
     }
 
     /// A value as text, without quotes: `42`, `Row 42`, empty for NULL, base64 for a blob.

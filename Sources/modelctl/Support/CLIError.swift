@@ -60,11 +60,18 @@ struct CLIError: Error {
         case .busy, .locked:
             (status, advice) = (.temporaryFailure, "another process holds the database; try again")
         case .readOnly, .permission, .auth:
-            (status, advice) = (.permissionDenied, "check the file's permissions")
-        case .ioError, .full:
+            (status, advice) = (.permissionDenied, FileDiagnosis.blockedWrite(path) ?? "check the permissions of the file, its folder, and its -wal and -shm files")
+        case .ioError where error.code.rawValue == 4874, .full:
+            // SQLITE_IOERR_SHMSIZE: the shared-memory file could not grow.
+            (status, advice) = (.ioError, "the disk is full; free space on it and run the command again (nothing was committed)")
+        case .ioError:
             (status, advice) = (.ioError, "check the disk (space, errors)")
         case .cannotOpen:
-            (status, advice) = (.missingInput, "check the path, or run `modelctl seed` to create it")
+            if let blocked = FileDiagnosis.blockedWrite(path) {
+                (status, advice) = (.permissionDenied, blocked)
+            } else {
+                (status, advice) = (.missingInput, "check the path, or run `modelctl seed` to create it")
+            }
         case .corrupt, .notADatabase:
             (status, advice) = (.dataError, "the file is not a usable SQLite database; point --db at another file")
         default:
