@@ -34,10 +34,9 @@ public struct HeadlineBenchmark {
 
     /// Runs every measurement, with a database file in `folder`.
     public func run(in folder: String) async throws -> HeadlineReport {
-        let path = URL(fileURLWithPath: folder).appendingPathComponent("bench-\(UUID().uuidString).sqlite").path
-        defer {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        }
+        let database = TemporaryDatabase(in: folder, named: "headline")
+        defer { database.remove() }
+        let path = database.path
         var configuration = ModelStore.Configuration()
         configuration.createsMissingTables = true
         let store = try ModelStore(.file(path), models: [BenchmarkRow.self], configuration: configuration)
@@ -153,10 +152,9 @@ public struct HeadlineBenchmark {
 
     /// The same flush on a store that keeps no change log (no triggers on its file).
     private func flushThroughputWithoutLog(in folder: String, rows count: Int) async throws -> Double {
-        let path = URL(fileURLWithPath: folder).appendingPathComponent("bench-nolog-\(UUID().uuidString).sqlite").path
-        defer {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        }
+        let database = TemporaryDatabase(in: folder, named: "nolog")
+        defer { database.remove() }
+        let path = database.path
         var configuration = ModelStore.Configuration()
         configuration.createsMissingTables = true
         configuration.observesExternalChanges = false

@@ -52,13 +52,11 @@ public struct LiveListBenchmark {
     }
 
     public func run(in folder: String) async throws -> Report {
-        let path = URL(fileURLWithPath: folder).appendingPathComponent("bench-live-\(UUID().uuidString).sqlite").path
-        defer {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        }
+        let database = TemporaryDatabase(in: folder, named: "live")
+        defer { database.remove() }
         var configuration = ModelStore.Configuration()
         configuration.createsMissingTables = true
-        let store = try ModelStore(.file(path), models: [BenchmarkRow.self], configuration: configuration)
+        let store = try ModelStore(.file(database.path), models: [BenchmarkRow.self], configuration: configuration)
         try store.insert(contentsOf: (0..<Int64(rows)).lazy.map { BenchmarkRow(id: $0, title: "Row \($0)", count: $0 % 100) })
         try await store.flush()
         let objects = try store.fetch(BenchmarkRow.self, orderBy: "id")

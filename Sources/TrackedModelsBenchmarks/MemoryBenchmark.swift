@@ -44,18 +44,16 @@ public struct MemoryBenchmark {
 
     /// Fills a file in `folder`, then measures: open, fetch every row, drop the objects.
     public func run(in folder: String) async throws -> Report {
-        let path = URL(fileURLWithPath: folder).appendingPathComponent("bench-memory-\(UUID().uuidString).sqlite").path
-        defer {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        }
+        let database = TemporaryDatabase(in: folder, named: "memory")
+        defer { database.remove() }
         var configuration = ModelStore.Configuration()
         configuration.createsMissingTables = true
         do {
-            let seeding = try ModelStore(.file(path), models: [BenchmarkRow.self], configuration: configuration)
+            let seeding = try ModelStore(.file(database.path), models: [BenchmarkRow.self], configuration: configuration)
             try seeding.insert(contentsOf: (0..<Int64(rows)).lazy.map { BenchmarkRow(id: $0, title: "Row \($0)", count: 0) })
             try await seeding.close()
         }
-        let store = try ModelStore(.file(path), models: [BenchmarkRow.self], configuration: configuration)
+        let store = try ModelStore(.file(database.path), models: [BenchmarkRow.self], configuration: configuration)
         let baseline = Self.residentMegabytes()
         var fetched = 0
         var holding = 0.0

@@ -9,7 +9,7 @@
 /// var changes = ListChanges()
 /// changes.remove(key: 42, at: 7)     // row 42 moves from 7 ...
 /// changes.insert(key: 42, at: 0)     // ... to the top
-/// changes.difference                 // remove offset 7, insert offset 0
+/// changes.difference { $0 }           // remove offset 7, insert offset 0
 /// ```
 struct ListChanges {
     /// Rows of the original list that are gone, by original offset, ascending.
@@ -59,10 +59,6 @@ struct ListChanges {
         inserted = difference.insertions.compactMap { change in
             if case .insert(let offset, let key, _) = change { (offset, key) } else { nil }
         }
-    }
-
-    var difference: CollectionDifference<SQLValue> {
-        difference { $0 }
     }
 
     /// The difference with keys converted by `element`; a key both removed and inserted is a

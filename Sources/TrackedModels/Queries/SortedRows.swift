@@ -45,14 +45,6 @@ struct SortedRows {
         return chunks[chunk][offset]
     }
 
-    /// The position of an entry, if present.
-    func position(of entry: Entry) -> Int? {
-        guard let chunk = chunkIndex(for: entry) else { return nil }
-        let offset = lowerBound(entry, in: chunks[chunk])
-        guard offset < chunks[chunk].count, chunks[chunk][offset] == entry else { return nil }
-        return prefix(chunk) + offset
-    }
-
     /// Inserts an entry and returns its position.
     @discardableResult
     mutating func insert(_ entry: Entry) -> Int {

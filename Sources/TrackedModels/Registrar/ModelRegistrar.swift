@@ -43,7 +43,6 @@ final class ModelRegistrar {
     }
 
     var feeds: FeedIndex { outbox.feeds }
-    var isInTransaction: Bool { !transactionLevels.isEmpty }
     /// Whether inserts wait for the database to assign their keys.
     var hasUnkeyedInserts: Bool { !unkeyedInserts.isEmpty }
 

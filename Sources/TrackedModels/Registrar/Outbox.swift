@@ -37,8 +37,6 @@ final class Outbox {
         self.feeds = feeds
     }
 
-    var isGrouping: Bool { groupDepth > 0 }
-
     /// Runs `work` once every change posted so far has been delivered: at the end of the
     /// current delivery, or of the current group.
     func afterDelivery(_ work: @escaping () -> Void) {

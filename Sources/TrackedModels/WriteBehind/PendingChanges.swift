@@ -135,8 +135,6 @@ struct PendingChanges {
 
     var isEmpty: Bool { units.isEmpty }
     var isInTransaction: Bool { transactionUnit != nil }
-    /// Whether a unit is stuck with an error.
-    var hasRejections: Bool { units.contains { $0.rejection != nil } }
 
     // MARK: - Recording (the hot path)
 
