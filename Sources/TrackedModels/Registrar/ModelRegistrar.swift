@@ -110,7 +110,7 @@ final class ModelRegistrar {
             "the primary key of a stored \(types[table]) cannot change; delete the object and insert a new one"
         )
         record(.set(new), column: column, of: object, tracking: tracking)
-        if !transactionLevels.isEmpty { undoLog.append(.assigned(object, column: column, old: old)) }
+        if !transactionLevels.isEmpty { recordUndo(object, column: column, old: old) }
         outbox.postUpdate(table: table, key: tracking.key, column: column, old: old, new: new, origin: .local)
     }
 
@@ -119,7 +119,7 @@ final class ModelRegistrar {
         let tracking = object._$tracking
         try object._$assign(new, toColumn: column)
         record(.add(delta), column: column, of: object, tracking: tracking)
-        if !transactionLevels.isEmpty { undoLog.append(.assigned(object, column: column, old: old)) }
+        if !transactionLevels.isEmpty { recordUndo(object, column: column, old: old) }
         outbox.postUpdate(table: tracking.table, key: tracking.key, column: column, old: old, new: new, origin: .local)
     }
 
@@ -311,6 +311,21 @@ final class ModelRegistrar {
         var outboxMark: Int
         /// Where the level's steps start in the undo log.
         var undoStart: Int
+        /// The cells whose value before this level is already in the undo log: undoing needs
+        /// only the first, so a million increments in a transaction keep one step.
+        var cellsSaved: Set<SavedCell> = []
+    }
+
+    private struct SavedCell: Hashable {
+        var object: ObjectIdentifier
+        var column: Int
+    }
+
+    /// Remembers a cell's value before the innermost level first changed it.
+    private func recordUndo(_ object: any TrackedModel, column: Int, old: SQLValue) {
+        let cell = SavedCell(object: ObjectIdentifier(object), column: column)
+        guard transactionLevels[transactionLevels.count - 1].cellsSaved.insert(cell).inserted else { return }
+        undoLog.append(.assigned(object, column: column, old: old))
     }
 
     /// How to take back one change of a transaction that failed.
@@ -340,6 +355,9 @@ final class ModelRegistrar {
             for step in undoLog[level.undoStart...].reversed() { undo(step) }
             undoLog.removeSubrange(level.undoStart...)
             if let snapshot = level.snapshot { writeBehind.restoreTransaction(to: snapshot) }
+        } else if !transactionLevels.isEmpty {
+            // The inner level's first values are the outer level's too, where it had none.
+            transactionLevels[transactionLevels.count - 1].cellsSaved.formUnion(level.cellsSaved)
         }
         if transactionLevels.isEmpty {
             undoLog.removeAll()

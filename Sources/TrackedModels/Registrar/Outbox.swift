@@ -48,9 +48,10 @@ final class Outbox {
 
     /// Posts one column's change: the hot path of every tracked write.
     func postUpdate(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin) {
+        guard feeds.hasSubscriptions(table: table) else { return }
         if groupDepth > 0 {
             log.append(.update(table: table, key: key, column: column, old: old, new: new, origin: origin))
-        } else if feeds.hasSubscriptions(table: table) {
+        } else {
             deliver(.update(table: table, key: key, column: column, old: old, new: new, origin: origin))
         }
     }
