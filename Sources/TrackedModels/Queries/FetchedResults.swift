@@ -24,6 +24,12 @@ public import Observation
 ///
 /// Reading an element's properties registers those cells only, as with any object. The
 /// results belong to the store's actor; they end with the store.
+///
+/// > Warning: The results keep the objects they handed out, and read the others when they are
+/// > first accessed. An element whose row another process has just deleted, read before the
+/// > store hears of the delete (within ``ModelStore/Configuration/externalChangePollInterval``)
+/// > and never read before, cannot be made into an object: reading it traps. Call
+/// > ``ModelStore/refreshExternalChanges()`` first where that can happen.
 public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccessCollection {
     public typealias Element = Model
     public typealias Index = Int
