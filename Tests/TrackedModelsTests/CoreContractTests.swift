@@ -281,16 +281,43 @@ final class Note {
     }
 
     @Test func writesToAnObjectWhoseInsertIsInFlightAreStored() async throws {
-        let workload = try await workload()
+        let committed = AsyncStream<Void>.makeStream()
+        let release = DispatchSemaphore(value: 0)
+        let armed = Atomic<Bool>(false)
+        var configuration = Stores.configuration()
+        configuration.afterCommit = {
+            guard armed.exchange(false, ordering: .relaxed) else { return }
+            committed.continuation.yield()
+            release.wait()
+        }
+        let workload = try await workload(configuration: configuration)
         let note = Note(id: nil, text: "first")
         try workload.store.insert(note)
         note.text = "second"   // joins the pending insert
+        armed.store(true, ordering: .relaxed)
         let flushing = Task { try await workload.store.flush() }
-        await Task.yield()
-        note.text = "third"    // the insert may be in flight: recorded once the key is known
+        for await _ in committed.stream { break }
+        // The insert is committed and its report not yet heard: the key is still unknown.
+        #expect(note.id == nil)
+        note.text = "third"
+        release.signal()
         try await flushing.value
         try await workload.store.flush()
+        #expect(note.id == 1)
         #expect(try workload.peek.value("SELECT text FROM notes WHERE id = 1") == "third")
+    }
+
+    @Test func liveResultsReadAfterCloseHandOutDetachedObjects() async throws {
+        let workload = try await workload()
+        let list = try workload.store.results(for: FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
+        let early = list[0]
+        try await workload.store.close()
+        let late = list[5]   // made after close: detached like every other object
+        late.title = "after close"
+        early.title = "after close too"
+        #expect(!workload.store.writeBehind.hasChanges)   // nothing recorded by the closed store
+        #expect(try workload.peek.value("SELECT title FROM rows WHERE id = 5") == "Row 5")
+        #expect(late.id == 5)
     }
 
     // MARK: - Other processes

@@ -151,6 +151,9 @@ import Testing
         let errors = store.writeErrors
         let row = try #require(try store.find(Row.self, key: 0))
         row.count = 500
+        let commitsBefore = store.writerStatistics.commits
+        await #expect(throws: StoreError.self) { try await store.flush() }
+        #expect(store.writerStatistics.commits == commitsBefore)   // nothing left to commit: no transaction
         try #require(try store.find(Row.self, key: 1)).title = "committed anyway"
         do {
             try await store.flush()

@@ -17,31 +17,6 @@ import Testing
         FileManager.default.contents(atPath: path)
     }
 
-    /// Runs a shell command line in the workspace with `$MODELCTL` set to the binary.
-    private func shell(_ workspace: Workspace, _ script: String) async throws -> ModelCtlProcess.Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        process.currentDirectoryURL = workspace.modelctl.directory
-        var environment = ProcessInfo.processInfo.environment
-        environment["MODELCTL"] = ModelCtlProcess.executable.path
-        environment.removeValue(forKey: "MODELCTL_DB")
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        return await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                let stdout = out.fileHandleForReading.readDataToEndOfFile()
-                let stderr = err.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: .init(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self)))
-            }
-        }
-    }
-
     // MARK: - Numbers out of range (class 4)
 
     @Test(arguments: [
@@ -108,7 +83,7 @@ import Testing
 
     @Test func anArgumentThatIsNotUTF8IsRefused() async throws {
         let workspace = try Workspace()
-        let result = try await shell(workspace, #"exec "$MODELCTL" seed --rows 1 --db "$(printf 'u\377.db')""#)
+        let result = try await workspace.modelctl.runShell(#"exec "$MODELCTL" seed --rows 1 --db "$(printf 'u\377.db')""#)
         #expect(result.status == 64, "\(result.stderr)")
         #expect(result.stderr.contains("is not valid UTF-8"))
         #expect(result.stderr.contains(#"u\xff.db"#))
@@ -264,7 +239,7 @@ import Testing
         let (workspace, path) = try await seeded(rows: 1_000)
         #expect(try await ModelCtlProcess.sqlite3(path, "PRAGMA wal_checkpoint(TRUNCATE)") == 0)
         // A file size limit of 1 MiB: the new rows do not fit.
-        let seed = try await shell(workspace, #"ulimit -f 1024; exec "$MODELCTL" seed --reset --rows 200000"#)
+        let seed = try await workspace.modelctl.runShell(#"ulimit -f 1024; exec "$MODELCTL" seed --reset --rows 200000"#)
         #expect(seed.status == 74, "\(seed.stderr)")
         #expect(seed.stderr.contains("disk"))
         let count = try await workspace.modelctl.run("query", "SELECT count(*) AS n, max(title) AS t FROM rows", "--format", "csv")
@@ -296,7 +271,7 @@ import Testing
         guard getuid() == 0 else { return try await workspace.modelctl.run(arguments) }
         let runuser = try #require(["/usr/sbin/runuser", "/sbin/runuser"].first { FileManager.default.isExecutableFile(atPath: $0) }, "runuser is missing; apt-get install util-linux")
         let quoted = arguments.map { "'" + $0 + "'" }.joined(separator: " ")
-        return try await shell(workspace, "exec \(runuser) -u nobody -- \"$MODELCTL\" \(quoted)")
+        return try await workspace.modelctl.runShell("exec \(runuser) -u nobody -- \"$MODELCTL\" \(quoted)")
     }
 
     @Test func aFolderThatIsNotWritableIsNamed() async throws {

@@ -47,17 +47,31 @@ struct ModelCtlProcess {
     }
 
     func start(_ arguments: [String], stdout: Pipe = Pipe(), stderr: Pipe = Pipe()) throws -> Process {
+        try start(Self.executable, arguments, stdout: stdout, stderr: stderr)
+    }
+
+    /// Starts any executable in the directory, with `$MODELCTL` naming the built binary.
+    private func start(_ executable: URL, _ arguments: [String], stdout: Pipe, stderr: Pipe) throws -> Process {
         let process = Process()
-        process.executableURL = Self.executable
+        process.executableURL = executable
         process.arguments = arguments
         process.currentDirectoryURL = directory
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "MODELCTL_DB")
+        environment["MODELCTL"] = Self.executable.path
         process.environment = environment
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
         return process
+    }
+
+    /// Runs a `/bin/sh` script in the directory (for `ulimit`, raw bytes in arguments, or
+    /// another user), where `$MODELCTL` is the built binary.
+    func runShell(_ script: String) async throws -> Output {
+        let stdout = Pipe()
+        let stderr = Pipe()
+        return await collect(try start(URL(fileURLWithPath: "/bin/sh"), ["-c", script], stdout: stdout, stderr: stderr), stdout, stderr)
     }
 
     @discardableResult
@@ -68,8 +82,12 @@ struct ModelCtlProcess {
     func run(_ arguments: [String]) async throws -> Output {
         let stdout = Pipe()
         let stderr = Pipe()
-        let process = try start(arguments, stdout: stdout, stderr: stderr)
-        return await withCheckedContinuation { continuation in
+        return await collect(try start(arguments, stdout: stdout, stderr: stderr), stdout, stderr)
+    }
+
+    /// Reads a started process's output to the end and waits for it to exit.
+    private func collect(_ process: Process, _ stdout: Pipe, _ stderr: Pipe) async -> Output {
+        await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 let out = stdout.fileHandleForReading.readDataToEndOfFile()
                 let err = stderr.fileHandleForReading.readDataToEndOfFile()

@@ -207,6 +207,15 @@ final class DatabaseWorker: @unchecked Sendable {
         )
         while true {
             let units = batch.units.filter { rejected[$0.id] == nil && !held.contains($0.id) }
+            if units.isEmpty {
+                // Everything was refused or held: there is nothing to commit.
+                isHalted = true
+                statistics.withLock { $0.rejectedChanges += rejected.count }
+                var report = CommitReport()
+                report.rejected = rejected
+                report.held = held
+                return .committed(report)
+            }
             do {
                 let commit = try engine.commit(units) { report in
                     publishAssignedKeys(report.assignedKeys, tables: insertTables)

@@ -91,16 +91,17 @@ final class ChangeLogReader {
     func skipOwnEntries(on connection: Connection) throws -> Int64? {
         position = try Self.lastSequence(on: connection)
         dataVersion = try connection.scalar("PRAGMA data_version")
-        return try prune(on: connection)
+        return try prune(on: connection, last: position)
     }
 
     /// Deletes entries older than the newest `retention`, inside a write transaction, when the
     /// log holds more than twice that. Readers that had not read them yet reset.
     ///
+    /// - Parameter last: The log's newest entry, when the caller has just read it.
     /// - Returns: The sequence it pruned through, or nil when the log was short enough.
     @discardableResult
-    func prune(on connection: Connection) throws -> Int64? {
-        let last = try Self.lastSequence(on: connection)
+    func prune(on connection: Connection, last known: Int64? = nil) throws -> Int64? {
+        let last = try known ?? Self.lastSequence(on: connection)
         guard case .integer(let prunedThrough) = try connection.scalar("SELECT pruned_through FROM \(ChangeLog.stateTable) WHERE id = 1"),
               last - prunedThrough > 2 * retention
         else {

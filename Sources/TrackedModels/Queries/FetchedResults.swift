@@ -115,13 +115,17 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         let values: [SQLValue]
         do {
             guard let current = try store.currentValues(table: plan.table, key: key) else {
-                preconditionFailure("row \(key) of \(plan.schema.name) is in the results but not in the database")
+                preconditionFailure("row \(key) of \(plan.schema.name) is in the results but no longer in the database (another process deleted it moments ago); call store.refreshExternalChanges() before reading results where other processes delete rows")
             }
             values = current
         } catch {
-            preconditionFailure("cannot read row \(key) of \(plan.schema.name) for the results: \(error)")
+            preconditionFailure("cannot read row \(key) of \(plan.schema.name) for the results: \(error); the database could not be read (see the error), so the element cannot be made")
         }
-        let object = (try? store.object(Model.self, table: plan.table, values: values))
+        // After the store closed, objects are detached: one made now must be too, or its writes
+        // would be recorded by a store that never commits again.
+        let object = store.isClosed
+            ? try? Model(_$row: ModelRow(schema: plan.schema, values: values))
+            : try? store.object(Model.self, table: plan.table, values: values)
         guard let object else { preconditionFailure("cannot decode row \(key) of \(plan.schema.name)") }
         objects[key] = object
         return object

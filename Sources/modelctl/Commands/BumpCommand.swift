@@ -34,8 +34,7 @@ struct BumpCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(operation: "bump", path: options.path) {
             try options.requireExistingDatabase(for: "bump")
-            try options.requireIntactDatabase(for: "bump")
-            try options.requireDemoDatabase(for: "bump")
+            try options.requireWritableDemoDatabase(for: "bump")
             try await bump()
         }
     }

@@ -29,10 +29,7 @@ struct SeedCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(operation: "seed", path: options.path) {
             try options.refuseFolder(for: "seed")
-            if FileManager.default.fileExists(atPath: options.path) {
-                try options.requireIntactDatabase(for: "seed")
-                try options.requireDemoDatabase(for: "seed", allowingEmpty: true)
-            }
+            try options.requireWritableDemoDatabase(for: "seed", allowingEmpty: true)
             try await seed()
         }
     }

@@ -72,10 +72,23 @@ struct DatabaseOptions: ParsableArguments {
     /// Checks the file for damage, reading only: `integrity_check` when `thorough`, else the
     /// quicker `quick_check`. A damaged file is refused (65) with SQLite's findings.
     func requireIntactDatabase(for operation: String, thorough: Bool = false) throws {
+        try requireIntact(DatabaseReader(path: path), for: operation, thorough: thorough)
+    }
+
+    /// Both checks a writing command makes before it writes, on one read-only connection:
+    /// a modelctl database (or, with `allowingEmpty`, an empty one), and not damaged.
+    func requireWritableDemoDatabase(for operation: String, allowingEmpty: Bool = false) throws {
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        let reader = try DatabaseReader(path: path)
+        try requireIntact(reader, for: operation, thorough: false)
+        try requireDemo(reader, for: operation, allowingEmpty: allowingEmpty)
+    }
+
+    private func requireIntact(_ reader: DatabaseReader, for operation: String, thorough: Bool) throws {
         let pragma = thorough ? "integrity_check" : "quick_check"
         let findings: [String]
         do {
-            findings = try DatabaseReader(path: path).query("PRAGMA \(pragma)").rows.compactMap { row -> String? in
+            findings = try reader.query("PRAGMA \(pragma)").rows.compactMap { row -> String? in
                 if case .text(let text) = row.first, text != "ok" { text } else { nil }
             }
         } catch let error as SQLiteError where error.code.primary == .corrupt {
@@ -94,7 +107,10 @@ struct DatabaseOptions: ParsableArguments {
     /// - Parameter allowingEmpty: Whether a file with no tables at all is fine.
     func requireDemoDatabase(for operation: String, allowingEmpty: Bool = false) throws {
         guard FileManager.default.fileExists(atPath: path) else { return }
-        let reader = try DatabaseReader(path: path)
+        try requireDemo(DatabaseReader(path: path), for: operation, allowingEmpty: allowingEmpty)
+    }
+
+    private func requireDemo(_ reader: DatabaseReader, for operation: String, allowingEmpty: Bool) throws {
         let facts = try reader.query("""
             SELECT (SELECT application_id FROM pragma_application_id),
                    (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rows'),
