@@ -124,7 +124,7 @@ import Testing
                         return _count
                     }
                     set {
-                        guard _count != newValue else {
+                        guard !TrackedModels._$isSameStoredValue(_count, newValue) else {
                             return
                         }
                         let oldValue = _count

@@ -123,7 +123,9 @@ final class SQLiteEngine: DatabaseEngine {
             var arguments = request.values
             if assignsKey { arguments.remove(at: tables[request.table].primaryKeyIndex) }
             try statement.run(arguments)
-            if assignsKey { report.assignedKeys[request.id] = .integer(connection.lastInsertRowID) }
+            let key = request.row?.key ?? .integer(connection.lastInsertRowID)
+            if assignsKey { report.assignedKeys[request.id] = key }
+            report.forgetCounters(of: RowReference(table: request.table, key: key), columns: request.values.indices)
         case .update(let row, let cells):
             let shape = StatementShape.update(
                 table: row.table,
@@ -136,16 +138,43 @@ final class SQLiteEngine: DatabaseEngine {
             arguments.append(row.key)
             try statement.bind(arguments)
             defer { statement.reset() }
-            if case .update(_, _, let adds) = shape, !adds.isEmpty, try statement.step() {
-                for (offset, column) in adds.enumerated() {
-                    report.counterValues.append((CellReference(row: row, column: column), statement.value(at: offset)))
+            let schema = tables[row.table]
+            if case .update(_, let sets, _) = shape { report.forgetCounters(of: row, columns: sets) }
+            var updated = false
+            if case .update(_, _, let adds) = shape, !adds.isEmpty {
+                if try statement.step() {
+                    updated = true
+                    for (offset, column) in adds.enumerated() {
+                        let value = statement.value(at: offset)
+                        // SQLite turns an integer sum that overflows into a REAL.
+                        guard case .integer = value else {
+                            throw SQLiteError(
+                                code: .mismatch,
+                                message: "adding to \(schema.name).\(schema.columns[column].name) of row \(row.key) overflows a 64-bit integer; assign a value instead, or discard the change",
+                                sql: statement.sql
+                            )
+                        }
+                        report.counterValues[CellReference(row: row, column: column)] = value
+                    }
                 }
+                while try statement.step() {}
+            } else {
+                while try statement.step() {}
+                updated = connection.changes > 0
             }
-            while try statement.step() {}
+            guard updated else {
+                throw SQLiteError(
+                    code: .notFound,
+                    message: "row \(row.key) of \(schema.name) is no longer in the database (another connection deleted it or changed its key), so this change to it cannot be stored; discard it (store.discard(_:) with its entry of store.pendingChanges)",
+                    sql: statement.sql
+                )
+            }
         case .delete(let row):
             try statement(.delete(table: row.table), on: connection).run([row.key])
+            report.forgetCounters(of: row, columns: tables[row.table].columns.indices)
         case .deleteAll(let table):
             try connection.execute("DELETE FROM \(quoteIdentifier(tables[table].name))")
+            report.counterValues = report.counterValues.filter { $0.key.row.table != table }
         }
         report.statementCount += 1
     }

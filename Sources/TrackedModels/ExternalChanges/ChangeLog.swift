@@ -14,7 +14,7 @@ import Foundation
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/lang_createtrigger.html>
 enum ChangeLog {
-    static let version = 1
+    static let version = 2
     static let table = "trackedmodels_changes"
     static let stateTable = "trackedmodels_changes_state"
 
@@ -70,7 +70,7 @@ enum ChangeLog {
         }
     }
 
-    /// The three triggers of a table, by name.
+    /// The four triggers of a table, by name.
     private static func triggers(table: String, columns: [String], primaryKey: String) -> [String: SQLValue] {
         let quotedTable = quoteIdentifier(table)
         let tableLiteral = "'" + table.replacingOccurrences(of: "'", with: "''") + "'"
@@ -84,8 +84,10 @@ enum ChangeLog {
         func insert(_ keyValue: String, _ kind: Kind, _ mask: String) -> String {
             "INSERT INTO \(Self.table) (tbl, row_key, kind, mask) VALUES (\(tableLiteral), \(keyValue), \(kind.rawValue), \(mask));"
         }
+        // A changed primary key is another row: the old one is gone, the new one arrives.
         return [
-            name("update"): .text("CREATE TRIGGER \(quoteIdentifier(name("update"))) AFTER UPDATE ON \(quotedTable) WHEN \(differences.joined(separator: " OR ")) BEGIN \(insert("NEW.\(key)", .update, mask)) END"),
+            name("update"): .text("CREATE TRIGGER \(quoteIdentifier(name("update"))) AFTER UPDATE ON \(quotedTable) WHEN OLD.\(key) IS NEW.\(key) AND (\(differences.joined(separator: " OR "))) BEGIN \(insert("NEW.\(key)", .update, mask)) END"),
+            name("rekey"): .text("CREATE TRIGGER \(quoteIdentifier(name("rekey"))) AFTER UPDATE ON \(quotedTable) WHEN OLD.\(key) IS NOT NEW.\(key) BEGIN \(insert("OLD.\(key)", .delete, "-1")) \(insert("NEW.\(key)", .insert, "-1")) END"),
             name("insert"): .text("CREATE TRIGGER \(quoteIdentifier(name("insert"))) AFTER INSERT ON \(quotedTable) BEGIN \(insert("NEW.\(key)", .insert, "-1")) END"),
             name("delete"): .text("CREATE TRIGGER \(quoteIdentifier(name("delete"))) AFTER DELETE ON \(quotedTable) BEGIN \(insert("OLD.\(key)", .delete, "-1")) END"),
         ]

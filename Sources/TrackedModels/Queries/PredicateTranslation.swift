@@ -55,11 +55,12 @@ struct PredicateTranslation {
         return "?\(firstParameter + arguments.count - 1)"
     }
 
-    /// A column of the model.
+    /// A column of the model. Text compares by its bytes whatever collation the table
+    /// declares, as a bound value (and Swift, by Unicode scalars) does.
     mutating func column(_ index: Int) -> String {
         columnsRead.insert(index)
         switch columns {
-        case .tableColumns: return quoteIdentifier(schema.columns[index].name)
+        case .tableColumns: return schema.columns[index].sqlExpression
         case .parameters: return "?\(index + 1)"
         }
     }

@@ -71,7 +71,7 @@ struct QueryPlan {
 
     /// `ORDER BY` for the sort.
     var orderBySQL: String {
-        sort.map { "\(quoteIdentifier(schema.columns[$0.column].name)) \($0.ascending ? "ASC" : "DESC")" }.joined(separator: ", ")
+        sort.map { "\(schema.columns[$0.column].sqlExpression) \($0.ascending ? "ASC" : "DESC")" }.joined(separator: ", ")
     }
 
     /// The select of matching rows in order, at most `limit` of them (no offset).

@@ -20,7 +20,8 @@ final class ModelRegistrar {
     let writeBehind: WriteBehind
     /// Objects whose insert waits for the database to assign their key, by insert request, with
     /// the columns assigned while the insert was in flight.
-    private var unkeyedInserts: [UInt64: (object: any TrackedModel, table: Int, columnsSetInFlight: Set<Int>)] = [:]
+    private var unkeyedInserts: [UInt64: UnkeyedInsert] = [:]
+    typealias UnkeyedInsert = (object: any TrackedModel, table: Int, columnsSetInFlight: Set<Int>)
     /// The cells read by each active dependency capture, innermost last.
     private var captures: [Set<CellReference>] = []
     /// Open transaction levels, outermost first, and how to undo them.
@@ -111,7 +112,11 @@ final class ModelRegistrar {
         )
         record(.set(new), column: column, of: object, tracking: tracking)
         if !transactionLevels.isEmpty { recordUndo(object, column: column, old: old) }
-        outbox.postUpdate(table: table, key: tracking.key, column: column, old: old, new: new, origin: .local)
+        // A row whose key the database has yet to assign is announced, with its values then,
+        // once it has one.
+        if tracking.insertRequest == nil {
+            outbox.postUpdate(table: table, key: tracking.key, column: column, old: old, new: new, origin: .local)
+        }
     }
 
     /// The program added `delta` to an integer column whose value was `old`.
@@ -120,7 +125,9 @@ final class ModelRegistrar {
         try object._$assign(new, toColumn: column)
         record(.add(delta), column: column, of: object, tracking: tracking)
         if !transactionLevels.isEmpty { recordUndo(object, column: column, old: old) }
-        outbox.postUpdate(table: tracking.table, key: tracking.key, column: column, old: old, new: new, origin: .local)
+        if tracking.insertRequest == nil {
+            outbox.postUpdate(table: tracking.table, key: tracking.key, column: column, old: old, new: new, origin: .local)
+        }
     }
 
     private func record(_ write: CellWrite, column: Int, of object: any TrackedModel, tracking: ModelTracking) {
@@ -163,17 +170,29 @@ final class ModelRegistrar {
         let values = object._$values()
         detach(object, table: table)
         writeBehind.recordDelete(RowReference(table: table, key: key), of: object)
-        if !transactionLevels.isEmpty { undoLog.append(.deleted(object, table: table, key: key)) }
+        if !transactionLevels.isEmpty { undoLog.append(.deleted(object, table: table, key: key, values: values)) }
         outbox.postDelete(table: table, key: key, values: values, origin: .local)
     }
 
-    /// Detaches every object of a table, records deleting all its rows, and tells the table's
-    /// subscribers to re-read (a reset).
+    /// Detaches every object of a table (those whose insert waits for a key too: it commits
+    /// before the deletion), records deleting all its rows, and tells the table's subscribers
+    /// to re-read (a reset).
     func userDidDeleteAll(table: Int) {
         let objects = identityMap.removeAll(table: table)
         for (_, object) in objects { object._$tracking.detach() }
+        let waiting = unkeyedInserts.filter { $0.value.table == table }
+        for (request, entry) in waiting {
+            unkeyedInserts[request] = nil
+            entry.object._$tracking.detach()
+        }
         writeBehind.recordDeleteAll(table: table)
-        if !transactionLevels.isEmpty { undoLog.append(.deletedAll(objects, table: table)) }
+        if !transactionLevels.isEmpty {
+            undoLog.append(.deletedAll(
+                objects.map { ($0.key, $0.object, $0.object._$values()) },
+                waiting: waiting.map { ($0.key, $0.value, $0.value.object._$values()) },
+                table: table
+            ))
+        }
         outbox.postReset(table: table, origin: .local)
     }
 
@@ -201,6 +220,14 @@ final class ModelRegistrar {
     func assignKey(_ key: SQLValue, toInsert request: UInt64) {
         guard let (object, table, columnsSetInFlight) = unkeyedInserts.removeValue(forKey: request) else { return }
         try? object._$assign(key, toColumn: primaryKeyColumns[table])
+        let row = RowReference(table: table, key: key)
+        guard identityMap.object(table: table, key: key) == nil, !writeBehind.deletes(row) else {
+            // The program wrote that key itself: another object has it (an insert of that key,
+            // which the database refuses now that the row exists), or a delete of it waits to
+            // commit. That object or that delete keeps the row; this object only learns its key.
+            object._$tracking.detach()
+            return
+        }
         attach(object, table: table, key: key)
         let values = object._$values()
         outbox.postInsert(table: table, key: key, values: values, origin: .local)
@@ -226,7 +253,15 @@ final class ModelRegistrar {
         let mark = outbox.beginGroup()
         for change in batch.rows {
             let schema = schemas[change.table]
-            guard let object = identityMap.object(table: change.table, key: change.key) else {
+            let row = RowReference(table: change.table, key: change.key)
+            let object = identityMap.object(table: change.table, key: change.key)
+            // A row this store deleted is gone for it, whatever others do to it meanwhile.
+            let isDeletedHere = object == nil && writeBehind.deletes(row)
+            // The program's updates and deletes of a row that is gone have no row left (unless
+            // the program inserts the row again itself).
+            if change.values == nil, writeBehind.decidesExistence(of: row) != true { writeBehind.dropChanges(of: row) }
+            guard let object else {
+                if isDeletedHere { continue }
                 switch change.kind {
                 case .insert: outbox.postInsert(table: change.table, key: change.key, values: change.values ?? [], origin: .external)
                 case .delete: outbox.postDelete(table: change.table, key: change.key, values: Array(repeating: .null, count: schema.columns.count), origin: .external)
@@ -238,9 +273,9 @@ final class ModelRegistrar {
                 continue
             }
             guard let values = change.values else {
-                let old = object._$values()
-                detach(object, table: change.table)
-                outbox.postDelete(table: change.table, key: change.key, values: old, origin: .external)
+                // A row this store inserts, not yet committed, is created by that insert.
+                if writeBehind.decidesExistence(of: RowReference(table: change.table, key: change.key)) == true { continue }
+                rowWentAway(object, table: change.table, origin: .external)
                 continue
             }
             for column in change.columns where column != primaryKeyColumns[change.table] {
@@ -259,9 +294,9 @@ final class ModelRegistrar {
         for (key, values) in rows {
             guard let object = identityMap.object(table: table, key: key) else { continue }
             guard let values else {
-                let old = object._$values()
-                detach(object, table: table)
-                outbox.postDelete(table: table, key: key, values: old, origin: origin)
+                // A row this store inserts, not yet committed, stays as its object shows it.
+                if writeBehind.decidesExistence(of: RowReference(table: table, key: key)) == true { continue }
+                rowWentAway(object, table: table, origin: origin)
                 continue
             }
             for column in values.indices where column != primaryKeyColumns[table] {
@@ -274,13 +309,40 @@ final class ModelRegistrar {
         outbox.endGroup(from: mark, keeping: true)
     }
 
+    /// Detaches the object of a row the database no longer has, drops its changes not yet
+    /// handed to the worker (there is no row left for them), and tells subscribers it is gone.
+    private func rowWentAway(_ object: any TrackedModel, table: Int, origin: ChangeOrigin) {
+        let key = object._$tracking.key
+        let old = object._$values()
+        detach(object, table: table)
+        writeBehind.dropChanges(of: RowReference(table: table, key: key))
+        outbox.postDelete(table: table, key: key, values: old, origin: origin)
+    }
+
     /// Puts an object back as it was before a discarded insert: detached, and gone for its
     /// subscribers.
-    func forgetInsert(of object: any TrackedModel, table: Int) {
+    ///
+    /// - Parameter committed: The row of the object's key as committed, if the file has one:
+    ///   subscribers then hear the row go back to it rather than go away.
+    func forgetInsert(of object: any TrackedModel, table: Int, committed: [SQLValue]?) {
         let key = object._$tracking.key
         let values = object._$values()
         detach(object, table: table)
-        if key != .null { outbox.postDelete(table: table, key: key, values: values, origin: .local) }
+        guard key != .null else { return }
+        guard let committed else {
+            outbox.postDelete(table: table, key: key, values: values, origin: .local)
+            return
+        }
+        let mark = outbox.beginGroup()
+        for column in values.indices where values[column] != committed[column] {
+            outbox.postUpdate(table: table, key: key, column: column, old: values[column], new: committed[column], origin: .local)
+        }
+        outbox.endGroup(from: mark, keeping: true)
+    }
+
+    /// Tells subscribers a row is there again (its delete was discarded), with its values.
+    func announceRestored(table: Int, key: SQLValue, values: [SQLValue]) {
+        outbox.postInsert(table: table, key: key, values: values, origin: .local)
     }
 
     /// Sets a database value on an object and posts the change; a value that does not decode
@@ -332,8 +394,14 @@ final class ModelRegistrar {
     private enum UndoStep {
         case assigned(any TrackedModel, column: Int, old: SQLValue)
         case inserted(any TrackedModel, table: Int)
-        case deleted(any TrackedModel, table: Int, key: SQLValue)
-        case deletedAll([(key: SQLValue, object: any TrackedModel)], table: Int)
+        /// An object deleted, with its values then: undoing also takes back what was assigned
+        /// to it while it was detached.
+        case deleted(any TrackedModel, table: Int, key: SQLValue, values: [SQLValue])
+        case deletedAll(
+            [(key: SQLValue, object: any TrackedModel, values: [SQLValue])],
+            waiting: [(request: UInt64, entry: UnkeyedInsert, values: [SQLValue])],
+            table: Int
+        )
     }
 
     func beginTransaction() {
@@ -366,16 +434,37 @@ final class ModelRegistrar {
         outbox.endGroup(from: level.outboxMark, keeping: succeeded)
     }
 
+    /// Gives a re-attached object back the values it had when it was detached.
+    private func restore(_ object: any TrackedModel, to values: [SQLValue]) {
+        for (column, (now, then)) in zip(object._$values(), values).enumerated() where now != then {
+            try? object._$assign(then, toColumn: column)
+        }
+    }
+
     private func undo(_ step: UndoStep) {
         switch step {
         case .assigned(let object, let column, let old):
             try? object._$assign(old, toColumn: column)
+            // A write to an object whose key is not known went into its insert, outside the
+            // transaction's unit: put the value back there too.
+            if let request = object._$tracking.insertRequest {
+                _ = writeBehind.record(.set(old), column: column, ofInsert: request)
+            }
         case .inserted(let object, let table):
             detach(object, table: table)
-        case .deleted(let object, let table, let key):
+        case .deleted(let object, let table, let key, let values):
+            restore(object, to: values)
             attach(object, table: table, key: key)
-        case .deletedAll(let objects, let table):
-            for (key, object) in objects { attach(object, table: table, key: key) }
+        case .deletedAll(let objects, let waiting, let table):
+            for (key, object, values) in objects {
+                restore(object, to: values)
+                attach(object, table: table, key: key)
+            }
+            for (request, entry, values) in waiting {
+                restore(entry.object, to: values)
+                entry.object._$tracking.attach(to: self, table: table, key: .null, insertRequest: request)
+                unkeyedInserts[request] = entry
+            }
         }
     }
 }

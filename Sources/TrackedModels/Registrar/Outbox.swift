@@ -19,6 +19,7 @@ final class Outbox {
         case update(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin)
         case insert(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin)
         case delete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin)
+        case reset(table: Int, origin: ChangeOrigin)
     }
 
     let feeds: FeedIndex
@@ -72,10 +73,15 @@ final class Outbox {
         }
     }
 
-    /// Tells every subscriber of a table to re-read it.
+    /// Tells every subscriber of a table to re-read it; inside a group, when the group ends,
+    /// and not at all if the group's level fails.
     func postReset(table: Int, origin: ChangeOrigin) {
-        queue.append(.reset(table: table, origin: origin))
-        if groupDepth == 0 { drain() }
+        if groupDepth > 0 {
+            log.append(.reset(table: table, origin: origin))
+        } else {
+            queue.append(.reset(table: table, origin: origin))
+            drain()
+        }
     }
 
     // MARK: - Groups
@@ -94,7 +100,7 @@ final class Outbox {
         guard groupDepth == 0 else { return }
         let logged = log
         log.removeAll()
-        for (table, event) in netEvents(logged) { queue.append(.event(table: table, event)) }
+        queue += netEvents(logged)
         drain()
     }
 
@@ -150,66 +156,98 @@ final class Outbox {
         return ChangeEvent(table: schema.name, key: key, kind: kind, changes: changes, origin: origin)
     }
 
-    /// The net change of each row in a group's log. A value changed and changed back is no
-    /// change; a row inserted and deleted in the group is no change; a deleted row reports its
-    /// deletion only; an inserted row reports its insertion with its final values.
-    private func netEvents(_ log: [LoggedChange]) -> [(table: Int, event: ChangeEvent)] {
-        struct Net {
-            var columns: [Int: (old: SQLValue, new: SQLValue)] = [:]
-            var inserted: [SQLValue]?
-            var deleted: [SQLValue]?
-            var origin = ChangeOrigin.local
+    /// The net change of each row in a group's log, from what the row was before the group to
+    /// what it is after: a value changed and changed back is no change; a row inserted and
+    /// deleted in the group is no change; a row deleted and inserted again is an update of the
+    /// columns that differ; a deleted row reports its deletion only; an inserted row reports its
+    /// insertion with its final values. A reset supersedes the changes of its table's rows
+    /// logged before it.
+    private func netEvents(_ log: [LoggedChange]) -> [Entry] {
+        enum Item {
+            case row(RowReference)
+            case reset(table: Int, origin: ChangeOrigin)
         }
-        var order: [RowReference] = []
+        struct Net {
+            /// Whether the row was there before the group: the first change logged says so.
+            var existed: Bool
+            /// Whether the row is there now.
+            var exists: Bool
+            /// Changed columns of a row that stayed, with their values before the group.
+            var columns: [Int: (old: SQLValue, new: SQLValue)] = [:]
+            /// The row's values before the group, once a delete told them all.
+            var before: [SQLValue]?
+            /// The row's values now, since an insert in the group told them all.
+            var after: [SQLValue]?
+            var origin: ChangeOrigin
+        }
+        var order: [Item] = []
         var rows: [RowReference: Net] = [:]
-        func touch(_ row: RowReference) {
+        func touch(_ row: RowReference, existed: Bool, origin: ChangeOrigin) {
             if rows[row] == nil {
-                order.append(row)
-                rows[row] = Net()
+                order.append(.row(row))
+                rows[row] = Net(existed: existed, exists: existed, origin: origin)
             }
+            rows[row]!.origin = origin
         }
         for change in log {
             switch change {
+            case .reset(let table, let origin):
+                order.removeAll { if case .row(let row) = $0 { row.table == table } else { false } }
+                rows = rows.filter { $0.key.table != table }
+                order.append(.reset(table: table, origin: origin))
             case .update(let table, let key, let column, let old, let new, let origin):
                 let row = RowReference(table: table, key: key)
-                touch(row)
-                let first = rows[row]!.columns[column]?.old ?? old
-                rows[row]!.columns[column] = (first, new)
-                rows[row]!.origin = origin
+                touch(row, existed: true, origin: origin)
+                if rows[row]!.after != nil {
+                    rows[row]!.after![column] = new
+                } else {
+                    let first = rows[row]!.columns[column]?.old ?? old
+                    rows[row]!.columns[column] = (first, new)
+                }
             case .insert(let table, let key, let values, let origin):
                 let row = RowReference(table: table, key: key)
-                touch(row)
-                rows[row]!.inserted = values
-                rows[row]!.deleted = nil
-                rows[row]!.columns = [:]
-                rows[row]!.origin = origin
+                touch(row, existed: false, origin: origin)
+                rows[row]!.exists = true
+                rows[row]!.after = values
             case .delete(let table, let key, let values, let origin):
                 let row = RowReference(table: table, key: key)
-                touch(row)
-                if rows[row]!.inserted != nil {
-                    rows[row] = Net()  // inserted and deleted within the group: nothing happened
-                    continue
+                touch(row, existed: true, origin: origin)
+                var net = rows[row]!
+                if net.existed, net.before == nil {
+                    net.before = values.indices.map { net.columns[$0]?.old ?? values[$0] }
                 }
-                rows[row]!.deleted = values.indices.map { rows[row]!.columns[$0]?.old ?? values[$0] }
-                rows[row]!.origin = origin
+                net.exists = false
+                net.after = nil
+                net.columns = [:]
+                rows[row] = net
             }
         }
-        return order.compactMap { row in
+        return order.compactMap { item -> Entry? in
+            guard case .row(let row) = item else {
+                guard case .reset(let table, let origin) = item else { return nil }
+                return .reset(table: table, origin: origin)
+            }
             let net = rows[row]!
-            if let deleted = net.deleted {
-                return (row.table, event(table: row.table, key: row.key, kind: .delete, old: deleted, new: nil, origin: net.origin))
+            switch (net.existed, net.exists) {
+            case (false, false):
+                return nil
+            case (false, true):
+                return .event(table: row.table, event(table: row.table, key: row.key, kind: .insert, old: nil, new: net.after, origin: net.origin))
+            case (true, false):
+                return .event(table: row.table, event(table: row.table, key: row.key, kind: .delete, old: net.before, new: nil, origin: net.origin))
+            case (true, true):
+                var columns = net.columns
+                if let before = net.before, let after = net.after {
+                    for index in before.indices { columns[index] = (before[index], after[index]) }
+                }
+                let schema = feeds.schemas[row.table]
+                let changes = columns.sorted { $0.key < $1.key }.compactMap { index, values in
+                    values.old == values.new ? nil
+                        : ColumnChange(column: schema.columns[index].name, index: index, old: values.old, new: values.new)
+                }
+                guard !changes.isEmpty else { return nil }
+                return .event(table: row.table, ChangeEvent(table: schema.name, key: row.key, kind: .update, changes: changes, origin: net.origin))
             }
-            if var inserted = net.inserted {
-                for (column, values) in net.columns { inserted[column] = values.new }
-                return (row.table, event(table: row.table, key: row.key, kind: .insert, old: nil, new: inserted, origin: net.origin))
-            }
-            let schema = feeds.schemas[row.table]
-            let changes = net.columns.sorted { $0.key < $1.key }.compactMap { index, values in
-                values.old == values.new ? nil
-                    : ColumnChange(column: schema.columns[index].name, index: index, old: values.old, new: values.new)
-            }
-            guard !changes.isEmpty else { return nil }
-            return (row.table, ChangeEvent(table: schema.name, key: row.key, kind: .update, changes: changes, origin: net.origin))
         }
     }
 }

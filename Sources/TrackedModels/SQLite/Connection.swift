@@ -186,6 +186,8 @@ package final class Connection {
 
     /// The rowid of the most recent successful INSERT on this connection.
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    /// The rows the last INSERT, UPDATE or DELETE changed itself (not through triggers).
+    var changes: Int64 { sqlite3_changes64(handle) }
 
     /// Whether a transaction is open (the connection is out of autocommit mode).
     var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }

@@ -42,10 +42,10 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable {
     }
 
     /// Whether the database refused the change itself (a constraint, a value it cannot store,
-    /// one too big), so that trying the same change again fails again. Other failures (busy,
+    /// one too big, a row that is gone), so that trying the same change again fails again. Other failures (busy,
     /// disk full, I/O errors) may pass.
     public var rejectsTheChange: Bool {
-        primary == .constraint || primary == .mismatch || primary == .tooBig
+        primary == .constraint || primary == .mismatch || primary == .tooBig || primary == .notFound
     }
 
     public static let ok = ResultCode(rawValue: SQLITE_OK)
@@ -71,6 +71,9 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable {
     public static let notADatabase = ResultCode(rawValue: SQLITE_NOTADB)
     public static let row = ResultCode(rawValue: SQLITE_ROW)
     public static let done = ResultCode(rawValue: SQLITE_DONE)
+    /// Raised by this library for a change to a row that is no longer in the database (another
+    /// connection deleted it, or changed its key).
+    public static let notFound = ResultCode(rawValue: SQLITE_NOTFOUND)
 
     public static let constraintCheck = ResultCode(rawValue: SQLITE_CONSTRAINT | (1 << 8))
     public static let constraintPrimaryKey = ResultCode(rawValue: SQLITE_CONSTRAINT | (6 << 8))

@@ -84,8 +84,14 @@ package final class Statement {
                 )
             }
             code = sqlite3_bind_double(handle, index, real)
-        case .text(let text):
-            code = sqlite3_bind_text(handle, index, text, -1, csqlite_transient())
+        case .text(var text):
+            // Bound by its UTF-8 length, so that a NUL inside the text is stored too (a length
+            // of -1 would end the text at the first NUL). An empty text needs a non-NULL
+            // pointer, or SQLite binds NULL.
+            code = text.withUTF8 { bytes in
+                sqlite3_bind_text64(handle, index, UnsafeRawPointer(bytes.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),
+                                    sqlite3_uint64(bytes.count), csqlite_transient(), UInt8(SQLITE_UTF8))
+            }
         case .blob(let data):
             code = data.withUnsafeBytes { bytes in
                 // A zero-length blob needs a non-NULL pointer, or SQLite binds NULL.

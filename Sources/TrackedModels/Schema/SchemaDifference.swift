@@ -52,6 +52,21 @@ extension TableSchema {
                 ))
             }
         }
+        if assignsPrimaryKey, try isKeyIndexed(on: connection) {
+            differences.append(SchemaDifference(
+                table: name, column: primaryKey.name,
+                problem: "is not the table's rowid, so SQLite does not assign it, but \(primaryKey.property) is an optional integer key left to SQLite; "
+                    + "declare it \(quoteIdentifier(primaryKey.name)) INTEGER PRIMARY KEY (not INT, not DESC, in a table with rowids), or make the property non-optional and supply keys"
+            ))
+        }
         return differences
+    }
+
+    /// Whether the primary key has an index of its own: it is then an ordinary column, not an
+    /// alias of the rowid (INT instead of INTEGER, `PRIMARY KEY DESC`, `WITHOUT ROWID`).
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/lang_createtable.html#rowid>
+    private func isKeyIndexed(on connection: Connection) throws -> Bool {
+        try connection.scalar("SELECT count(*) FROM pragma_index_list(?) WHERE origin = 'pk'", [.text(name)]) != .integer(0)
     }
 }

@@ -33,7 +33,8 @@ extension ModelStore {
         return try rows.map { try object(Model.self, table: table, values: $0) }
     }
 
-    /// The object with a primary key, or `nil` when there is no such row.
+    /// The object with a primary key, or `nil` when there is no such row or this store deleted
+    /// it (whether or not the delete has committed yet).
     ///
     /// ```swift
     /// if let row = try store.find(Row.self, key: 42) { row.count += 1 }
@@ -42,9 +43,7 @@ extension ModelStore {
         try checkOpen("find")
         let table = try registrar.tableIndex(of: type)
         if let object = registrar.object(table: table, key: key.sqlValue) as? Model { return object }
-        return try reader.cachedStatement(Model._$schema.selectByKeySQL).rows([key.sqlValue]).first.map {
-            try object(Model.self, table: table, values: $0)
-        }
+        return try currentValues(table: table, key: key.sqlValue).map { try object(Model.self, table: table, values: $0) }
     }
 
     /// The number of rows of a model, optionally filtered (on committed data).

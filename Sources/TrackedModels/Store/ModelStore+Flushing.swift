@@ -69,21 +69,30 @@ extension ModelStore {
         revert(writeBehind.discardAll())
     }
 
-    /// Puts the objects of discarded units back to what is committed.
+    /// Puts the objects of discarded units back to what is committed, and tells subscribers of
+    /// rows a discarded delete had taken away that they are back (a discarded `deleteAll` makes
+    /// its table's subscribers re-read).
     private func revert(_ units: [PendingChanges.Unit]) {
         var reloads: [Int: [SQLValue]] = [:]
+        var resetTables: Set<Int> = []
         for unit in units {
             var insertedRows: Set<RowReference> = []
             var insertRequests: Set<UInt64> = []
+            var deletedRows: [RowReference] = []
             for operation in unit.unit.operations {
                 switch operation {
                 case .update(let row, _):
                     reloads[row.table, default: []].append(row.key)
                 case .insert(let request):
                     if let row = request.row { insertedRows.insert(row) } else { insertRequests.insert(request.id) }
-                case .delete, .deleteAll:
-                    continue
+                case .delete(let row):
+                    deletedRows.append(row)
+                case .deleteAll(let table):
+                    resetTables.insert(table)
                 }
+            }
+            for row in deletedRows where !insertedRows.contains(row) && !resetTables.contains(row.table) {
+                restoreDeleted(row)
             }
             guard !insertedRows.isEmpty || !insertRequests.isEmpty else { continue }
             // One pass over the unit's objects: those it inserted are forgotten.
@@ -91,15 +100,25 @@ extension ModelStore {
                 let tracking = object._$tracking
                 guard tracking.isAttached else { continue }
                 if let request = tracking.insertRequest, insertRequests.contains(request) {
-                    registrar.forgetInsert(of: object, table: tracking.table)
+                    registrar.forgetInsert(of: object, table: tracking.table, committed: nil)
                 } else if insertedRows.contains(RowReference(table: tracking.table, key: tracking.key)) {
-                    registrar.forgetInsert(of: object, table: tracking.table)
+                    let committed = try? reader.cachedStatement(registrar.schemas[tracking.table].selectByKeySQL).rows([tracking.key]).first
+                    registrar.forgetInsert(of: object, table: tracking.table, committed: committed)
                 }
             }
         }
-        for (table, keys) in reloads.sorted(by: { $0.key < $1.key }) {
-            worker.reload(table: table, keys: keys, announcingReset: false)
+        for table in Set(reloads.keys).union(resetTables).sorted() {
+            worker.reload(table: table, keys: reloads[table] ?? [], announcingReset: resetTables.contains(table))
         }
+    }
+
+    /// Announces a row whose delete was discarded as inserted again, with its committed values,
+    /// unless the row is gone anyway (committed so, or deleted by a change still pending).
+    private func restoreDeleted(_ row: RowReference) {
+        guard registrar.object(table: row.table, key: row.key) == nil, !writeBehind.deletes(row),
+              let committed = try? reader.cachedStatement(registrar.schemas[row.table].selectByKeySQL).rows([row.key]).first
+        else { return }
+        registrar.announceRestored(table: row.table, key: row.key, values: committed)
     }
 
     /// Failed commits, as they happen, including those of flushes nobody awaited (the interval

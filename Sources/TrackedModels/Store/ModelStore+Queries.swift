@@ -76,14 +76,19 @@ extension ModelStore {
     func rowMatches(_ plan: QueryPlan, _ values: [SQLValue]) throws -> Bool {
         guard let test = plan.rowTest else { return true }
         let statement = try reader.cachedStatement(test.sql)
-        try statement.bind(numbered: values + test.arguments)
+        // A NaN can be pending (the database refuses it) but not bound: as NULL, a comparison
+        // with it is false, as Swift's comparisons with NaN are.
+        let bound = values.map { if case .real(let value) = $0, value.isNaN { SQLValue.null } else { $0 } }
+        try statement.bind(numbered: bound + test.arguments)
         defer { statement.reset() }
         return try statement.step() && statement.value(at: 0) == .integer(1)
     }
 
-    /// A row's current values: its object's, else what is committed; nil when there is no row.
+    /// A row's current values: its object's, else what is committed; nil when there is no row,
+    /// or when this store deleted it (committed or not).
     func currentValues(table: Int, key: SQLValue) throws -> [SQLValue]? {
         if let object = registrar.object(table: table, key: key) { return object._$values() }
+        if writeBehind.deletes(RowReference(table: table, key: key)) { return nil }
         return try reader.cachedStatement(registrar.schemas[table].selectByKeySQL).rows([key]).first
     }
 

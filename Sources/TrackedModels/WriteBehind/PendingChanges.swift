@@ -27,6 +27,9 @@ struct PendingChanges {
         var objects: [AnyObject]
         /// Why the database rejected the unit, while it stays stuck.
         var rejection: Rejection?
+        /// Whether a rejected unit has been written since, so that the next commit tries it
+        /// again, not only the next `flush()`.
+        var isRetryDue = false
 
         init(id: UInt64, operation: WriteOperation?, isTransaction: Bool, object: AnyObject?) {
             self.id = id
@@ -81,6 +84,37 @@ struct PendingChanges {
             return false
         }
 
+        /// Removes the unit's updates and deletes of a row; whether it had any.
+        mutating func dropChanges(of row: RowReference) -> Bool {
+            if updatedRow != nil {
+                guard updatedRow == row else { return false }
+                updatedRow = nil
+                cells = []
+                return true
+            }
+            let count = operations.count
+            operations.removeAll { operation in
+                switch operation {
+                case .update(row, _), .delete(row): true
+                default: false
+                }
+            }
+            guard operations.count != count else { return false }
+            if isTransaction { indexRows() }
+            return true
+        }
+
+        /// Rebuilds a transaction unit's ``operationByRow`` from its operations.
+        mutating func indexRows() {
+            operationByRow = Dictionary(
+                operations.enumerated().compactMap { position, operation in
+                    if case .delete = operation { return nil }
+                    return operation.row.map { ($0, position) }
+                },
+                uniquingKeysWith: { _, last in last }
+            )
+        }
+
         mutating func append(_ operation: WriteOperation) {
             precondition(updatedRow == nil, "only a transaction's unit takes more operations")
             operations.append(operation)
@@ -113,6 +147,10 @@ struct PendingChanges {
     struct Rejection {
         var error: SQLiteError
         var operation: Int
+
+        /// Whether trying again cannot help: the row the unit changes is gone, and a row of
+        /// the same key made later is another row. Such a unit waits to be discarded.
+        var isForGood: Bool { error.code == .notFound }
     }
 
     private var units: [Unit] = []
@@ -157,11 +195,14 @@ struct PendingChanges {
                     hint = UnitHint(generation: generation, index: index)
                     return
                 }
-            } else if units[index].write(to: cell) != nil, units[index].merge(write, to: cell) {
-                // Assigning a cell of a rejected unit replaces the refused value: try it again.
-                units[index].rejection = nil
-                return
             } else {
+                // Assigning a cell that the rejected unit wrote last replaces the refused value:
+                // the unit is tried again at the next commit, and keeps its error until then.
+                let isWrittenLater = units[(index + 1)...].contains { $0.write(to: cell) != nil }
+                if !isWrittenLater, units[index].write(to: cell) != nil, units[index].merge(write, to: cell) {
+                    units[index].isRetryDue = true
+                    return
+                }
                 if let behind = openUnitBehindRejection[cell.row], units[behind].merge(write, to: cell) { return }
                 appendUnit(.update(row: cell.row, cells: [(cell.column, write)]), object: object, opensRow: nil)
                 openUnitBehindRejection[cell.row] = units.count - 1
@@ -274,13 +315,30 @@ struct PendingChanges {
             return
         }
         for operation in unit.unit.operations {
-            if case .deleteAll(let table) = operation {
+            switch operation {
+            case .deleteAll(let table):
                 for row in openUnitByRow.keys where row.table == table { close(row) }
-            } else if let row = operation.row {
+            case .delete(let row):
                 close(row)
+                rowsInSeveralUnits.insert(row)
+            case .insert, .update:
+                guard let row = operation.row else { continue }
+                closeBehind(row)
                 rowsInSeveralUnits.insert(row)
             }
         }
+    }
+
+    /// Closes a row's open unit at a transaction that wrote the row; a rejected one stays open
+    /// for the cells it still writes last (the unit behind it closes: later writes go after the
+    /// transaction).
+    private mutating func closeBehind(_ row: RowReference) {
+        guard let open = openUnitByRow[row], units[open].rejection != nil else {
+            close(row)
+            return
+        }
+        generation &+= 1
+        openUnitBehindRejection.removeValue(forKey: row)
     }
 
     // MARK: - Reading
@@ -320,7 +378,7 @@ struct PendingChanges {
         var ready: [Unit] = []
         var staying: [Unit] = []
         for unit in units {
-            let isRejected = unit.rejection != nil && !retryingRejected
+            let isRejected = unit.rejection.map { $0.isForGood || !(retryingRejected || unit.isRetryDue) } ?? false
             if isRejected || staying.contains(where: { $0.unit.overlaps(unit.unit) }) {
                 staying.append(unit)
             } else {
@@ -346,6 +404,21 @@ struct PendingChanges {
         let removed = units.remove(at: index)
         reindex()
         return removed
+    }
+
+    /// Drops the pending updates and deletes of a row that another connection deleted (or gave
+    /// another key), except those of rejected units, which stay for the program to discard:
+    /// there is no row left for them, and a later row of the same key (one SQLite gives an
+    /// insert of this store's, say) is another row. A unit left with nothing to do goes too.
+    mutating func dropChanges(of row: RowReference) {
+        guard transactionUnit == nil else { return }
+        var changed = false
+        for index in units.indices where units[index].rejection == nil {
+            changed = units[index].dropChanges(of: row) || changed
+        }
+        guard changed else { return }
+        units.removeAll { $0.operationCount == 0 }
+        reindex()
     }
 
     /// Removes every unit, returning them.
@@ -382,9 +455,14 @@ struct PendingChanges {
                 case .insert, .update:
                     guard let row = operation.row else { continue }
                     if !seen.insert(row).inserted, openUnitByRow[row] != index { rowsInSeveralUnits.insert(row) }
-                    if let open = openUnitByRow[row], open != index, units[open].rejection != nil, unit.rejection == nil, isOpen {
-                        // A rejected unit stays the row's open unit; this one takes other cells.
-                        openUnitBehindRejection[row] = index
+                    if let open = openUnitByRow[row], open != index, units[open].rejection != nil, unit.rejection == nil {
+                        // A rejected unit stays the row's open unit for the cells it writes last;
+                        // an open unit behind it takes other cells, and a transaction closes that.
+                        if isOpen {
+                            openUnitBehindRejection[row] = index
+                        } else {
+                            openUnitBehindRejection.removeValue(forKey: row)
+                        }
                     } else if isOpen {
                         openUnitByRow[row] = index
                         openUnitBehindRejection.removeValue(forKey: row)
@@ -394,23 +472,8 @@ struct PendingChanges {
                     }
                 }
             }
-            if unit.rejection != nil, unit.isTransaction {
-                units[index].operationByRow = Dictionary(
-                    unit.unit.operations.enumerated().compactMap { position, operation in
-                        if case .delete = operation { return nil }
-                        return operation.row.map { ($0, position) }
-                    },
-                    uniquingKeysWith: { _, last in last }
-                )
-            }
+            if unit.rejection != nil, unit.isTransaction { units[index].indexRows() }
         }
-    }
-
-    /// Marks a unit as rejected by the database.
-    mutating func reject(unit id: UInt64, _ rejection: Rejection) {
-        guard let index = units.firstIndex(where: { $0.id == id }) else { return }
-        units[index].rejection = rejection
-        reindex()
     }
 }
 

@@ -178,6 +178,7 @@ final class WriteBehind {
             for index in returned.indices {
                 if let rejection = report.rejected[returned[index].id] {
                     returned[index].rejection = PendingChanges.Rejection(error: rejection.error, operation: rejection.operation)
+                    returned[index].isRetryDue = false
                     publish(rejection.error)
                     let operation = returned[index].unit.operations[rejection.operation]
                     logger.warning("the database refused a change; it stays pending until replaced or discarded", metadata: [
@@ -281,6 +282,36 @@ final class WriteBehind {
     }
 
     // MARK: - Rows with changes
+
+    /// Drops the pending updates and deletes of a row another connection deleted or re-keyed
+    /// (see ``PendingChanges/dropChanges(of:)``); updates in flight meet the missing row and
+    /// are rejected.
+    func dropChanges(of row: RowReference) {
+        pending.dropChanges(of: row)
+    }
+
+    /// Whether this store's changes not yet committed (pending or in flight) decide that a row
+    /// exists: `true` when they insert it (and do not delete it after), `false` when they delete
+    /// it, `nil` when whether it exists is the database's to say.
+    func decidesExistence(of row: RowReference) -> Bool? {
+        guard hasChanges else { return nil }
+        var exists: Bool?
+        for unit in inFlight.lazy.flatMap(\.units).map(\.unit) + pending.all.map(\.unit) {
+            for operation in unit.operations where operation.touches(row) {
+                switch operation {
+                case .insert: exists = true
+                case .delete, .deleteAll: exists = false
+                case .update: break
+                }
+            }
+        }
+        return exists
+    }
+
+    /// Whether the row is gone for this store: its delete has not committed yet, or has.
+    func deletes(_ row: RowReference) -> Bool {
+        decidesExistence(of: row) == false
+    }
 
     /// The keys of a table's rows that have changes not yet committed (pending or in flight),
     /// and whether deleting every row is among them: where the database's answer to a query

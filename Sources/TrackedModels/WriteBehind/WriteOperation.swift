@@ -94,7 +94,12 @@ struct WriteUnit: Sendable {
             case .deleteAll(let table):
                 if other.operations.contains(where: { $0.table == table }) { return true }
             default:
-                if let row = operation.row, other.touches(row) { return true }
+                if let row = operation.row {
+                    if other.touches(row) { return true }
+                } else if other.operations.contains(where: { if case .deleteAll(let table) = $0 { table == operation.table } else { false } }) {
+                    // An insert whose key is not known yet may be any row of its table.
+                    return true
+                }
             }
         }
         return false
@@ -136,8 +141,9 @@ struct BatchOutcome: Sendable {
 
 /// What a committed batch produced.
 struct CommitReport: Sendable {
-    /// The committed value of each cell that an `.add` wrote.
-    var counterValues: [(cell: CellReference, value: SQLValue)] = []
+    /// The committed value of each cell whose last write in the batch was an `.add` (a later
+    /// assignment or insert of the cell in the same batch leaves the object's value standing).
+    var counterValues: [CellReference: SQLValue] = [:]
     /// The keys the database assigned, by insert request.
     var assignedKeys: [UInt64: SQLValue] = [:]
     /// Units that failed for good, by unit: the error, and which operation failed.
@@ -149,4 +155,11 @@ struct CommitReport: Sendable {
 
     /// Whether every unit of the batch committed.
     var isWhole: Bool { rejected.isEmpty && held.isEmpty }
+
+    /// Drops the counter values of cells a later operation of the batch wrote otherwise (an
+    /// assignment, an insert or a delete of the row).
+    mutating func forgetCounters(of row: RowReference, columns: some Sequence<Int>) {
+        guard !counterValues.isEmpty else { return }
+        for column in columns { counterValues[CellReference(row: row, column: column)] = nil }
+    }
 }

@@ -1,0 +1,171 @@
+import Foundation
+import Testing
+@testable import TrackedModels
+
+/// What is checked after every step: objects, `find`, typed fetches, live lists, feed events,
+/// and the file itself, each against the reference.
+extension Harness {
+    func check() throws {
+        let store = try live
+        let shown = reference.shownRows
+        try checkObjects()
+        try checkFind(store, shown)
+        try checkFetches(store, shown)
+        try checkEvents(shown)
+        try checkFile()
+        store.checkFeedInvariants()
+        for list in lists { list.checkInvariants() }
+    }
+
+    private func describe(_ values: [SQLValue]?) -> String {
+        values.map { "(\($0.map(\.describedExactly).joined(separator: ", ")))" } ?? "no row"
+    }
+
+    private func checkObjects() throws {
+        for (key, object) in objects {
+            guard object._$tracking.isAttached else { throw Divergence(message: "the object of row \(key) is detached, but the row shows \(describe(reference.shown(.key(key))))") }
+            let expected = reference.shown(.key(key))
+            guard Values.same(object._$values(), expected) else {
+                throw Divergence(message: "the object of row \(key) shows \(describe(object._$values())); expected \(describe(expected))")
+            }
+        }
+        for (number, object) in newObjects {
+            guard object._$tracking.isAttached else { throw Divergence(message: "inserted object new#\(number) is detached") }
+            guard var expected = reference.shown(.new(number)) else { continue }
+            expected[0] = object._$values()[0]
+            guard Values.same(object._$values(), expected) else {
+                throw Divergence(message: "inserted object new#\(number) shows \(describe(object._$values())); expected \(describe(expected))")
+            }
+        }
+        for object in detached where object._$tracking.isAttached {
+            throw Divergence(message: "an object the store no longer manages (row \(object.id.map { "\($0)" } ?? "nil")) is still attached")
+        }
+    }
+
+    private func checkFind(_ store: ModelStore, _ shown: [Int64: [SQLValue]]) throws {
+        var keys = Set(shown.keys).union(reference.file.keys).union(objects.keys)
+        for object in detached { if let key = object.id { keys.insert(key) } }
+        for key in keys.sorted() {
+            let found = try store.find(Item.self, key: key)
+            guard Values.same(found?._$values(), shown[key]) else {
+                throw Divergence(message: "find(\(key)) returned \(describe(found?._$values())); expected \(describe(shown[key]))")
+            }
+            if let found, let held = objects[key], found !== held {
+                throw Divergence(message: "find(\(key)) returned another object than the one the program holds")
+            }
+            if let found { hold(found) }
+        }
+    }
+
+    /// The reference's answer to a descriptor: the keyed rows that show values, filtered,
+    /// sorted (then by key), windowed.
+    private func answer(_ index: Int, _ shown: [Int64: [SQLValue]]) -> [Int64] {
+        let (_, descriptor, matches, sort) = Self.descriptors[index]
+        let sorted = shown.filter { matches($0.value) }.sorted { left, right in
+            for term in sort {
+                let order = Values.compare(left.value[term.column], right.value[term.column])
+                if order != 0 { return (order < 0) == term.ascending }
+            }
+            return left.key < right.key
+        }.map(\.key)
+        let start = min(descriptor.fetchOffset ?? 0, sorted.count)
+        let end = descriptor.fetchLimit.map { min(start + $0, sorted.count) } ?? sorted.count
+        return Array(sorted[start..<end])
+    }
+
+    private func checkFetches(_ store: ModelStore, _ shown: [Int64: [SQLValue]]) throws {
+        for (index, entry) in Self.descriptors.enumerated() {
+            let expected = answer(index, shown)
+            let fetched: [Item]
+            do {
+                fetched = try store.fetch(entry.descriptor)
+            } catch {
+                throw Divergence(message: "fetch(\(entry.name)) threw \(error)")
+            }
+            let keys = fetched.map { $0.id }
+            guard keys == expected else {
+                throw Divergence(message: "fetch(\(entry.name)) returned \(keys.map { $0.map { "\($0)" } ?? "nil" }); expected \(expected)")
+            }
+            for object in fetched { hold(object) }
+            let count = try store.fetchCount(entry.descriptor)
+            guard count == expected.count else { throw Divergence(message: "fetchCount(\(entry.name)) is \(count); expected \(expected.count)") }
+            let live = lists[index].keys
+            guard live == expected else {
+                throw Divergence(message: "the live list (\(entry.name)) holds \(live); a fresh fetch returns \(expected)")
+            }
+        }
+    }
+
+    /// Replays the events heard since the last step onto what subscribers knew: each must be a
+    /// real change of a row (old value right, where the store knows it), and together they must
+    /// bring subscribers to what the rows now show. A step that changes nothing is heard by
+    /// nobody.
+    private func checkEvents(_ shown: [Int64: [SQLValue]]) throws {
+        defer {
+            events = []
+            heard = shown
+        }
+        guard !(heard == shown && events.isEmpty) else { return }
+        let before = heard
+        // A committed deleteAll may announce a reset though the table was empty: it does not
+        // read the file to find out. Anything else is heard only when something changed.
+        let heardChanges = events.filter { !($0.kind == .reset && mayReset) }
+        if Self.sameRows(before, shown), !heardChanges.isEmpty {
+            throw Divergence(message: "nothing changed, yet subscribers heard \(heardChanges.map { "\($0.kind) \($0.key)" })")
+        }
+        var view = heard
+        // After a reset subscribers re-read; what follows it is checked only for its result.
+        var reset = false
+        for event in events {
+            guard case .integer(let key) = event.key else {
+                guard event.kind == .reset, mayReset else { throw Divergence(message: "unexpected \(event.kind) event with key \(event.key)") }
+                view = shown
+                reset = true
+                continue
+            }
+            switch event.kind {
+            case .reset:
+                throw Divergence(message: "a reset with a key")
+            case .insert:
+                if view[key] != nil, !reset { throw Divergence(message: "an insert of \(key) was heard, but the row was there") }
+                view[key] = event.changes.map(\.new)
+            case .delete:
+                if view.removeValue(forKey: key) == nil, objects[key] != nil, !reset { throw Divergence(message: "a delete of \(key) was heard, but the row was not there") }
+            case .update:
+                var values = view[key] ?? Array(repeating: .null, count: Item.Column.allCases.count)
+                for change in event.changes {
+                    if Values.same(change.old, change.new) {
+                        throw Divergence(message: "an update of \(key).\(change.column) from \(change.old.describedExactly) to the same value was heard")
+                    }
+                    let knowsOld = view[key] != nil && before[key] != nil && objects[key] != nil && !reset
+                    if knowsOld, !Values.same(change.old, values[change.index]) {
+                        throw Divergence(message: "an update of \(key).\(change.column) was heard with old value \(change.old.describedExactly); it was \(values[change.index].describedExactly)")
+                    }
+                    values[change.index] = change.new
+                }
+                view[key] = values
+            }
+        }
+        guard Self.sameRows(view, shown) else {
+            let keys = Set(view.keys).union(shown.keys).sorted().filter { !Values.same(view[$0], shown[$0]) }
+            throw Divergence(message: "subscribers heard \(events.map { "\($0.kind) \($0.key) \($0.changes.map { "\($0.column): \($0.old.describedExactly)→\($0.new.describedExactly)" })" }); rows \(keys) now show \(keys.map { describe(shown[$0]) }), subscribers know \(keys.map { describe(view[$0]) })")
+        }
+    }
+
+    static func sameRows(_ a: [Int64: [SQLValue]], _ b: [Int64: [SQLValue]]) -> Bool {
+        a.count == b.count && a.allSatisfy { Values.same($0.value, b[$0.key]) }
+    }
+
+    /// The file, read through the other connection, holds exactly the reference's rows.
+    private func checkFile() throws {
+        var rows: [Int64: [SQLValue]] = [:]
+        for row in try other.makeStatement("SELECT id, title, count, note, score, payload, flag FROM items").rows() {
+            guard case .integer(let key) = row[0] else { throw Divergence(message: "the file holds a row whose key is \(row[0].describedExactly)") }
+            rows[key] = row
+        }
+        guard Self.sameRows(rows, reference.file) else {
+            let keys = Set(rows.keys).union(reference.file.keys).sorted().filter { !Values.same(rows[$0], reference.file[$0]) }
+            throw Divergence(message: "the file holds \(keys.map { "\($0): \(describe(rows[$0]))" }); expected \(keys.map { "\($0): \(describe(reference.file[$0]))" })")
+        }
+    }
+}

@@ -1,0 +1,348 @@
+import Foundation
+import Testing
+@testable import TrackedModels
+
+/// The operations of a generated program, each applied to the store and to the reference.
+extension Harness {
+    private struct Abort: Error {}
+
+    /// Decodes and runs one step, then lets the store settle (its worker's replies delivered).
+    func run(_ step: Step) async throws {
+        mayReset = false
+        switch step.kind {
+        case 0..<20: try assign(step.a, step.b)
+        case 20..<27: try increment(step.a, step.b)
+        case 27..<33: try load(step.a)
+        case 33..<38: try insertKeyed(step.a, step.b)
+        case 38..<42: try insertNew(step.b)
+        case 42..<47: try delete(step.a)
+        case 47..<49: try deleteAll()
+        case 49..<56: try transaction(step.a, step.b, depth: 0)
+        case 56..<64: try await flush()
+        case 64..<67: try await reopen()
+        case 67..<70: try discardRefused()
+        case 70..<73: try fixRefused()
+        case 73..<81: try externalUpdate(step.a, step.b)
+        case 81..<83: try externalRekey(step.a, step.b)
+        case 83..<87: try externalInsert(step.a, step.b)
+        case 87..<91: try externalDelete(step.a)
+        default: try await busyFlush()
+        }
+        syncAttachment()
+        if let store { try await store.refreshExternalChanges() }
+    }
+
+    // MARK: - The program's changes
+
+    func assign(_ a: UInt64, _ b: UInt64) throws {
+        let held = heldObjects
+        guard !held.isEmpty else { return }
+        let object = held[Int(a % UInt64(held.count))]
+        let column = Item.Column.assignable[Int(b % UInt64(Item.Column.assignable.count))]
+        let value = Values.value(for: column, seed: b / 8)
+        let row = row(of: object)
+        note("set \(row.map { "\($0)" } ?? "detached object \(object.id.map { "\($0)" } ?? "nil")").\(column) \(value.describedExactly)")
+        let managed = isManaged(object)
+        let before = object._$values()[column.rawValue]
+        object.assign(value, to: column)
+        // The setter stores nothing when the value is the same stored value.
+        if managed, let row, !Values.same(before, value) {
+            reference.write(.set(value), column: column.rawValue, of: row)
+        }
+    }
+
+    func increment(_ a: UInt64, _ b: UInt64) throws {
+        let store = try live
+        let held = heldObjects
+        guard !held.isEmpty else { return }
+        let object = held[Int(a % UInt64(held.count))]
+        var random = SplitMix(seed: b)
+        let delta: Int
+        if b == 0 {
+            delta = 1
+        } else if random.chance(1, in: 6) {
+            delta = Int(Values.integer(&random))
+        } else {
+            delta = Int(random.next() % 21) - 10
+        }
+        let row = row(of: object)
+        note("increment \(row.map { "\($0)" } ?? "detached object").count by \(delta)")
+        let managed = isManaged(object)
+        let (_, overflow) = object.count.addingReportingOverflow(delta)
+        do {
+            try store.increment(\Item.count, of: object, by: delta)
+            guard managed, !overflow, let row else {
+                throw Divergence(message: "increment of \(row.map { "\($0)" } ?? "a detached object") by \(delta) was accepted; expected \(overflow ? "an overflow error" : "notAttached")")
+            }
+            if delta != 0 { reference.write(.add(Int64(delta)), column: Item.Column.count.rawValue, of: row) }
+        } catch let error as StoreError {
+            if managed, !overflow { throw Divergence(message: "increment threw \(error) for a managed object") }
+        }
+    }
+
+    func load(_ a: UInt64) throws {
+        let key = Values.key(seed: a)
+        note("find \(key)")
+        if let found = try live.find(Item.self, key: key) { hold(found) }
+    }
+
+    func insertKeyed(_ a: UInt64, _ b: UInt64) throws {
+        let key = Values.key(seed: a)
+        var values = Values.row(seed: b)
+        values[0] = .integer(key)
+        let object = Item(key: key, values: values)
+        note("insert \(key): \(values.map(\.describedExactly).joined(separator: ", "))")
+        let hasObject = objects[key] != nil
+        do {
+            try live.insert(object)
+            if hasObject { throw Divergence(message: "inserting a second object for key \(key) was accepted") }
+            reference.insert(.key(key), values: values)
+            objects[key] = object
+        } catch let error as StoreError where error.code == .duplicateKey {
+            if !hasObject { throw Divergence(message: "insert \(key) threw duplicateKey, but no object of that key is held") }
+        }
+    }
+
+    func insertNew(_ b: UInt64) throws {
+        let values = Values.row(seed: b)
+        let object = Item(key: nil, values: values)
+        let row = reference.newRow()
+        note("insert \(row) (key by SQLite): \(values.dropFirst().map(\.describedExactly).joined(separator: ", "))")
+        try live.insert(object)
+        reference.insert(row, values: values)
+        if case .new(let number) = row { newObjects[number] = object }
+    }
+
+    func delete(_ a: UInt64) throws {
+        let held = heldObjects
+        guard !held.isEmpty else { return }
+        let object = held[Int(a % UInt64(held.count))]
+        let row = row(of: object)
+        note("delete \(row.map { "\($0)" } ?? "detached object")")
+        let deletable: Bool = if case .key? = row { isManaged(object) } else { false }
+        do {
+            try live.delete(object)
+            guard deletable, let row else { throw Divergence(message: "deleting \(row.map { "\($0)" } ?? "a detached object") was accepted") }
+            reference.delete(row)
+        } catch let error as StoreError where error.code == .notAttached {
+            if deletable { throw Divergence(message: "delete of a managed object threw \(error)") }
+        }
+    }
+
+    func deleteAll() throws {
+        note("deleteAll")
+        try live.deleteAll(Item.self)
+        reference.deleteAll()
+        mayReset = true
+    }
+
+    /// A transaction of a few operations decoded from `a` and `b`, which throws at its end when
+    /// `b` is odd; nested ones come from the same numbers.
+    func transaction(_ a: UInt64, _ b: UInt64, depth: Int) throws {
+        let store = try live
+        var random = SplitMix(seed: a ^ (b << 1))
+        let throwing = b % 2 == 1
+        let count = Int(random.next() % 4) + 1
+        note("\(String(repeating: "  ", count: depth))transaction {\(throwing ? " (throws at its end)" : "")")
+        let snapshot = reference.beginTransaction()
+        let saved = (objects, newObjects, detached)
+        let deletedAll = mayReset
+        do {
+            try store.transaction {
+                for _ in 0..<count {
+                    let inner = random.next() % 10
+                    let x = random.next() % 1_000_000, y = random.next() % 1_000_000
+                    switch inner {
+                    case 0..<4: try assign(x, y)
+                    case 4..<6: try increment(x, y)
+                    case 6: try insertKeyed(x, y)
+                    case 7: try delete(x)
+                    case 8: try deleteAll()
+                    default: if depth < 2 { try transaction(x, y, depth: depth + 1) }
+                    }
+                    syncAttachment()
+                }
+                if throwing { throw Abort() }
+            }
+            reference.endTransaction(succeeded: true, restoring: snapshot)
+        } catch is Abort {
+            reference.endTransaction(succeeded: false, restoring: snapshot)
+            (objects, newObjects, detached) = saved
+            // Objects made inside the failed level are left out of the store.
+            mayReset = deletedAll
+        }
+        note("\(String(repeating: "  ", count: depth))}")
+    }
+
+    func flush() async throws {
+        note("flush")
+        try await flush(expectingFailure: false)
+    }
+
+    private func flush(expectingFailure busy: Bool) async throws {
+        let store = try live
+        var thrown: (any Error)?
+        do { try await store.flush() } catch { thrown = error }
+        if busy {
+            if thrown == nil, reference.hasPendingUnits { throw Divergence(message: "flush succeeded while another connection held the write lock") }
+            return
+        }
+        let outcome = reference.flush(fileKeys: try fileKeys()) { number in newObjects[number]?.id }
+        nameNewRows()
+        if !outcome.problems.isEmpty { throw Divergence(message: outcome.problems.joined(separator: "; ")) }
+        if outcome.refused, thrown == nil { throw Divergence(message: "flush succeeded, but a change the database refuses is pending") }
+        if !outcome.refused, let thrown { throw Divergence(message: "flush threw \(thrown), but every change can commit") }
+    }
+
+    /// Gives inserts the keys SQLite assigned (as their objects show them).
+    private func nameNewRows() {
+        for (number, object) in newObjects.sorted(by: { $0.key < $1.key }) {
+            guard let key = object.id else { continue }
+            reference.name(number, key: key)
+            newObjects[number] = nil
+            // Another object of this key (an insert the database now refuses) keeps the row.
+            if objects[key] == nil { objects[key] = object } else { detached.append(object) }
+        }
+    }
+
+    func reopen() async throws {
+        note("close and reopen")
+        let store = try live
+        do {
+            try await store.close()
+        } catch {
+            let outcome = reference.flush(fileKeys: try fileKeys()) { number in newObjects[number]?.id }
+            nameNewRows()
+            if !outcome.refused { throw Divergence(message: "close() threw \(error), but every change can commit") }
+            return
+        }
+        let outcome = reference.flush(fileKeys: try fileKeys()) { number in newObjects[number]?.id }
+        nameNewRows()
+        if outcome.refused { throw Divergence(message: "close() succeeded, but a change the database refuses is pending") }
+        if !outcome.problems.isEmpty { throw Divergence(message: outcome.problems.joined(separator: "; ")) }
+        detached += heldObjects
+        objects = [:]
+        newObjects = [:]
+        token = nil
+        lists = []
+        self.store = nil
+        events = []
+        guard try open() else { throw Divergence(message: "the store did not open again") }
+        mayReset = true
+    }
+
+    func discardRefused() throws {
+        let store = try live
+        guard let refused = store.pendingChanges.first(where: { $0.error != nil }) else {
+            if reference.hasRefusedUnits { throw Divergence(message: "no pending change has an error, but the reference has a refused one") }
+            return
+        }
+        note("discard \(refused)")
+        try store.discard(refused)
+        reference.discardFirstRefused()
+    }
+
+    /// Assigns a valid value to each cell that makes the first refused change fail.
+    func fixRefused() throws {
+        guard let unit = reference.units.first(where: \.isRefused) else { return }
+        for operation in unit.operations {
+            guard case .key(let key)? = operation.row, let object = objects[key], let values = reference.shown(.key(key)) else { continue }
+            if reference.declaration.hasCountCheck, values[2] == .integer(13) { fix(object, .count, .integer(0)) }
+            if reference.declaration.noteIsNotNull, values[3] == .null { fix(object, .note, .text("fixed")) }
+            if case .real(let score) = values[4], score.isNaN { fix(object, .score, .real(1.5)) }
+        }
+    }
+
+    private func fix(_ object: Item, _ column: Item.Column, _ value: SQLValue) {
+        guard let row = row(of: object) else { return }
+        note("fix \(row).\(column) = \(value.describedExactly)")
+        object.assign(value, to: column)
+        reference.write(.set(value), column: column.rawValue, of: row)
+    }
+
+    func busyFlush() async throws {
+        note("flush while another connection holds the write lock")
+        try other.execute("BEGIN IMMEDIATE")
+        defer { try? other.execute("ROLLBACK") }
+        try await flush(expectingFailure: true)
+    }
+
+    // MARK: - Another connection's commits
+
+    /// A key of the file: `a` picks among the rows there, or an absent key.
+    private func fileKey(_ a: UInt64) -> Int64 {
+        let keys = reference.file.keys.sorted()
+        guard !keys.isEmpty, a % 8 != 7 else { return Values.key(seed: a / 8) }
+        return keys[Int(a / 8 % UInt64(keys.count))]
+    }
+
+    private func otherCommits(_ sql: String, _ arguments: [SQLValue]) -> Bool {
+        (try? other.makeStatement(sql).run(arguments)) != nil
+    }
+
+    /// The keys the file holds, read through the other connection.
+    func fileKeys() throws -> Set<Int64> {
+        Set(try other.makeStatement("SELECT id FROM items").rows().compactMap { if case .integer(let key) = $0[0] { key } else { nil } })
+    }
+
+    func externalUpdate(_ a: UInt64, _ b: UInt64) throws {
+        let key = fileKey(a)
+        let column = Item.Column.assignable[Int(b % UInt64(Item.Column.assignable.count))]
+        let value = Values.value(for: column, seed: b / 8)
+        note("other connection: UPDATE \(key).\(column) = \(value.describedExactly)")
+        // A NaN cannot be bound, whether or not the row is there.
+        if case .real(let real) = value, real.isNaN {
+            guard !otherCommits("UPDATE items SET \"\(column)\" = ? WHERE id = ?", [value, .integer(key)]) else {
+                throw Divergence(message: "the other connection bound a NaN")
+            }
+            return
+        }
+        let expected = reference.external { rows in
+            guard rows[key] != nil else { return true }
+            rows[key]![column.rawValue] = value
+            return true
+        }
+        let committed = otherCommits("UPDATE items SET \"\(column)\" = ? WHERE id = ?", [value, .integer(key)])
+        if committed != expected { throw Divergence(message: "the other connection's update \(committed ? "committed" : "failed"); the reference expected otherwise") }
+    }
+
+    func externalRekey(_ a: UInt64, _ b: UInt64) throws {
+        let key = fileKey(a)
+        let newKey = Values.key(seed: b) &+ 1_000
+        note("other connection: UPDATE id \(key) → \(newKey)")
+        let expected = reference.external { rows in
+            guard let values = rows[key] else { return true }
+            guard rows[newKey] == nil else { return false }
+            rows[key] = nil
+            rows[newKey] = values
+            rows[newKey]![0] = .integer(newKey)
+            return true
+        }
+        let committed = otherCommits("UPDATE items SET id = ? WHERE id = ?", [.integer(newKey), .integer(key)])
+        if committed != expected { throw Divergence(message: "the other connection's re-key \(committed ? "committed" : "failed"); the reference expected otherwise") }
+    }
+
+    func externalInsert(_ a: UInt64, _ b: UInt64) throws {
+        let key = Values.key(seed: a)
+        var values = Values.row(seed: b)
+        values[0] = .integer(key)
+        note("other connection: INSERT \(key): \(values.dropFirst().map(\.describedExactly).joined(separator: ", "))")
+        let expected = reference.external(inserting: key) { rows in
+            guard rows[key] == nil else { return false }
+            rows[key] = values
+            return true
+        }
+        let committed = otherCommits("INSERT INTO items (id, title, count, note, score, payload, flag) VALUES (?, ?, ?, ?, ?, ?, ?)", values)
+        if committed != expected { throw Divergence(message: "the other connection's insert \(committed ? "committed" : "failed"); the reference expected otherwise") }
+    }
+
+    func externalDelete(_ a: UInt64) throws {
+        let key = fileKey(a)
+        note("other connection: DELETE \(key)")
+        _ = reference.external { rows in
+            rows[key] = nil
+            return true
+        }
+        guard otherCommits("DELETE FROM items WHERE id = ?", [.integer(key)]) else { throw Divergence(message: "the other connection's delete failed") }
+    }
+}

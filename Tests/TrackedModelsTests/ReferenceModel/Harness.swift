@@ -1,0 +1,157 @@
+import Foundation
+import Testing
+@testable import TrackedModels
+
+/// One generated step: which operation (`kind`, smaller is simpler) and two numbers it decodes
+/// its arguments from, given the state the program has reached.
+struct Step: Sendable, CustomStringConvertible {
+    var kind: Int
+    var a: UInt64
+    var b: UInt64
+
+    var description: String { "(\(kind), \(a), \(b))" }
+}
+
+/// A step the store did not take as the reference says it must: ends the program.
+struct Divergence: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+/// Runs a generated program against a real store on a real file and against the reference,
+/// checking after every step that they agree.
+@MainActor
+final class Harness {
+    let directory: TemporaryDirectory
+    let path: String
+    var reference: Reference
+    var store: ModelStore?
+    /// Another connection to the file: it commits as another process would, and reads the file.
+    let other: Connection
+    /// The objects the program holds, by key (the current object of each row).
+    var objects: [Int64: Item] = [:]
+    /// Inserted objects whose key SQLite has yet to assign, by insert number.
+    var newObjects: [Int: Item] = [:]
+    /// Objects the program still holds but the store no longer manages.
+    var detached: [Item] = []
+    var lists: [FetchedResults<Item>] = []
+    var events: [ChangeEvent] = []
+    var token: FeedToken?
+    /// What subscribers have heard so far, row by row.
+    var heard: [Int64: [SQLValue]] = [:]
+    /// Whether the current step may make subscribers re-read the table (a committed deleteAll).
+    var mayReset = false
+    /// The program as run so far, one line per operation.
+    var transcript: [String] = []
+
+    static let descriptors: [(name: String, descriptor: FetchDescriptor<Item>, matches: ([SQLValue]) -> Bool, sort: [(column: Int, ascending: Bool)])] = [
+        ("count > 0, by count descending", FetchDescriptor<Item>(predicate: #Predicate { $0.count > 0 }, sortBy: [SortDescriptor(\.count, order: .reverse)]),
+         { Values.compare($0[2], .integer(0)) > 0 }, [(2, false)]),
+        ("note == nil, by title", FetchDescriptor<Item>(predicate: #Predicate { $0.note == nil }, sortBy: [SortDescriptor(\.title)]),
+         { $0[3] == .null }, [(1, true)]),
+        ("title >= \"m\", by count, offset 1, limit 5", {
+            var descriptor = FetchDescriptor<Item>(predicate: #Predicate { $0.title >= "m" }, sortBy: [SortDescriptor(\.count)])
+            descriptor.fetchOffset = 1
+            descriptor.fetchLimit = 5
+            return descriptor
+        }(), { Values.compare($0[1], .text("m")) >= 0 }, [(2, true)]),
+        ("flag && score < 100, by note", FetchDescriptor<Item>(predicate: #Predicate { $0.flag && $0.score < 100 }, sortBy: [SortDescriptor(\.note)]),
+         { row in
+             guard row[6] != .integer(0) else { return false }
+             if case .real(let score) = row[4], score.isNaN { return false }
+             return Values.compare(row[4], .real(100)) < 0
+         }, [(3, true)]),
+    ]
+
+    init(declaration: TableDeclaration) throws {
+        directory = try TemporaryDirectory()
+        path = directory.path("model.sqlite")
+        reference = Reference(declaration: declaration)
+        other = try Connection(filename: path, mode: .readWriteCreate, busyTimeout: .seconds(5))
+        try other.execute(declaration.sql)
+    }
+
+    static var configuration: ModelStore.Configuration {
+        var configuration = ModelStore.Configuration()
+        configuration.flushInterval = .seconds(3_600)
+        configuration.pendingThreshold = .max
+        configuration.externalChangePollInterval = .seconds(3_600)
+        configuration.wakesOnFileChanges = false
+        configuration.busyTimeout = .milliseconds(20)
+        configuration.maxBusyRetries = 0
+        return configuration
+    }
+
+    /// Opens the store; false (after checking the refusal) when the reference says the table
+    /// cannot be honoured.
+    func open() throws -> Bool {
+        do {
+            let store = try ModelStore(.file(path), models: [Item.self], configuration: Self.configuration)
+            guard reference.declaration.keyIsRowID else {
+                throw Divergence(message: "the store opened a table whose key is not the rowid, although the model leaves keys to SQLite: \(reference.declaration)")
+            }
+            self.store = store
+        } catch let error as StoreError where error.code == .schemaMismatch && !reference.declaration.keyIsRowID {
+            return false
+        }
+        guard let store else { return false }
+        token = try store.subscribe(to: .table(Item.self)) { [weak self] event in self?.events.append(event) }
+        lists = try Self.descriptors.map { try store.results(for: $0.descriptor) }
+        heard = reference.shownRows
+        return true
+    }
+
+    var live: ModelStore {
+        get throws {
+            guard let store else { throw Divergence(message: "no store is open") }
+            return store
+        }
+    }
+
+    /// Whether each operation is printed as it runs (`TRACKEDMODELS_REFERENCE_TRACE=1`): the
+    /// way to see the program that crashed the process, which then prints no seed.
+    static let tracing = ProcessInfo.processInfo.environment["TRACKEDMODELS_REFERENCE_TRACE"] == "1"
+
+    func note(_ line: String) {
+        transcript.append(line)
+        if Self.tracing { print("  \(transcript.count). \(line)") }
+    }
+
+    // MARK: - Whose row
+
+    func row(of object: Item) -> Reference.RowID? {
+        if let (key, _) = objects.first(where: { $0.value === object }) { return .key(key) }
+        if let (number, _) = newObjects.first(where: { $0.value === object }) { return .new(number) }
+        return nil
+    }
+
+    /// Whether the store must record a write to the object: it is the current object of a row
+    /// that shows values.
+    func isManaged(_ object: Item) -> Bool {
+        guard let row = row(of: object) else { return false }
+        return reference.shown(row) != nil
+    }
+
+    /// Moves the objects of rows that no longer show values to the detached ones.
+    func syncAttachment() {
+        for (key, object) in objects where reference.shown(.key(key)) == nil {
+            objects[key] = nil
+            detached.append(object)
+        }
+        for (number, object) in newObjects where reference.shown(.new(number)) == nil {
+            newObjects[number] = nil
+            detached.append(object)
+        }
+    }
+
+    /// Every object the program holds, in a fixed order: keyed, then new, then detached.
+    var heldObjects: [Item] {
+        objects.sorted { $0.key < $1.key }.map(\.value) + newObjects.sorted { $0.key < $1.key }.map(\.value) + detached
+    }
+
+    /// Keeps an object the store handed out, as the current object of its row.
+    func hold(_ object: Item) {
+        guard let key = object.id, objects[key] == nil, !detached.contains(where: { $0 === object }) else { return }
+        objects[key] = object
+    }
+}

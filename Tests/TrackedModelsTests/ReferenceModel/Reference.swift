@@ -1,0 +1,425 @@
+import Foundation
+import TrackedModels
+
+/// What the file must hold and what each object must show, kept the plainest way: the committed
+/// rows in a dictionary and the changes not yet committed as an ordered list of atomic units.
+/// It shares no code with the store; it states the store's contracts as rules.
+///
+/// - A unit commits whole or not at all. Outside a transaction, a row's changes coalesce into
+///   the row's open unit (the last unit that touches the row, if it is a one-row change and not
+///   refused); an insert or delete starts a new one. A transaction is one unit.
+/// - A unit the database refuses stays pending, marked; units that touch its rows wait behind
+///   it. A write to a cell whose last writer is a refused unit goes into that unit (it replaces
+///   the refused value), and every flush tries refused units again.
+/// - An object shows the committed row with every pending unit applied in order.
+struct Reference {
+    enum RowID: Hashable, CustomStringConvertible {
+        case key(Int64)
+        /// An insert whose key SQLite assigns; numbered in program order.
+        case new(Int)
+
+        var description: String {
+            switch self {
+            case .key(let key): "\(key)"
+            case .new(let number): "new#\(number)"
+            }
+        }
+    }
+
+    enum Write: CustomStringConvertible {
+        case set(SQLValue)
+        case add(Int64)
+
+        var description: String {
+            switch self {
+            case .set(let value): "= \(value.describedExactly)"
+            case .add(let delta): "+= \(delta)"
+            }
+        }
+    }
+
+    enum Operation {
+        case insert(RowID, [SQLValue])
+        case update(RowID, [Int: Write])
+        case delete(RowID)
+        case deleteAll
+
+        var row: RowID? {
+            switch self {
+            case .insert(let row, _), .update(let row, _), .delete(let row): row
+            case .deleteAll: nil
+            }
+        }
+
+        func touches(_ row: RowID) -> Bool {
+            if case .deleteAll = self { return true }
+            return self.row == row
+        }
+
+        func writes(_ row: RowID, column: Int) -> Bool {
+            switch self {
+            case .insert(let id, _): id == row
+            case .update(let id, let cells): id == row && cells[column] != nil
+            case .delete, .deleteAll: false
+            }
+        }
+    }
+
+    struct Unit {
+        var operations: [Operation]
+        var isTransaction: Bool
+        var isRefused = false
+
+        func touches(_ row: RowID) -> Bool { operations.contains { $0.touches(row) } }
+
+        func overlaps(_ other: Unit) -> Bool {
+            for operation in operations {
+                if case .deleteAll = operation, !other.operations.isEmpty { return true }
+                if let row = operation.row, other.touches(row) { return true }
+            }
+            return false
+        }
+    }
+
+    let declaration: TableDeclaration
+    /// The rows the file holds, by key.
+    private(set) var file: [Int64: [SQLValue]] = [:]
+    /// The largest key the table ever held (AUTOINCREMENT never reuses one).
+    private var largestKeyEver: Int64?
+    private(set) var units: [Unit] = []
+    /// The open transaction's unit while a transaction runs, and a copy per nested level.
+    private var transaction: Unit?
+    private var lastNew = 0
+
+    init(declaration: TableDeclaration) {
+        self.declaration = declaration
+    }
+
+    var hasRefusedUnits: Bool { units.contains { $0.isRefused } }
+    var refusedCount: Int { units.count { $0.isRefused } }
+    var hasPendingUnits: Bool { !units.isEmpty }
+
+    // MARK: - What objects show
+
+    /// Every unit, the open transaction's included, in commit order.
+    private var allUnits: [Unit] {
+        transaction.map { units + [$0] } ?? units
+    }
+
+    /// What the row shows: the committed row with every pending unit applied; nil when there is
+    /// no row (deleted, never inserted).
+    func shown(_ row: RowID) -> [SQLValue]? {
+        var values: [SQLValue]? = if case .key(let key) = row { file[key] } else { nil }
+        for unit in allUnits {
+            for operation in unit.operations where operation.touches(row) {
+                switch operation {
+                case .insert(_, let inserted): values = inserted
+                case .update(_, let cells):
+                    guard var current = values else { continue }
+                    for (column, write) in cells { current[column] = Self.apply(write, to: current[column]) }
+                    values = current
+                case .delete, .deleteAll: values = nil
+                }
+            }
+        }
+        if case .key(let key) = row { values?[0] = .integer(key) }
+        return values
+    }
+
+    /// Every keyed row that shows values, by key.
+    var shownRows: [Int64: [SQLValue]] {
+        var keys = Set(file.keys)
+        for unit in allUnits {
+            for operation in unit.operations {
+                if case .key(let key)? = operation.row { keys.insert(key) }
+            }
+        }
+        var rows: [Int64: [SQLValue]] = [:]
+        for key in keys {
+            if let values = shown(.key(key)) { rows[key] = values }
+        }
+        return rows
+    }
+
+    /// The value a write leaves in a cell (an increment of an integer, wrapping as Int64 does).
+    static func apply(_ write: Write, to value: SQLValue) -> SQLValue {
+        switch (write, value) {
+        case (.set(let new), _): new
+        case (.add(let delta), .integer(let old)): .integer(old &+ delta)
+        case (.add(let delta), _): .integer(delta)
+        }
+    }
+
+    // MARK: - The program's changes
+
+    mutating func newRow() -> RowID {
+        lastNew += 1
+        return .new(lastNew)
+    }
+
+    mutating func write(_ write: Write, column: Int, of row: RowID) {
+        // An insert that waits for its key takes every write to its object, even from a
+        // transaction: the row has no key to write it to otherwise.
+        if case .new = row, let index = units.lastIndex(where: { $0.touches(row) }) {
+            Self.merge(write, column: column, of: row, into: &units[index])
+            return
+        }
+        if var open = transaction {
+            Self.merge(write, column: column, of: row, into: &open)
+            transaction = open
+            return
+        }
+        // A refused unit that last wrote this cell takes the write: it replaces the refused value.
+        if let index = units.lastIndex(where: { unit in unit.operations.contains { $0.writes(row, column: column) } }), units[index].isRefused {
+            Self.merge(write, column: column, of: row, into: &units[index])
+            return
+        }
+        if let index = units.lastIndex(where: { $0.touches(row) }), !units[index].isTransaction, !units[index].isRefused,
+           units[index].operations.count == 1, units[index].operations[0].row == row {
+            switch units[index].operations[0] {
+            case .insert, .update:
+                Self.merge(write, column: column, of: row, into: &units[index])
+                return
+            case .delete, .deleteAll:
+                break
+            }
+        }
+        units.append(Unit(operations: [.update(row, [column: write])], isTransaction: false))
+    }
+
+    /// Merges a write into a unit's insert or update of the row (the last one), or appends one.
+    private static func merge(_ write: Write, column: Int, of row: RowID, into unit: inout Unit) {
+        if let index = unit.operations.lastIndex(where: { $0.touches(row) }) {
+            switch unit.operations[index] {
+            case .insert(let id, var values):
+                values[column] = apply(write, to: values[column])
+                unit.operations[index] = .insert(id, values)
+                return
+            case .update(let id, var cells):
+                cells[column] = cells[column].map { merged($0, write) } ?? write
+                unit.operations[index] = .update(id, cells)
+                return
+            case .delete, .deleteAll:
+                break
+            }
+        }
+        unit.operations.append(.update(row, [column: write]))
+    }
+
+    private static func merged(_ first: Write, _ next: Write) -> Write {
+        switch (first, next) {
+        case (.add(let a), .add(let b)): .add(a &+ b)
+        case (.set(let value), .add): .set(apply(next, to: value))
+        case (_, .set): next
+        }
+    }
+
+    mutating func insert(_ row: RowID, values: [SQLValue]) {
+        append(.insert(row, values))
+    }
+
+    mutating func delete(_ row: RowID) {
+        append(.delete(row))
+    }
+
+    mutating func deleteAll() {
+        append(.deleteAll)
+    }
+
+    private mutating func append(_ operation: Operation) {
+        if var open = transaction {
+            open.operations.append(operation)
+            transaction = open
+        } else {
+            units.append(Unit(operations: [operation], isTransaction: false))
+        }
+    }
+
+    // MARK: - Transactions
+
+    /// What a failed transaction level goes back to: its unit as it was (none for the
+    /// outermost), and the pending units (writes to an insert waiting for its key go there).
+    struct Snapshot {
+        var unit: Unit?
+        var units: [Unit]
+    }
+
+    /// Opens a level; returns what ending it unsuccessfully goes back to.
+    mutating func beginTransaction() -> Snapshot {
+        defer { if transaction == nil { transaction = Unit(operations: [], isTransaction: true) } }
+        return Snapshot(unit: transaction, units: units)
+    }
+
+    /// Ends a level: a failed one goes back to its snapshot; the outermost becomes a pending
+    /// unit if it succeeded and wrote something.
+    mutating func endTransaction(succeeded: Bool, restoring snapshot: Snapshot) {
+        guard let open = transaction else { return }
+        if !succeeded { units = snapshot.units }
+        if let unit = snapshot.unit {
+            if !succeeded { transaction = unit }
+            return
+        }
+        transaction = nil
+        if succeeded, !open.operations.isEmpty { units.append(open) }
+    }
+
+    // MARK: - Committing
+
+    /// Why a unit cannot commit onto `rows`, if it cannot; applies it otherwise.
+    private func commit(_ unit: Unit, onto rows: inout [Int64: [SQLValue]], largestKey: inout Int64?, keyOf: (Int) -> Int64?, fileKeys: Set<Int64>) -> String? {
+        var scratch = rows
+        var largest = largestKey
+        for operation in unit.operations {
+            switch operation {
+            case .insert(let row, var values):
+                if let refusal = refusal(of: values) { return refusal }
+                let key: Int64
+                switch row {
+                case .key(let supplied): key = supplied
+                case .new(let number):
+                    // AUTOINCREMENT past the largest key: SQLITE_FULL, and nothing commits.
+                    if keyOf(number) == nil, declaration.key == .autoincrement, nextRowID(rows: scratch, largest: largest) == nil {
+                        return Self.full
+                    }
+                    // An object deleted before its key arrived never learns it: SQLite's choice,
+                    // or, when SQLite picks at random (the largest key is taken), a key the file
+                    // holds and the reference does not know (any free key if the row is gone).
+                    let random = fileKeys.subtracting(scratch.keys).min()
+                        ?? (Int64.min...).lazy.first { scratch[$0] == nil && !fileKeys.contains($0) }
+                    guard let assigned = keyOf(number) ?? nextRowID(rows: scratch, largest: largest) ?? random else { return "no key was assigned to \(row)" }
+                    if let expected = nextRowID(rows: scratch, largest: largest), assigned != expected {
+                        return "no key was assigned as SQLite does: \(row) got \(assigned), SQLite gives \(expected)"
+                    }
+                    key = assigned
+                }
+                if scratch[key] != nil { return "key \(key) exists" }
+                values[0] = .integer(key)
+                scratch[key] = values
+                largest = max(largest ?? key, key)
+            case .update(let row, let cells):
+                guard case .key(let key) = row, var values = scratch[key] else { return "row \(row) is gone" }
+                for (column, write) in cells {
+                    if case .add(let delta) = write, case .integer(let old) = values[column] {
+                        let (sum, overflow) = old.addingReportingOverflow(delta)
+                        if overflow { return "\(old) + \(delta) overflows" }
+                        values[column] = .integer(sum)
+                    } else {
+                        values[column] = Self.apply(write, to: values[column])
+                    }
+                }
+                if let refusal = refusal(of: values) { return refusal }
+                scratch[key] = values
+            case .delete(let row):
+                if case .key(let key) = row { scratch[key] = nil }
+            case .deleteAll:
+                scratch.removeAll()
+            }
+        }
+        rows = scratch
+        largestKey = largest
+        return nil
+    }
+
+    /// The rowid SQLite gives the next row inserted without a key, when it is not random (the
+    /// largest key in use is the largest there is).
+    private func nextRowID(rows: [Int64: [SQLValue]], largest: Int64?) -> Int64? {
+        // AUTOINCREMENT counts from the largest key ever, and from 0 when that is negative.
+        let top = declaration.key == .autoincrement ? [rows.keys.max(), largest, 0].compactMap { $0 }.max() : rows.keys.max()
+        guard let top else { return 1 }
+        return top == .max ? nil : top + 1
+    }
+
+    /// The constraint a row breaks, if it breaks one.
+    func refusal(of values: [SQLValue]) -> String? {
+        if declaration.hasCountCheck, values[Item.Column.count.rawValue] == .integer(13) { return "CHECK count <> 13" }
+        if declaration.noteIsNotNull, values[Item.Column.note.rawValue] == .null { return "NOT NULL note" }
+        if case .real(let score) = values[Item.Column.score.rawValue], score.isNaN { return "NaN score" }
+        return nil
+    }
+
+    /// What a flush commits: every unit in order, except one the database refuses (kept, marked)
+    /// and the units that touch the rows of one kept.
+    ///
+    /// - Parameter fileKeys: The keys the file holds after the store's commit.
+    /// - Parameter keyOf: The key SQLite assigned to an insert, by its number, as the store's
+    ///   object now shows it.
+    /// - Returns: Whether a refused unit stays, so that `flush()` throws.
+    mutating func flush(fileKeys: Set<Int64>, keyOf: (Int) -> Int64?) -> (refused: Bool, problems: [String]) {
+        var staying: [Unit] = []
+        var rows = file
+        var largest = largestKeyEver
+        var problems: [String] = []
+        for var unit in units {
+            if staying.contains(where: { $0.overlaps(unit) }) {
+                staying.append(unit)
+                continue
+            }
+            if let refusal = commit(unit, onto: &rows, largestKey: &largest, keyOf: keyOf, fileKeys: fileKeys) {
+                if refusal == Self.full { return (true, []) }
+                if refusal.hasPrefix("no key") { problems.append(refusal) }
+                unit.isRefused = true
+                staying.append(unit)
+            }
+        }
+        units = staying
+        file = rows
+        largestKeyEver = largest
+        return (hasRefusedUnits, problems)
+    }
+
+    /// Why a commit fails whole: an AUTOINCREMENT table that once held the largest key cannot
+    /// give another row a key (SQLITE_FULL).
+    static let full = "database or disk is full"
+
+    /// Renames an insert's row once its key is known.
+    mutating func name(_ number: Int, key: Int64) {
+        func rename(_ operation: Operation) -> Operation {
+            switch operation {
+            case .insert(.new(number), let values): .insert(.key(key), values)
+            case .update(.new(number), let cells): .update(.key(key), cells)
+            case .delete(.new(number)): .delete(.key(key))
+            default: operation
+            }
+        }
+        for index in units.indices { units[index].operations = units[index].operations.map(rename) }
+    }
+
+    /// Gives up on the first refused unit.
+    mutating func discardFirstRefused() {
+        if let index = units.firstIndex(where: \.isRefused) { units.remove(at: index) }
+    }
+
+    // MARK: - Other connections
+
+    /// Whether a pending unit inserts the row.
+    private func inserts(_ row: RowID) -> Bool {
+        units.contains { $0.operations.contains { if case .insert(row, _) = $0 { true } else { false } } }
+    }
+
+    /// Another connection's committed change, applied to the file; false when the database
+    /// refuses it (nothing changes then).
+    ///
+    /// - Parameter inserting: The key of a row the change inserts (AUTOINCREMENT remembers it).
+    ///
+    /// The program's updates and deletes of a row the change removes (deleted, or given another
+    /// key) are dropped, unless their unit was refused: there is no row left for them, and a row
+    /// of that key made later is another row. A row the program inserts itself keeps them.
+    mutating func external(inserting: Int64? = nil, _ change: (inout [Int64: [SQLValue]]) -> Bool) -> Bool {
+        var rows = file
+        guard change(&rows), rows.values.allSatisfy({ refusal(of: $0) == nil }) else { return false }
+        let removed = Set(file.keys).subtracting(rows.keys)
+        file = rows
+        if let inserting { largestKeyEver = max(largestKeyEver ?? inserting, inserting) }
+        let inserted = Set(removed.filter { inserts(.key($0)) })
+        for index in units.indices where !units[index].isRefused {
+            units[index].operations.removeAll { operation in
+                switch operation {
+                case .update(.key(let key), _), .delete(.key(let key)): removed.contains(key) && !inserted.contains(key)
+                default: false
+                }
+            }
+        }
+        units.removeAll { $0.operations.isEmpty }
+        return true
+    }
+}
