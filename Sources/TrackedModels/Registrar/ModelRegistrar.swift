@@ -267,7 +267,7 @@ final class ModelRegistrar {
                 case .delete: outbox.postDelete(table: change.table, key: change.key, values: Array(repeating: .null, count: schema.columns.count), origin: .external)
                 case .update:
                     for column in change.columns {
-                        outbox.postUpdate(table: change.table, key: change.key, column: column, old: .null, new: change.values?[column] ?? .null, origin: .external)
+                        outbox.postUpdateOfUnknownRow(table: change.table, key: change.key, column: column, new: change.values?[column] ?? .null, origin: .external)
                     }
                 }
                 continue

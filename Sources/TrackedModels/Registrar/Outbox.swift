@@ -16,7 +16,8 @@ final class Outbox {
 
     /// One change recorded inside a group.
     private enum LoggedChange {
-        case update(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin)
+        /// `old` is `.null` when it is not known (a row the store holds no object for).
+        case update(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin, isOldKnown: Bool)
         case insert(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin)
         case delete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin)
         case reset(table: Int, origin: ChangeOrigin)
@@ -51,9 +52,21 @@ final class Outbox {
     func postUpdate(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin) {
         guard feeds.hasSubscriptions(table: table) else { return }
         if groupDepth > 0 {
-            log.append(.update(table: table, key: key, column: column, old: old, new: new, origin: origin))
+            log.append(.update(table: table, key: key, column: column, old: old, new: new, origin: origin, isOldKnown: true))
         } else {
             deliver(.update(table: table, key: key, column: column, old: old, new: new, origin: origin))
+        }
+    }
+
+    /// Posts one column's change of a row whose old values the store does not know (it holds
+    /// no object for it): subscribers hear it with `.null` as the old value, even when the new
+    /// value is NULL too.
+    func postUpdateOfUnknownRow(table: Int, key: SQLValue, column: Int, new: SQLValue, origin: ChangeOrigin) {
+        guard feeds.hasSubscriptions(table: table) else { return }
+        if groupDepth > 0 {
+            log.append(.update(table: table, key: key, column: column, old: .null, new: new, origin: origin, isOldKnown: false))
+        } else {
+            deliver(.update(table: table, key: key, column: column, old: .null, new: new, origin: origin))
         }
     }
 
@@ -172,8 +185,8 @@ final class Outbox {
             var existed: Bool
             /// Whether the row is there now.
             var exists: Bool
-            /// Changed columns of a row that stayed, with their values before the group.
-            var columns: [Int: (old: SQLValue, new: SQLValue)] = [:]
+            /// Changed columns of a row that stayed, with their values before the group, if known.
+            var columns: [Int: (old: SQLValue?, new: SQLValue)] = [:]
             /// The row's values before the group, once a delete told them all.
             var before: [SQLValue]?
             /// The row's values now, since an insert in the group told them all.
@@ -195,13 +208,15 @@ final class Outbox {
                 order.removeAll { if case .row(let row) = $0 { row.table == table } else { false } }
                 rows = rows.filter { $0.key.table != table }
                 order.append(.reset(table: table, origin: origin))
-            case .update(let table, let key, let column, let old, let new, let origin):
+            case .update(let table, let key, let column, let old, let new, let origin, let isOldKnown):
                 let row = RowReference(table: table, key: key)
                 touch(row, existed: true, origin: origin)
                 if rows[row]!.after != nil {
                     rows[row]!.after![column] = new
                 } else {
-                    let first = rows[row]!.columns[column]?.old ?? old
+                    // (SQLValue is ExpressibleByNilLiteral: spell out the unknown old value.)
+                    let unknown: SQLValue? = .none
+                    let first = rows[row]!.columns[column].map(\.old) ?? (isOldKnown ? old : unknown)
                     rows[row]!.columns[column] = (first, new)
                 }
             case .insert(let table, let key, let values, let origin):
@@ -214,7 +229,7 @@ final class Outbox {
                 touch(row, existed: true, origin: origin)
                 var net = rows[row]!
                 if net.existed, net.before == nil {
-                    net.before = values.indices.map { net.columns[$0]?.old ?? values[$0] }
+                    net.before = values.indices.map { (net.columns[$0]?.old).flatMap { $0 } ?? values[$0] }
                 }
                 net.exists = false
                 net.after = nil
@@ -243,7 +258,7 @@ final class Outbox {
                 let schema = feeds.schemas[row.table]
                 let changes = columns.sorted { $0.key < $1.key }.compactMap { index, values in
                     values.old == values.new ? nil
-                        : ColumnChange(column: schema.columns[index].name, index: index, old: values.old, new: values.new)
+                        : ColumnChange(column: schema.columns[index].name, index: index, old: values.old ?? .null, new: values.new)
                 }
                 guard !changes.isEmpty else { return nil }
                 return .event(table: row.table, ChangeEvent(table: schema.name, key: row.key, kind: .update, changes: changes, origin: net.origin))

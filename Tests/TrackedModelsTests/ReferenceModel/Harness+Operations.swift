@@ -240,6 +240,8 @@ extension Harness {
         note("discard \(refused)")
         try store.discard(refused)
         reference.discardFirstRefused()
+        // Rows a discarded deleteAll had taken away come back through a reset.
+        mayReset = true
     }
 
     /// Assigns a valid value to each cell that makes the first refused change fail.
