@@ -13,10 +13,10 @@ protocol DatabaseEngine: AnyObject {
     /// by someone else right after this one is never missed.
     ///
     /// - Parameter willCommit: Called inside the transaction, just before it commits, with
-    ///   what it will report.
+    ///   what it will report; an error it throws fails the transaction.
     /// - Throws: ``EngineFailure``: which unit and operation failed, or that the transaction as
     ///   a whole did. Nothing is committed then.
-    func commit(_ units: [WriteUnit], willCommit: (CommitReport) -> Void) throws -> EngineCommit
+    func commit(_ units: [WriteUnit], willCommit: (CommitReport) throws(SQLiteError) -> Void) throws -> EngineCommit
 
     /// The current rows of a table by primary key, in model column order; `nil` for a key with
     /// no row.

@@ -42,6 +42,8 @@ final class DatabaseWorker: @unchecked Sendable {
     private let report: @Sendable (WorkerEvent) -> Void
     /// Test hook: runs on the queue right after each commit, before anything else.
     private let afterCommit: (@Sendable () -> Void)?
+    /// Test hook: an error to fail a commit with, just before it commits.
+    private let faultBeforeCommit: (@Sendable () -> SQLiteError?)?
     let statistics = Mutex(WriterStatistics())
     /// Keys the database assigned to inserts, published before their commit, so that a fetch
     /// that sees the row can find the object that inserted it.
@@ -62,6 +64,7 @@ final class DatabaseWorker: @unchecked Sendable {
         maxBusyRetries: Int,
         logger: Logger,
         afterCommit: (@Sendable () -> Void)? = nil,
+        faultBeforeCommit: (@Sendable () -> SQLiteError?)? = nil,
         report: @escaping @Sendable (WorkerEvent) -> Void
     ) {
         self.engine = engine
@@ -71,6 +74,7 @@ final class DatabaseWorker: @unchecked Sendable {
         self.maxBusyRetries = maxBusyRetries
         self.logger = logger
         self.afterCommit = afterCommit
+        self.faultBeforeCommit = faultBeforeCommit
         self.report = report
     }
 
@@ -217,7 +221,8 @@ final class DatabaseWorker: @unchecked Sendable {
                 return .committed(report)
             }
             do {
-                let commit = try engine.commit(units) { report in
+                let commit = try engine.commit(units) { report throws(SQLiteError) in
+                    if let fault = faultBeforeCommit?() { throw fault }
                     publishAssignedKeys(report.assignedKeys, tables: insertTables)
                 }
                 afterCommit?()

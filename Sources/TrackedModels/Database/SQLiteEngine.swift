@@ -25,7 +25,7 @@ final class SQLiteEngine: DatabaseEngine {
         self.changeLog = changeLog
     }
 
-    func commit(_ units: [WriteUnit], willCommit: (CommitReport) -> Void) throws -> EngineCommit {
+    func commit(_ units: [WriteUnit], willCommit: (CommitReport) throws(SQLiteError) -> Void) throws -> EngineCommit {
         let connection = try open()
         let logPosition = changeLog?.position
         do {
@@ -51,7 +51,7 @@ final class SQLiteEngine: DatabaseEngine {
             }
             do {
                 if let pruned = try changeLog?.skipOwnEntries(on: connection) { logPruning(pruned) }
-                willCommit(commit.report)
+                try willCommit(commit.report)
                 try connection.execute("COMMIT TRANSACTION")
             } catch let error as SQLiteError {
                 throw EngineFailure.transaction(error)

@@ -74,6 +74,11 @@ extension ModelStore {
         /// store, before the worker does anything else.
         var afterCommit: (@Sendable () -> Void)?
 
+        /// Test hook: runs inside each commit's transaction, after its writes and just before
+        /// it commits; an error it returns fails the commit there (everything rolls back), as a
+        /// full disk, an I/O error or a busy database at that moment would.
+        var faultBeforeCommit: (@Sendable () -> SQLiteError?)?
+
         public init() {}
     }
 

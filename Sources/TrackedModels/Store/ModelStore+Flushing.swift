@@ -102,8 +102,11 @@ extension ModelStore {
                 if let request = tracking.insertRequest, insertRequests.contains(request) {
                     registrar.forgetInsert(of: object, table: tracking.table, committed: nil)
                 } else if insertedRows.contains(RowReference(table: tracking.table, key: tracking.key)) {
-                    let committed = try? reader.cachedStatement(registrar.schemas[tracking.table].selectByKeySQL).rows([tracking.key]).first
-                    registrar.forgetInsert(of: object, table: tracking.table, committed: committed)
+                    let row = RowReference(table: tracking.table, key: tracking.key)
+                    let committed = try? reader.cachedStatement(registrar.schemas[row.table].selectByKeySQL).rows([row.key]).first
+                    registrar.forgetInsert(of: object, table: row.table, committed: committed)
+                    // What the program did to the object after inserting it goes with the insert.
+                    writeBehind.dropChanges(of: row)
                 }
             }
         }

@@ -122,6 +122,7 @@ public final class ModelStore {
             maxBusyRetries: configuration.maxBusyRetries,
             logger: logger,
             afterCommit: configuration.afterCommit,
+            faultBeforeCommit: configuration.faultBeforeCommit,
             report: { mailbox.send(.worker($0)) }
         )
         writeBehind = WriteBehind(

@@ -407,9 +407,10 @@ struct PendingChanges {
     }
 
     /// Drops the pending updates and deletes of a row that another connection deleted (or gave
-    /// another key), except those of rejected units, which stay for the program to discard:
-    /// there is no row left for them, and a later row of the same key (one SQLite gives an
-    /// insert of this store's, say) is another row. A unit left with nothing to do goes too.
+    /// another key), or whose insert the program discarded, except those of rejected units,
+    /// which stay for the program to discard: they were made to a row that is gone, and a
+    /// later row of the same key (one SQLite gives an insert of this store's, say) is another
+    /// row. A unit left with nothing to do goes too.
     mutating func dropChanges(of row: RowReference) {
         guard transactionUnit == nil else { return }
         var changed = false

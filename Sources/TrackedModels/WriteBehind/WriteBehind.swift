@@ -283,9 +283,9 @@ final class WriteBehind {
 
     // MARK: - Rows with changes
 
-    /// Drops the pending updates and deletes of a row another connection deleted or re-keyed
-    /// (see ``PendingChanges/dropChanges(of:)``); updates in flight meet the missing row and
-    /// are rejected.
+    /// Drops the pending updates and deletes of a row another connection deleted or re-keyed,
+    /// or whose insert was discarded (see ``PendingChanges/dropChanges(of:)``); updates in
+    /// flight meet the missing row and are rejected.
     func dropChanges(of row: RowReference) {
         pending.dropChanges(of: row)
     }

@@ -239,4 +239,42 @@ import Testing
         await #expect(throws: StoreError.self) { try await fixture.store.flush() }
         #expect(try fixture.file("SELECT typeof(count) || '/' || count FROM items WHERE id = 1") == "integer/9223372036854775807")
     }
+
+    @Test func discardingAnInsertDropsWhatWasLaterDoneToItsObject() async throws {
+        let fixture = try Fixture(rows: 0)
+        let item = Item(id: 6, title: "", count: 0, note: "", score: 0, payload: nil, flag: false)
+        try fixture.store.insert(item)
+        try fixture.store.transaction {
+            item.count = 13
+            try fixture.store.insert(Item(id: 37, title: "", count: 0, note: "", score: 0, payload: nil, flag: false))
+        }
+        try fixture.other.execute("INSERT INTO items VALUES (6, 'theirs', 0, '', 0, NULL, 0)")
+        await #expect(throws: StoreError.self) { try await fixture.store.flush() }
+        try fixture.store.discard(try #require(fixture.store.pendingChanges.first { $0.error != nil }))
+        #expect(!item._$tracking.isAttached)
+        // Row 6 is the other connection's, untouched: the count set on our object went with it.
+        #expect(try fixture.store.find(Item.self, key: 6)?.count == 0)
+        try await fixture.store.flush()
+        #expect(try fixture.file("SELECT title || '/' || count FROM items WHERE id = 6") == "theirs/0")
+        #expect(try fixture.file("SELECT count(*) FROM items WHERE id = 37") == 1)
+    }
+
+    @Test func aCommitThatFailsAtItsEndKeepsEverythingPendingForTheNextFlush() async throws {
+        let fault = FaultSlot()
+        var configuration = Harness.configuration
+        configuration.faultBeforeCommit = { fault.take() }
+        let fixture = try Fixture(configuration: configuration)
+        let item = try fixture.item(1)
+        item.title = "kept"
+        try fixture.store.insert(Item(id: 9, title: "new", count: 0, note: nil, score: 0, payload: nil, flag: false))
+        for code in [ResultCode.full, .ioError, .busy] {
+            fault.arm(SQLiteError(code: code, message: "injected"))
+            await #expect(throws: SQLiteError.self) { try await fixture.store.flush() }
+            #expect(fixture.store.pendingChanges.count == 2)
+            #expect(try fixture.file("SELECT title FROM items WHERE id = 1") == "Item 1")
+        }
+        try await fixture.store.flush()
+        #expect(try fixture.file("SELECT title FROM items WHERE id = 1") == "kept")
+        #expect(try fixture.file("SELECT count(*) FROM items") == 6)
+    }
 }

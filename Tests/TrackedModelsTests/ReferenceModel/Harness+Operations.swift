@@ -9,6 +9,7 @@ extension Harness {
     /// Decodes and runs one step, then lets the store settle (its worker's replies delivered).
     func run(_ step: Step) async throws {
         mayReset = false
+        collidingKeys = []
         switch step.kind {
         case 0..<20: try assign(step.a, step.b)
         case 20..<27: try increment(step.a, step.b)
@@ -26,7 +27,8 @@ extension Harness {
         case 81..<83: try externalRekey(step.a, step.b)
         case 83..<87: try externalInsert(step.a, step.b)
         case 87..<91: try externalDelete(step.a)
-        default: try await busyFlush()
+        case 91..<95: try await busyFlush()
+        default: try await faultyFlush(step.a)
         }
         syncAttachment()
         if let store { try await store.refreshExternalChanges() }
@@ -96,6 +98,7 @@ extension Harness {
         do {
             try live.insert(object)
             if hasObject { throw Divergence(message: "inserting a second object for key \(key) was accepted") }
+            if reference.shown(.key(key)) != nil { collidingKeys.insert(key) }
             reference.insert(.key(key), values: values)
             objects[key] = object
         } catch let error as StoreError where error.code == .duplicateKey {
@@ -176,15 +179,28 @@ extension Harness {
 
     func flush() async throws {
         note("flush")
-        try await flush(expectingFailure: false)
+        try await flush(failing: nil)
     }
 
-    private func flush(expectingFailure busy: Bool) async throws {
+    /// Where a flush's commit fails, if it does.
+    private enum Failure {
+        /// At its start: the write lock is another connection's.
+        case atBegin
+        /// At its end, after its writes (a fault injected just before COMMIT).
+        case atCommit
+    }
+
+    private func flush(failing failure: Failure?) async throws {
         let store = try live
         var thrown: (any Error)?
         do { try await store.flush() } catch { thrown = error }
-        if busy {
-            if thrown == nil, reference.hasPendingUnits { throw Divergence(message: "flush succeeded while another connection held the write lock") }
+        if let failure {
+            let throwing = switch failure {
+            case .atBegin: reference.hasPendingUnits
+            case .atCommit: reference.flushFailingAtCommit(fileKeys: try fileKeys()) { number in newObjects[number]?.id }
+            }
+            if thrown == nil, throwing { throw Divergence(message: "flush succeeded though its commit failed") }
+            if let thrown, !throwing { throw Divergence(message: "flush threw \(thrown) with nothing to commit") }
             return
         }
         let outcome = reference.flush(fileKeys: try fileKeys()) { number in newObjects[number]?.id }
@@ -239,7 +255,14 @@ extension Harness {
         }
         note("discard \(refused)")
         try store.discard(refused)
-        reference.discardFirstRefused()
+        // The objects of discarded inserts go back to what they were: detached, even where
+        // the file has a row of that key (another connection's).
+        for row in reference.discardFirstRefused() {
+            switch row {
+            case .key(let key): if let object = objects.removeValue(forKey: key) { detached.append(object) }
+            case .new(let number): if let object = newObjects.removeValue(forKey: number) { detached.append(object) }
+            }
+        }
         // Rows a discarded deleteAll had taken away come back through a reset.
         mayReset = true
     }
@@ -266,7 +289,18 @@ extension Harness {
         note("flush while another connection holds the write lock")
         try other.execute("BEGIN IMMEDIATE")
         defer { try? other.execute("ROLLBACK") }
-        try await flush(expectingFailure: true)
+        try await flush(failing: .atBegin)
+    }
+
+    /// A flush whose commit fails just before it commits (a full disk, an I/O error, a busy
+    /// database): nothing commits, everything stays pending in order, and the next flush
+    /// commits it.
+    func faultyFlush(_ a: UInt64) async throws {
+        let (name, code): (String, ResultCode) = [("disk full", .full), ("I/O error", .ioError), ("busy", .busy)][Int(a % 3)]
+        note("flush that meets \(name) at its commit")
+        fault.arm(SQLiteError(code: code, message: "injected \(name)"))
+        defer { fault.arm(nil) }
+        try await flush(failing: .atCommit)
     }
 
     // MARK: - Another connection's commits

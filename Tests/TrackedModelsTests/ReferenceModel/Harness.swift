@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import TrackedModels
 
@@ -41,8 +42,12 @@ final class Harness {
     var heard: [Int64: [SQLValue]] = [:]
     /// Whether the current step may make subscribers re-read the table (a committed deleteAll).
     var mayReset = false
+    /// Keys the current step inserted while a row of that key, not the program's, was there.
+    var collidingKeys: Set<Int64> = []
     /// The program as run so far, one line per operation.
     var transcript: [String] = []
+    /// A failure the store's next commit meets just before it commits, once.
+    let fault = FaultSlot()
 
     static let descriptors: [(name: String, descriptor: FetchDescriptor<Item>, matches: ([SQLValue]) -> Bool, sort: [(column: Int, ascending: Bool)])] = [
         ("count > 0, by count descending", FetchDescriptor<Item>(predicate: #Predicate { $0.count > 0 }, sortBy: [SortDescriptor(\.count, order: .reverse)]),
@@ -86,7 +91,9 @@ final class Harness {
     /// cannot be honoured.
     func open() throws -> Bool {
         do {
-            let store = try ModelStore(.file(path), models: [Item.self], configuration: Self.configuration)
+            var configuration = Self.configuration
+            configuration.faultBeforeCommit = { [fault] in fault.take() }
+            let store = try ModelStore(.file(path), models: [Item.self], configuration: configuration)
             guard reference.declaration.keyIsRowID else {
                 throw Divergence(message: "the store opened a table whose key is not the rowid, although the model leaves keys to SQLite: \(reference.declaration)")
             }
@@ -111,6 +118,7 @@ final class Harness {
     /// Whether each operation is printed as it runs (`TRACKEDMODELS_REFERENCE_TRACE=1`): the
     /// way to see the program that crashed the process, which then prints no seed.
     static let tracing = ProcessInfo.processInfo.environment["TRACKEDMODELS_REFERENCE_TRACE"] == "1"
+        || ProcessInfo.processInfo.environment["TRACKEDMODELS_REFERENCE_REPLAY"] != nil
 
     func note(_ line: String) {
         transcript.append(line)
@@ -153,5 +161,22 @@ final class Harness {
     func hold(_ object: Item) {
         guard let key = object.id, objects[key] == nil, !detached.contains(where: { $0 === object }) else { return }
         objects[key] = object
+    }
+}
+
+/// A failure to inject into a store's next commit, once; set by the test, taken by the store's
+/// database worker.
+final class FaultSlot: Sendable {
+    private let armed = Mutex<SQLiteError?>(nil)
+
+    func arm(_ error: SQLiteError?) {
+        armed.withLock { $0 = error }
+    }
+
+    func take() -> SQLiteError? {
+        armed.withLock { armed in
+            defer { armed = nil }
+            return armed
+        }
     }
 }

@@ -69,6 +69,9 @@ struct Reference {
         var operations: [Operation]
         var isTransaction: Bool
         var isRefused = false
+        /// Refused because a row it updates is gone: no flush tries it again (a row of that key
+        /// made later would be another row); it waits to be discarded.
+        var isRefusedForGood = false
 
         func touches(_ row: RowID) -> Bool { operations.contains { $0.touches(row) } }
 
@@ -297,7 +300,7 @@ struct Reference {
                 scratch[key] = values
                 largest = max(largest ?? key, key)
             case .update(let row, let cells):
-                guard case .key(let key) = row, var values = scratch[key] else { return "row \(row) is gone" }
+                guard case .key(let key) = row, var values = scratch[key] else { return "row \(row) \(Self.gone)" }
                 for (column, write) in cells {
                     if case .add(let delta) = write, case .integer(let old) = values[column] {
                         let (sum, overflow) = old.addingReportingOverflow(delta)
@@ -350,7 +353,7 @@ struct Reference {
         var largest = largestKeyEver
         var problems: [String] = []
         for var unit in units {
-            if staying.contains(where: { $0.overlaps(unit) }) {
+            if unit.isRefusedForGood || staying.contains(where: { $0.overlaps(unit) }) {
                 staying.append(unit)
                 continue
             }
@@ -358,6 +361,7 @@ struct Reference {
                 if refusal == Self.full { return (true, []) }
                 if refusal.hasPrefix("no key") { problems.append(refusal) }
                 unit.isRefused = true
+                unit.isRefusedForGood = refusal.hasSuffix(Self.gone)
                 staying.append(unit)
             }
         }
@@ -370,6 +374,17 @@ struct Reference {
     /// Why a commit fails whole: an AUTOINCREMENT table that once held the largest key cannot
     /// give another row a key (SQLITE_FULL).
     static let full = "database or disk is full"
+    static let gone = "is gone"
+
+    /// A flush whose commit fails at its end (a full disk, an I/O error): what the database
+    /// refused on the way is learned only when nothing is left to commit, for then no commit
+    /// runs; otherwise nothing changes. Returns whether the flush throws.
+    mutating func flushFailingAtCommit(fileKeys: Set<Int64>, keyOf: (Int) -> Int64?) -> Bool {
+        var trial = self
+        _ = trial.flush(fileKeys: fileKeys, keyOf: keyOf)
+        if trial.units.count == units.count { self = trial }
+        return !units.isEmpty
+    }
 
     /// Renames an insert's row once its key is known.
     mutating func name(_ number: Int, key: Int64) {
@@ -384,9 +399,29 @@ struct Reference {
         for index in units.indices { units[index].operations = units[index].operations.map(rename) }
     }
 
-    /// Gives up on the first refused unit.
-    mutating func discardFirstRefused() {
-        if let index = units.firstIndex(where: \.isRefused) { units.remove(at: index) }
+    /// Gives up on the first refused unit, and on the updates and deletes of the rows it
+    /// inserted with a key still pending (they were made to the objects it inserted), except in
+    /// refused units; returns the rows it inserted.
+    mutating func discardFirstRefused() -> [RowID] {
+        guard let index = units.firstIndex(where: \.isRefused) else { return [] }
+        let inserted = units.remove(at: index).operations.compactMap { if case .insert(let row, _) = $0 { row } else { nil } }
+        dropChanges(of: Set(inserted.compactMap { if case .key(let key) = $0 { key } else { nil } }))
+        return inserted
+    }
+
+    /// Drops the updates and deletes of rows, except in refused units; a unit left with nothing
+    /// to do goes too.
+    private mutating func dropChanges(of keys: Set<Int64>) {
+        guard !keys.isEmpty else { return }
+        for index in units.indices where !units[index].isRefused {
+            units[index].operations.removeAll { operation in
+                switch operation {
+                case .update(.key(let key), _), .delete(.key(let key)): keys.contains(key)
+                default: false
+                }
+            }
+        }
+        units.removeAll { $0.operations.isEmpty }
     }
 
     // MARK: - Other connections
@@ -410,16 +445,7 @@ struct Reference {
         let removed = Set(file.keys).subtracting(rows.keys)
         file = rows
         if let inserting { largestKeyEver = max(largestKeyEver ?? inserting, inserting) }
-        let inserted = Set(removed.filter { inserts(.key($0)) })
-        for index in units.indices where !units[index].isRefused {
-            units[index].operations.removeAll { operation in
-                switch operation {
-                case .update(.key(let key), _), .delete(.key(let key)): removed.contains(key) && !inserted.contains(key)
-                default: false
-                }
-            }
-        }
-        units.removeAll { $0.operations.isEmpty }
+        dropChanges(of: removed.filter { !inserts(.key($0)) })
         return true
     }
 }

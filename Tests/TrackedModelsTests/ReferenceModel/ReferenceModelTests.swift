@@ -13,7 +13,8 @@ import Testing
 /// differed. CI runs a fixed budget; set `TRACKEDMODELS_REFERENCE_PROGRAMS` to run more
 /// programs (for example 2000 for a long soak) and `TRACKEDMODELS_REFERENCE_STEPS` for longer
 /// ones. `TRACKEDMODELS_REFERENCE_TRACE=1` prints every operation as it runs (for a program that
-/// crashes the process, which then prints no seed).
+/// crashes the process, which then prints no seed); `TRACKEDMODELS_REFERENCE_REPLAY` runs one
+/// printed program again (see ``replay()``).
 @MainActor
 @Suite(.serialized) struct ReferenceModelTests {
     static let programs = ProcessInfo.processInfo.environment["TRACKEDMODELS_REFERENCE_PROGRAMS"].flatMap(Int.init) ?? 150
@@ -29,6 +30,17 @@ import Testing
             try await Self.run(declaration: TableDeclaration(seed: table), steps: steps)
         }
     }
+
+    /// Replays one program given as the failure prints it, `(table, [(kind, a, b), ...])`, in
+    /// `TRACKEDMODELS_REFERENCE_REPLAY`, with its transcript printed as it runs.
+    @Test(.enabled(if: replay != nil)) func replay() async throws {
+        let numbers = try #require(Self.replay).split { !$0.isNumber }.compactMap { UInt64($0) }
+        try #require(numbers.count % 3 == 1, "expected a table seed and (kind, a, b) triples")
+        let steps = stride(from: 1, to: numbers.count, by: 3).map { Step(kind: Int(numbers[$0]), a: numbers[$0 + 1], b: numbers[$0 + 2]) }
+        try await Self.run(declaration: TableDeclaration(seed: numbers[0]), steps: steps)
+    }
+
+    nonisolated static let replay = ProcessInfo.processInfo.environment["TRACKEDMODELS_REFERENCE_REPLAY"]
 
     /// Runs one program; records an issue with the transcript at the first divergence.
     static func run(declaration: TableDeclaration, steps: [Step]) async throws {
