@@ -257,9 +257,9 @@ final class ModelRegistrar {
             let object = identityMap.object(table: change.table, key: change.key)
             // A row this store deleted is gone for it, whatever others do to it meanwhile.
             let isDeletedHere = object == nil && writeBehind.deletes(row)
-            // The program's updates and deletes of a row that is gone have no row left (unless
-            // the program inserts the row again itself).
-            if change.values == nil, writeBehind.decidesExistence(of: row) != true { writeBehind.dropChanges(of: row) }
+            // The program's updates and deletes of a row that is gone have no row left (but
+            // those after its own insert of the row are for that insert).
+            if change.values == nil { writeBehind.dropChanges(of: row) }
             guard let object else {
                 if isDeletedHere { continue }
                 switch change.kind {

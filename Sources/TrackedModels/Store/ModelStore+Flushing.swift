@@ -96,6 +96,7 @@ extension ModelStore {
             }
             guard !insertedRows.isEmpty || !insertRequests.isEmpty else { continue }
             // One pass over the unit's objects: those it inserted are forgotten.
+            var forgotten: Set<RowReference> = []
             for case let object as any TrackedModel in unit.objects {
                 let tracking = object._$tracking
                 guard tracking.isAttached else { continue }
@@ -105,10 +106,12 @@ extension ModelStore {
                     let row = RowReference(table: tracking.table, key: tracking.key)
                     let committed = try? reader.cachedStatement(registrar.schemas[row.table].selectByKeySQL).rows([row.key]).first
                     registrar.forgetInsert(of: object, table: row.table, committed: committed)
-                    // What the program did to the object after inserting it goes with the insert.
-                    writeBehind.dropChanges(of: row)
+                    forgotten.insert(row)
                 }
             }
+            // An inserted object the program deleted since: its delete went with the insert, so
+            // another connection's row of that key, if any, shows again.
+            for row in insertedRows.subtracting(forgotten) { restoreDeleted(row) }
         }
         for table in Set(reloads.keys).union(resetTables).sorted() {
             worker.reload(table: table, keys: reloads[table] ?? [], announcingReset: resetTables.contains(table))

@@ -84,8 +84,9 @@ struct PendingChanges {
             return false
         }
 
-        /// Removes the unit's updates and deletes of a row; whether it had any.
-        mutating func dropChanges(of row: RowReference) -> Bool {
+        /// Removes the unit's updates and deletes of a row (those before position `end`, if
+        /// given); whether it had any.
+        mutating func dropChanges(of row: RowReference, before end: Int? = nil) -> Bool {
             if updatedRow != nil {
                 guard updatedRow == row else { return false }
                 updatedRow = nil
@@ -93,12 +94,15 @@ struct PendingChanges {
                 return true
             }
             let count = operations.count
-            operations.removeAll { operation in
-                switch operation {
-                case .update(row, _), .delete(row): true
+            var kept: [WriteOperation] = []
+            for (position, operation) in operations.enumerated() {
+                let isDropped = switch operation {
+                case .update(row, _), .delete(row): position < (end ?? .max)
                 default: false
                 }
+                if !isDropped { kept.append(operation) }
             }
+            operations = kept
             guard operations.count != count else { return false }
             if isTransaction { indexRows() }
             return true
@@ -398,10 +402,14 @@ struct PendingChanges {
         reindex()
     }
 
-    /// Removes the unit with this id, returning it.
+    /// Removes the unit with this id, returning it, and the updates and deletes of rows it
+    /// inserted that later units hold: they were made to the objects it inserted.
     mutating func remove(unit id: UInt64) -> Unit? {
         guard transactionUnit == nil, let index = units.firstIndex(where: { $0.id == id }) else { return nil }
         let removed = units.remove(at: index)
+        for case .insert(let request) in removed.unit.operations {
+            if let row = request.row { dropChanges(of: row, from: index) }
+        }
         reindex()
         return removed
     }
@@ -411,11 +419,14 @@ struct PendingChanges {
     /// which stay for the program to discard: they were made to a row that is gone, and a
     /// later row of the same key (one SQLite gives an insert of this store's, say) is another
     /// row. A unit left with nothing to do goes too.
-    mutating func dropChanges(of row: RowReference) {
+    mutating func dropChanges(of row: RowReference, from start: Int = 0) {
         guard transactionUnit == nil else { return }
         var changed = false
-        for index in units.indices where units[index].rejection == nil {
-            changed = units[index].dropChanges(of: row) || changed
+        for index in units.indices where index >= start {
+            // What follows the program's own insert of the row is for that row: it stays.
+            let inserts = units[index].unit.operations.firstIndex { if case .insert(let request) = $0 { request.row == row } else { false } }
+            if units[index].rejection == nil { changed = units[index].dropChanges(of: row, before: inserts) || changed }
+            if inserts != nil { break }
         }
         guard changed else { return }
         units.removeAll { $0.operationCount == 0 }
@@ -430,6 +441,37 @@ struct PendingChanges {
             reindex()
         }
         return units
+    }
+
+    /// Checks the lookups against the units; for tests. Each row's open unit writes the row and,
+    /// unless it was rejected, no unit after it does (but the open transaction); every row that
+    /// several units write is known as such, so that reading a cell merges them all.
+    func checkInvariants() {
+        precondition(operationCount == units.reduce(0) { $0 + $1.operationCount }, "operation count \(operationCount) is off")
+        if let transactionUnit { precondition(transactionUnit == units.count - 1 && units[transactionUnit].isTransaction, "the open transaction is not the last unit") }
+        for (index, unit) in units.enumerated() where index != transactionUnit {
+            precondition(unit.operationCount > 0, "unit \(unit.id) is empty")
+        }
+        var unitsByRow: [RowReference: [Int]] = [:]
+        for (index, unit) in units.enumerated() {
+            for row in Set(unit.unit.operations.compactMap(\.row)) { unitsByRow[row, default: []].append(index) }
+        }
+        for (row, indices) in unitsByRow where indices.count > 1 {
+            precondition(rowsInSeveralUnits.contains(row), "row \(row.key) is written by \(indices.count) units but not known to be")
+        }
+        for (row, open) in openUnitByRow {
+            precondition(units.indices.contains(open) && units[open].unit.operations.contains { $0.row == row }, "row \(row.key)'s open unit does not write it")
+            // A rejected open unit takes only the cells it writes last; later units may write
+            // the row.
+            guard units[open].rejection == nil else { continue }
+            for later in unitsByRow[row, default: []] where later > open && later != transactionUnit {
+                preconditionFailure("row \(row.key) is written by unit \(units[later].id) after its open unit \(units[open].id)")
+            }
+        }
+        for (row, behind) in openUnitBehindRejection {
+            guard let open = openUnitByRow[row] else { preconditionFailure("row \(row.key) has a unit behind a rejection but no open unit") }
+            precondition(units[open].rejection != nil && behind > open, "row \(row.key)'s unit behind a rejection is misplaced")
+        }
     }
 
     /// Rebuilds the lookups after units were removed or put back: each row's open unit is the
@@ -475,6 +517,8 @@ struct PendingChanges {
             }
             if unit.rejection != nil, unit.isTransaction { units[index].indexRows() }
         }
+        // A row that a closed unit writes gets a new unit at its next write.
+        for row in seen where openUnitByRow[row] == nil { rowsInSeveralUnits.insert(row) }
     }
 }
 

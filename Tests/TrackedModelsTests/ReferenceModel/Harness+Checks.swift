@@ -14,6 +14,7 @@ extension Harness {
         try checkEvents(shown)
         try checkFile()
         store.checkFeedInvariants()
+        store.writeBehind.pending.checkInvariants()
         for list in lists { list.checkInvariants() }
     }
 

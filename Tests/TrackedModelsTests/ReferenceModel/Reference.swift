@@ -400,36 +400,41 @@ struct Reference {
     }
 
     /// Gives up on the first refused unit, and on the updates and deletes of the rows it
-    /// inserted with a key still pending (they were made to the objects it inserted), except in
-    /// refused units; returns the rows it inserted.
+    /// inserted with a key that later units hold (they were made to the objects it inserted),
+    /// except in refused units; returns the rows it inserted.
     mutating func discardFirstRefused() -> [RowID] {
         guard let index = units.firstIndex(where: \.isRefused) else { return [] }
         let inserted = units.remove(at: index).operations.compactMap { if case .insert(let row, _) = $0 { row } else { nil } }
-        dropChanges(of: Set(inserted.compactMap { if case .key(let key) = $0 { key } else { nil } }))
+        dropChanges(of: Set(inserted.compactMap { if case .key(let key) = $0 { key } else { nil } }), from: index)
         return inserted
     }
 
-    /// Drops the updates and deletes of rows, except in refused units; a unit left with nothing
-    /// to do goes too.
-    private mutating func dropChanges(of keys: Set<Int64>) {
-        guard !keys.isEmpty else { return }
-        for index in units.indices where !units[index].isRefused {
-            units[index].operations.removeAll { operation in
+    /// Drops the updates and deletes of rows that come before the program's own insert of the
+    /// row, if any, except in refused units; a unit left with nothing to do goes too.
+    private mutating func dropChanges(of keys: Set<Int64>, from start: Int = 0) {
+        var keys = keys
+        for index in units.indices where index >= start {
+            var kept: [Operation] = []
+            var inserted: Set<Int64> = []
+            for operation in units[index].operations {
                 switch operation {
-                case .update(.key(let key), _), .delete(.key(let key)): keys.contains(key)
-                default: false
+                case .update(.key(let key), _), .delete(.key(let key)):
+                    if units[index].isRefused || !keys.contains(key) { kept.append(operation) }
+                case .insert(.key(let key), _):
+                    inserted.insert(key)
+                    kept.append(operation)
+                default:
+                    kept.append(operation)
                 }
+                keys.subtract(inserted)
             }
+            units[index].operations = kept
         }
         units.removeAll { $0.operations.isEmpty }
     }
 
     // MARK: - Other connections
 
-    /// Whether a pending unit inserts the row.
-    private func inserts(_ row: RowID) -> Bool {
-        units.contains { $0.operations.contains { if case .insert(row, _) = $0 { true } else { false } } }
-    }
 
     /// Another connection's committed change, applied to the file; false when the database
     /// refuses it (nothing changes then).
@@ -445,7 +450,7 @@ struct Reference {
         let removed = Set(file.keys).subtracting(rows.keys)
         file = rows
         if let inserting { largestKeyEver = max(largestKeyEver ?? inserting, inserting) }
-        dropChanges(of: removed.filter { !inserts(.key($0)) })
+        dropChanges(of: removed)
         return true
     }
 }
