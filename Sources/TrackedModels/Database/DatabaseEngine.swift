@@ -16,7 +16,7 @@ protocol DatabaseEngine: AnyObject {
     ///   what it will report; an error it throws fails the transaction.
     /// - Throws: ``EngineFailure``: which unit and operation failed, or that the transaction as
     ///   a whole did. Nothing is committed then.
-    func commit(_ units: [WriteUnit], willCommit: (CommitReport) throws(SQLiteError) -> Void) throws -> EngineCommit
+    func commit(_ units: [WriteUnit], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit
 
     /// The current rows of a table by primary key, in model column order; `nil` for a key with
     /// no row.

@@ -221,8 +221,9 @@ final class DatabaseWorker: @unchecked Sendable {
                 return .committed(report)
             }
             do {
-                let commit = try engine.commit(units) { report throws(SQLiteError) in
-                    if let fault = faultBeforeCommit?() { throw fault }
+                let injectFault = faultBeforeCommit
+                let commit = try engine.commit(units) { report in
+                    if let fault = injectFault?() { throw fault }
                     publishAssignedKeys(report.assignedKeys, tables: insertTables)
                 }
                 afterCommit?()

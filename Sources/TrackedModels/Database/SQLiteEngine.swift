@@ -25,7 +25,7 @@ final class SQLiteEngine: DatabaseEngine {
         self.changeLog = changeLog
     }
 
-    func commit(_ units: [WriteUnit], willCommit: (CommitReport) throws(SQLiteError) -> Void) throws -> EngineCommit {
+    func commit(_ units: [WriteUnit], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit {
         let connection = try open()
         let logPosition = changeLog?.position
         do {

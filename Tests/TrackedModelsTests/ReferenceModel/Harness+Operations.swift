@@ -256,8 +256,9 @@ extension Harness {
         note("discard \(refused)")
         try store.discard(refused)
         // The objects of discarded inserts go back to what they were: detached, even where
-        // the file has a row of that key (another connection's).
-        for row in reference.discardFirstRefused() {
+        // the file has a row of that key (another connection's). A row a later unit inserts
+        // again belongs to that insert's object.
+        for row in reference.discardFirstRefused() where !reference.inserts(row) {
             switch row {
             case .key(let key): if let object = objects.removeValue(forKey: key) { detached.append(object) }
             case .new(let number): if let object = newObjects.removeValue(forKey: number) { detached.append(object) }

@@ -275,15 +275,16 @@ struct Reference {
         for operation in unit.operations {
             switch operation {
             case .insert(let row, var values):
+                // AUTOINCREMENT past the largest key: SQLITE_FULL (before any constraint is
+                // checked), and nothing commits.
+                if case .new(let number) = row, keyOf(number) == nil, declaration.key == .autoincrement, nextRowID(rows: scratch, largest: largest) == nil {
+                    return Self.full
+                }
                 if let refusal = refusal(of: values) { return refusal }
                 let key: Int64
                 switch row {
                 case .key(let supplied): key = supplied
                 case .new(let number):
-                    // AUTOINCREMENT past the largest key: SQLITE_FULL, and nothing commits.
-                    if keyOf(number) == nil, declaration.key == .autoincrement, nextRowID(rows: scratch, largest: largest) == nil {
-                        return Self.full
-                    }
                     // An object deleted before its key arrived never learns it: SQLite's choice,
                     // or, when SQLite picks at random (the largest key is taken), a key the file
                     // holds and the reference does not know (any free key if the row is gone).
@@ -407,6 +408,11 @@ struct Reference {
         let inserted = units.remove(at: index).operations.compactMap { if case .insert(let row, _) = $0 { row } else { nil } }
         dropChanges(of: Set(inserted.compactMap { if case .key(let key) = $0 { key } else { nil } }), from: index)
         return inserted
+    }
+
+    /// Whether a pending unit inserts the row.
+    func inserts(_ row: RowID) -> Bool {
+        units.contains { $0.operations.contains { if case .insert(row, _) = $0 { true } else { false } } }
     }
 
     /// Drops the updates and deletes of rows that come before the program's own insert of the
