@@ -5,9 +5,12 @@ extension SQLValue {
     /// numbers (INTEGER and REAL compared by value), then text (by UTF-8 bytes), then blobs (by
     /// bytes). In-memory order then agrees with the order the database returns.
     ///
+    /// A NaN (pending only: the database refuses it) sorts as NULL, as it is matched: SQLite
+    /// would have stored NULL.
+    ///
     /// Related SQLite documentation: <https://www.sqlite.org/datatype3.html#sort_order>
     static func compare(_ a: SQLValue, _ b: SQLValue) -> ComparisonResult {
-        switch (a, b) {
+        switch (a.nanAsNull, b.nanAsNull) {
         case (.null, .null): return .orderedSame
         case (.null, _): return .orderedAscending
         case (_, .null): return .orderedDescending
@@ -24,8 +27,11 @@ extension SQLValue {
         }
     }
 
+    private var nanAsNull: SQLValue {
+        if case .real(let value) = self, value.isNaN { .null } else { self }
+    }
+
     private static func compare(integer: Int64, real: Double) -> ComparisonResult {
-        guard !real.isNaN else { return .orderedDescending }
         let converted = Double(integer)
         if converted < real { return .orderedAscending }
         if converted > real { return .orderedDescending }

@@ -1,9 +1,11 @@
 extension ModelStore {
     /// Fetches the objects of a model, optionally filtered, ordered and limited.
     ///
-    /// Rows this store already handed out come back as the same objects, with their in-memory
-    /// values (which include changes not yet flushed). The filter runs in SQLite, on committed
-    /// data: call ``flush()`` first to filter on changes you just made.
+    /// Rows this store already handed out come back as the same objects. Changes not yet
+    /// flushed count, as in the typed ``fetch(_:)``: the SQL runs over the table as this store
+    /// sees it (the committed rows, with the rows it inserted, changed or deleted since shown
+    /// as its objects hold them), so an object inserted a moment ago is found, and a deleted
+    /// one is not. The condition and ordering may name the model's columns.
     ///
     /// ```swift
     /// let busy = try store.fetch(Row.self, where: "count > ?", [10], orderBy: "count DESC", limit: 5)
@@ -24,12 +26,11 @@ extension ModelStore {
     ) throws -> [Model] {
         try checkOpen("fetch")
         let table = try registrar.tableIndex(of: type)
-        let schema = Model._$schema
-        var sql = schema.selectSQL
+        var sql = Model._$schema.selectSQL
         if let condition { sql += " WHERE \(condition)" }
         if let ordering { sql += " ORDER BY \(ordering)" }
         if let limit { sql += " LIMIT \(limit)" }
-        let rows = try reader.cachedStatement(sql).rows(arguments.map(\.sqlValue))
+        let rows = try readRows(sql, arguments.map(\.sqlValue), table: table)
         return try rows.map { try object(Model.self, table: table, values: $0) }
     }
 
@@ -46,14 +47,55 @@ extension ModelStore {
         return try currentValues(table: table, key: key.sqlValue).map { try object(Model.self, table: table, values: $0) }
     }
 
-    /// The number of rows of a model, optionally filtered (on committed data).
+    /// The number of rows of a model, optionally filtered; changes not yet flushed count, as in
+    /// ``fetch(_:where:_:orderBy:limit:)``.
+    ///
+    /// ```swift
+    /// let busy = try store.count(Row.self, where: "count > ?", [10])
+    /// ```
     public func count<Model: TrackedModel>(_ type: Model.Type, where condition: String? = nil, _ arguments: [any ColumnValue] = []) throws -> Int {
         try checkOpen("count")
-        _ = try registrar.tableIndex(of: type)
+        let table = try registrar.tableIndex(of: type)
         var sql = "SELECT count(*) FROM \(quoteIdentifier(Model._$schema.name))"
         if let condition { sql += " WHERE \(condition)" }
-        guard case .integer(let count) = try reader.scalar(sql, arguments.map(\.sqlValue)) else { return 0 }
+        guard case .integer(let count) = try readRows(sql, arguments.map(\.sqlValue), table: table).first?.first else { return 0 }
         return Int(count)
+    }
+
+    /// Runs a read of one table's rows over the table as this store sees it: where rows have
+    /// changes not yet committed, the statement reads a table of the same name (a common
+    /// table expression, which hides the real one) that holds the committed rows without
+    /// them, and them as their objects show them. Their values are bound ahead of the
+    /// caller's `?` placeholders, which SQLite numbers after them.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/lang_with.html>,
+    /// <https://www.sqlite.org/lang_expr.html#parameters>
+    private func readRows(_ sql: String, _ arguments: [SQLValue], table: Int) throws -> [[SQLValue]] {
+        let uncommitted = writeBehind.uncommittedRows(table: table)
+        guard !uncommitted.keys.isEmpty || uncommitted.deletesEveryRow else {
+            return try reader.cachedStatement(sql).rows(arguments)
+        }
+        let schema = registrar.schemas[table]
+        let names = schema.columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")
+        var values: [SQLValue] = []
+        var rows = "SELECT \(names) FROM main.\(quoteIdentifier(schema.name))"
+        if uncommitted.deletesEveryRow {
+            rows += " WHERE 0"
+        } else {
+            values = Array(uncommitted.keys)
+            rows += " WHERE \(quoteIdentifier(schema.primaryKey.name)) NOT IN (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))"
+        }
+        let current = uncommitted.keys.compactMap { registrar.object(table: table, key: $0)?._$values() }
+        if !current.isEmpty {
+            let row = "(" + Array(repeating: "?", count: schema.columns.count).joined(separator: ", ") + ")"
+            rows += " UNION ALL VALUES " + Array(repeating: row, count: current.count).joined(separator: ", ")
+            // A NaN can be pending (the database refuses it) but not bound: as NULL, a
+            // comparison with it is false, as Swift's comparisons with NaN are.
+            values += current.joined().map { if case .real(let value) = $0, value.isNaN { .null } else { $0 } }
+        }
+        // Made for this read alone: its shape changes with the rows that have changes.
+        let statement = try reader.makeStatement("WITH \(quoteIdentifier(schema.name))(\(names)) AS (\(rows)) \(sql)")
+        return try statement.rows(values + arguments)
     }
 
     /// The identity-mapped object of a row: the existing one, or a new one decoded and attached.

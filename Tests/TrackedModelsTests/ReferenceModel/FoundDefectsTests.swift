@@ -277,4 +277,17 @@ import Testing
         #expect(try fixture.file("SELECT title FROM items WHERE id = 1") == "kept")
         #expect(try fixture.file("SELECT count(*) FROM items") == 6)
     }
+
+    @Test func aRawSQLFetchSeesTheProgramsOwnChangesBeforeTheyAreFlushed() async throws {
+        let fixture = try Fixture(rows: 3)
+        try fixture.store.insert(Item(id: 7, title: "new\u{0}", count: 5, note: nil, score: .nan, payload: nil, flag: false))
+        try fixture.store.delete(try fixture.item(2))
+        try fixture.item(3).count = 9
+        #expect(try fixture.store.fetch(Item.self, where: "count > ?", [0], orderBy: "count").map(\.id) == [7, 3])
+        #expect(try fixture.store.fetch(Item.self, orderBy: "id").map(\.id) == [1, 3, 7])
+        #expect(try fixture.store.count(Item.self, where: "title = ?", ["new\u{0}"]) == 1)
+        #expect(try fixture.store.count(Item.self, where: "score > 0") == 2)
+        try fixture.store.deleteAll(Item.self)
+        #expect(try fixture.store.count(Item.self) == 0)
+    }
 }

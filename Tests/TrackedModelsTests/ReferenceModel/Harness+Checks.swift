@@ -59,10 +59,10 @@ extension Harness {
 
     /// The reference's answer to a descriptor: the keyed rows that show values, filtered,
     /// sorted (then by key), windowed.
-    private func answer(_ index: Int, _ shown: [Int64: [SQLValue]]) -> [Int64] {
-        let (_, descriptor, matches, sort) = Self.descriptors[index]
-        let sorted = shown.filter { matches($0.value) }.sorted { left, right in
-            for term in sort {
+    private func answer(_ query: Query, _ shown: [Int64: [SQLValue]]) -> [Int64] {
+        let descriptor = query.descriptor
+        let sorted = shown.filter { query.matches($0.value) }.sorted { left, right in
+            for term in query.sort {
                 let order = Values.compare(left.value[term.column], right.value[term.column])
                 if order != 0 { return (order < 0) == term.ascending }
             }
@@ -74,8 +74,16 @@ extension Harness {
     }
 
     private func checkFetches(_ store: ModelStore, _ shown: [Int64: [SQLValue]]) throws {
-        for (index, entry) in Self.descriptors.enumerated() {
-            let expected = answer(index, shown)
+        // The raw-SQL form of the first query sees pending changes too.
+        let expected = answer(Self.queries[0], shown)
+        let raw = try store.fetch(Item.self, where: "count > ?", [0], orderBy: "count DESC, id").map(\.id)
+        guard raw == expected else {
+            throw Divergence(message: "fetch(where: \"count > 0\") returned \(raw.map { $0.map { "\($0)" } ?? "nil" }); expected \(expected)")
+        }
+        let rawCount = try store.count(Item.self, where: "count > ?", [0])
+        guard rawCount == expected.count else { throw Divergence(message: "count(where: \"count > 0\") is \(rawCount); expected \(expected.count)") }
+        for (index, entry) in queries.enumerated() {
+            let expected = answer(entry, shown)
             let fetched: [Item]
             do {
                 fetched = try store.fetch(entry.descriptor)

@@ -49,29 +49,56 @@ final class Harness {
     /// A failure the store's next commit meets just before it commits, once.
     let fault = FaultSlot()
 
-    static let descriptors: [(name: String, descriptor: FetchDescriptor<Item>, matches: ([SQLValue]) -> Bool, sort: [(column: Int, ascending: Bool)])] = [
-        ("count > 0, by count descending", FetchDescriptor<Item>(predicate: #Predicate { $0.count > 0 }, sortBy: [SortDescriptor(\.count, order: .reverse)]),
-         { Values.compare($0[2], .integer(0)) > 0 }, [(2, false)]),
-        ("note == nil, by title", FetchDescriptor<Item>(predicate: #Predicate { $0.note == nil }, sortBy: [SortDescriptor(\.title)]),
-         { $0[3] == .null }, [(1, true)]),
-        ("title >= \"m\", by count, offset 1, limit 5", {
+    /// A query the program keeps live, with the reference's reading of it: which rows match,
+    /// and by which columns they sort (then by key).
+    struct Query {
+        var name: String
+        var descriptor: FetchDescriptor<Item>
+        var matches: ([SQLValue]) -> Bool
+        var sort: [(column: Int, ascending: Bool)]
+    }
+
+    /// The queries a program may keep live; each program takes four of them, chosen by its table
+    /// seed. Text compares by Unicode scalars; NULL sorts first; NaN matches no comparison.
+    static let queries: [Query] = [
+        Query(name: "count > 0, by count descending", descriptor: FetchDescriptor(predicate: #Predicate { $0.count > 0 }, sortBy: [SortDescriptor(\.count, order: .reverse)]),
+              matches: { Values.compare($0[2], .integer(0)) > 0 }, sort: [(2, false)]),
+        Query(name: "note == nil, by title", descriptor: FetchDescriptor(predicate: #Predicate { $0.note == nil }, sortBy: [SortDescriptor(\.title)]),
+              matches: { $0[3] == .null }, sort: [(1, true)]),
+        Query(name: "title >= \"m\", by count, offset 1, limit 5", descriptor: {
             var descriptor = FetchDescriptor<Item>(predicate: #Predicate { $0.title >= "m" }, sortBy: [SortDescriptor(\.count)])
             descriptor.fetchOffset = 1
             descriptor.fetchLimit = 5
             return descriptor
-        }(), { Values.compare($0[1], .text("m")) >= 0 }, [(2, true)]),
-        ("flag && score < 100, by note", FetchDescriptor<Item>(predicate: #Predicate { $0.flag && $0.score < 100 }, sortBy: [SortDescriptor(\.note)]),
-         { row in
-             guard row[6] != .integer(0) else { return false }
-             if case .real(let score) = row[4], score.isNaN { return false }
-             return Values.compare(row[4], .real(100)) < 0
-         }, [(3, true)]),
+        }(), matches: { Values.compare($0[1], .text("m")) >= 0 }, sort: [(2, true)]),
+        Query(name: "flag && score < 100, by note", descriptor: FetchDescriptor(predicate: #Predicate { $0.flag && $0.score < 100 }, sortBy: [SortDescriptor(\.note)]),
+              matches: { row in row[6] != .integer(0) && !isNaN(row[4]) && Values.compare(row[4], .real(100)) < 0 }, sort: [(3, true)]),
+        Query(name: "title < \"e\u{301}\", by title descending", descriptor: FetchDescriptor(predicate: #Predicate { $0.title < "e\u{301}" }, sortBy: [SortDescriptor(\.title, order: .reverse)]),
+              matches: { Values.compare($0[1], .text("e\u{301}")) < 0 }, sort: [(1, false)]),
+        Query(name: "note != nil && count <= 5, by score, limit 3", descriptor: {
+            var descriptor = FetchDescriptor<Item>(predicate: #Predicate { $0.note != nil && $0.count <= 5 }, sortBy: [SortDescriptor(\.score)])
+            descriptor.fetchLimit = 3
+            return descriptor
+        }(), matches: { $0[3] != .null && Values.compare($0[2], .integer(5)) <= 0 }, sort: [(4, true)]),
+        Query(name: "payload == nil || flag, by count descending, then title", descriptor: FetchDescriptor(predicate: #Predicate { $0.payload == nil || $0.flag }, sortBy: [SortDescriptor(\.count, order: .reverse), SortDescriptor(\.title)]),
+              matches: { $0[5] == .null || $0[6] != .integer(0) }, sort: [(2, false), (1, true)]),
+        Query(name: "score >= -1e300, all, by id descending", descriptor: FetchDescriptor(predicate: #Predicate { $0.score >= -1e300 }, sortBy: [SortDescriptor(\.id, order: .reverse)]),
+              matches: { !isNaN($0[4]) && Values.compare($0[4], .real(-1e300)) >= 0 }, sort: [(0, false)]),
     ]
+
+    private static func isNaN(_ value: SQLValue) -> Bool {
+        if case .real(let real) = value { real.isNaN } else { false }
+    }
+
+    /// The queries this program keeps live.
+    let queries: [Query]
 
     init(declaration: TableDeclaration) throws {
         directory = try TemporaryDirectory()
         path = directory.path("model.sqlite")
         reference = Reference(declaration: declaration)
+        var random = SplitMix(seed: declaration.seed)
+        queries = Array(Self.queries.shuffled(using: &random).prefix(4))
         other = try Connection(filename: path, mode: .readWriteCreate, busyTimeout: .seconds(5))
         try other.execute(declaration.sql)
     }
@@ -103,7 +130,7 @@ final class Harness {
         }
         guard let store else { return false }
         token = try store.subscribe(to: .table(Item.self)) { [weak self] event in self?.events.append(event) }
-        lists = try Self.descriptors.map { try store.results(for: $0.descriptor) }
+        lists = try queries.map { try store.results(for: $0.descriptor) }
         heard = reference.shownRows
         return true
     }

@@ -64,6 +64,8 @@ struct TableDeclaration: CustomStringConvertible {
         case withoutRowID
     }
 
+    /// The seed the declaration came from; it also chooses the program's live queries.
+    var seed: UInt64 = 0
     var key: Key
     var titleType: String
     var titleCollation: String?
@@ -124,6 +126,7 @@ struct TableDeclaration: CustomStringConvertible {
             self = .plain
             return
         }
+        self.seed = seed
         var random = SplitMix(seed: seed)
         // The rowid keys come up most often: the others must be refused at open.
         key = random.chance(4, in: 5) ? [.integerPrimaryKey, .autoincrement, .notNullIntegerPrimaryKey, .tableConstraint].randomElement(using: &random)!

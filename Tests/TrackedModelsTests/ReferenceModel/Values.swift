@@ -115,14 +115,18 @@ enum Values {
             for (l, r) in zip(x, y) where l != r { return l < r ? -1 : 1 }
             return x.count == y.count ? 0 : x.count < y.count ? -1 : 1
         }
-        switch (a, b) {
+        // A NaN (pending only) orders and matches as NULL, which SQLite would store for it.
+        func nanAsNull(_ value: SQLValue) -> SQLValue {
+            if case .real(let real) = value, real.isNaN { .null } else { value }
+        }
+        switch (nanAsNull(a), nanAsNull(b)) {
         case (.integer(let x), .integer(let y)): return x == y ? 0 : x < y ? -1 : 1
         case (.integer(let x), .real(let y)): return -compareReal(y, x)
         case (.real(let x), .integer(let y)): return compareReal(x, y)
         case (.real(let x), .real(let y)): return x == y ? 0 : x < y ? -1 : 1
         case (.text(let x), .text(let y)): return bytes(Array(x.utf8), Array(y.utf8))
         case (.blob(let x), .blob(let y)): return bytes(Array(x), Array(y))
-        default: return rank(a) == rank(b) ? 0 : rank(a) < rank(b) ? -1 : 1
+        case (let a, let b): return rank(a) == rank(b) ? 0 : rank(a) < rank(b) ? -1 : 1
         }
     }
 
