@@ -148,9 +148,10 @@ final class SQLiteEngine: DatabaseEngine {
                         let value = statement.value(at: offset)
                         // SQLite turns an integer sum that overflows into a REAL.
                         guard case .integer = value else {
+                            let problem = if case .real = value { "the sum is not a 64-bit integer (it overflows, or the column held a REAL)" } else { "the column holds \(value.storageClass), not an integer" }
                             throw SQLiteError(
                                 code: .mismatch,
-                                message: "adding to \(schema.name).\(schema.columns[column].name) of row \(row.key) overflows a 64-bit integer; assign a value instead, or discard the change",
+                                message: "adding to \(schema.name).\(schema.columns[column].name) of row \(row.key): \(problem); assign a value instead, or discard the change",
                                 sql: statement.sql
                             )
                         }

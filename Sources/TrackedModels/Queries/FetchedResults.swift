@@ -113,17 +113,24 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         if let object = objects[key] { return object }
         // A member's row exists: its object is alive, or its committed values are readable.
         let values: [SQLValue]
+        var isGone = false
         do {
-            guard let current = try store.currentValues(table: plan.table, key: key) else {
+            if let current = try store.currentValues(table: plan.table, key: key) {
+                values = current
+            } else if let committed = try store.committedValues(table: plan.table, key: key) {
+                // Deleted by this store, in a transaction or a delivery whose event the results
+                // have yet to take: the element shows the row as committed, detached.
+                values = committed
+                isGone = true
+            } else {
                 preconditionFailure("row \(key) of \(plan.schema.name) is in the results but no longer in the database (another process deleted it moments ago); call store.refreshExternalChanges() before reading results where other processes delete rows")
             }
-            values = current
         } catch {
             preconditionFailure("cannot read row \(key) of \(plan.schema.name) for the results: \(error); the database could not be read (see the error), so the element cannot be made")
         }
         // After the store closed, objects are detached: one made now must be too, or its writes
         // would be recorded by a store that never commits again.
-        let object = store.isClosed
+        let object = store.isClosed || isGone
             ? try? Model(_$row: ModelRow(schema: plan.schema, values: values))
             : try? store.object(Model.self, table: plan.table, values: values)
         guard let object else { preconditionFailure("cannot decode row \(key) of \(plan.schema.name)") }

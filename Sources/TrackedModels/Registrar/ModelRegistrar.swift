@@ -221,10 +221,11 @@ final class ModelRegistrar {
         guard let (object, table, columnsSetInFlight) = unkeyedInserts.removeValue(forKey: request) else { return }
         try? object._$assign(key, toColumn: primaryKeyColumns[table])
         let row = RowReference(table: table, key: key)
-        guard identityMap.object(table: table, key: key) == nil, !writeBehind.deletes(row) else {
+        guard identityMap.object(table: table, key: key) == nil, !writeBehind.deletes(row, afterInsert: request) else {
             // The program wrote that key itself: another object has it (an insert of that key,
-            // which the database refuses now that the row exists), or a delete of it waits to
-            // commit. That object or that delete keeps the row; this object only learns its key.
+            // which the database refuses now that the row exists), or a delete made after this
+            // insert waits to commit. That object or that delete keeps the row; this object only
+            // learns its key.
             object._$tracking.detach()
             return
         }

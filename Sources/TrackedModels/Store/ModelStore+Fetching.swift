@@ -85,7 +85,7 @@ extension ModelStore {
             values = Array(uncommitted.keys)
             rows += " WHERE \(quoteIdentifier(schema.primaryKey.name)) NOT IN (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))"
         }
-        let current = uncommitted.keys.compactMap { registrar.object(table: table, key: $0)?._$values() }
+        let current = try uncommitted.keys.compactMap { try currentValues(table: table, key: $0) }
         if !current.isEmpty {
             let row = "(" + Array(repeating: "?", count: schema.columns.count).joined(separator: ", ") + ")"
             rows += " UNION ALL VALUES " + Array(repeating: row, count: current.count).joined(separator: ", ")

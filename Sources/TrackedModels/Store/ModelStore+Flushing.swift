@@ -104,7 +104,7 @@ extension ModelStore {
                     registrar.forgetInsert(of: object, table: tracking.table, committed: nil)
                 } else if insertedRows.contains(RowReference(table: tracking.table, key: tracking.key)) {
                     let row = RowReference(table: tracking.table, key: tracking.key)
-                    let committed = try? reader.cachedStatement(registrar.schemas[row.table].selectByKeySQL).rows([row.key]).first
+                    let committed = try? committedValues(table: row.table, key: row.key)
                     registrar.forgetInsert(of: object, table: row.table, committed: committed)
                     forgotten.insert(row)
                 }
@@ -118,13 +118,13 @@ extension ModelStore {
         }
     }
 
-    /// Announces a row whose delete was discarded as inserted again, with its committed values,
-    /// unless the row is gone anyway (committed so, or deleted by a change still pending).
+    /// Announces a row whose delete was discarded as inserted again, with its values (committed,
+    /// with the changes still pending), unless the row is gone anyway.
     private func restoreDeleted(_ row: RowReference) {
-        guard registrar.object(table: row.table, key: row.key) == nil, !writeBehind.deletes(row),
-              let committed = try? reader.cachedStatement(registrar.schemas[row.table].selectByKeySQL).rows([row.key]).first
+        guard registrar.object(table: row.table, key: row.key) == nil,
+              let values = try? currentValues(table: row.table, key: row.key)
         else { return }
-        registrar.announceRestored(table: row.table, key: row.key, values: committed)
+        registrar.announceRestored(table: row.table, key: row.key, values: values)
     }
 
     /// Failed commits, as they happen, including those of flushes nobody awaited (the interval

@@ -60,8 +60,7 @@ extension ModelStore {
             let keyColumn = plan.schema.primaryKeyIndex
             rows.removeAll { uncommitted.keys.contains($0[keyColumn]) }
             for key in uncommitted.keys {
-                guard let object = registrar.object(table: plan.table, key: key) else { continue }
-                let values = object._$values()
+                guard let values = try currentValues(table: plan.table, key: key) else { continue }
                 if try rowMatches(plan, values) { rows.append(values) }
             }
             rows.sort { plan.precedes(plan.entry(of: $0), plan.entry(of: $1)) }
@@ -84,12 +83,18 @@ extension ModelStore {
         return try statement.step() && statement.value(at: 0) == .integer(1)
     }
 
-    /// A row's current values: its object's, else what is committed; nil when there is no row,
-    /// or when this store deleted it (committed or not).
+    /// A row as committed; nil when the file has none.
+    func committedValues(table: Int, key: SQLValue) throws -> [SQLValue]? {
+        try reader.cachedStatement(registrar.schemas[table].selectByKeySQL).rows([key]).first
+    }
+
+    /// A row's current values: its object's, else what is committed with this store's changes
+    /// not yet committed applied; nil when there is no row, or when this store deleted it
+    /// (committed or not).
     func currentValues(table: Int, key: SQLValue) throws -> [SQLValue]? {
         if let object = registrar.object(table: table, key: key) { return object._$values() }
-        if writeBehind.deletes(RowReference(table: table, key: key)) { return nil }
-        return try reader.cachedStatement(registrar.schemas[table].selectByKeySQL).rows([key]).first
+        let committed = try committedValues(table: table, key: key)
+        return writeBehind.uncommittedValues(of: RowReference(table: table, key: key), over: committed)
     }
 
     /// Live results of a descriptor: see ``FetchedResults``.

@@ -287,7 +287,50 @@ final class WriteBehind {
     /// or whose insert was discarded (see ``PendingChanges/dropChanges(of:)``); updates in
     /// flight meet the missing row and are rejected.
     func dropChanges(of row: RowReference) {
+        // After the program's own insert of the row, in flight, everything pending is for it.
+        guard !inFlight.contains(where: { $0.units.contains { $0.unit.operations.contains { $0.inserts(row) } } }) else { return }
         pending.dropChanges(of: row)
+    }
+
+    /// What a row holds once this store's changes not yet committed (in flight, then pending,
+    /// in program order) are applied to what is committed; `nil` when there is no row then.
+    func uncommittedValues(of row: RowReference, over committed: [SQLValue]?) -> [SQLValue]? {
+        guard hasChanges else { return committed }
+        var values = committed
+        for unit in inFlight.lazy.flatMap(\.units).map(\.unit) + pending.all.map(\.unit) {
+            for operation in unit.operations where operation.touches(row) {
+                switch operation {
+                case .insert(let request): values = request.values
+                case .update(_, let cells):
+                    guard var current = values else { continue }
+                    for cell in cells { current[cell.column] = cell.write.applied(to: current[cell.column]) }
+                    values = current
+                case .delete, .deleteAll: values = nil
+                }
+            }
+        }
+        return values
+    }
+
+    /// Whether a change that follows the insert with this request id, in program order,
+    /// deletes the row the database gave that insert.
+    func deletes(_ row: RowReference, afterInsert request: UInt64) -> Bool {
+        var isAfterInsert = false
+        var deleted = false
+        for unit in inFlight.lazy.flatMap(\.units).map(\.unit) + pending.all.map(\.unit) {
+            for operation in unit.operations {
+                if case .insert(let insert) = operation, insert.id == request {
+                    isAfterInsert = true
+                } else if isAfterInsert, operation.touches(row) {
+                    switch operation {
+                    case .insert: deleted = false
+                    case .delete, .deleteAll: deleted = true
+                    case .update: break
+                    }
+                }
+            }
+        }
+        return deleted
     }
 
     /// Whether this store's changes not yet committed (pending or in flight) decide that a row

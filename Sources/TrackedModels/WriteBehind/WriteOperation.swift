@@ -65,6 +65,11 @@ enum WriteOperation: Sendable {
         }
     }
 
+    /// Whether the operation inserts `row` (with its key).
+    func inserts(_ row: RowReference) -> Bool {
+        if case .insert(let request) = self { request.row == row } else { false }
+    }
+
     /// Whether the operation writes `row`, or every row of its table.
     func touches(_ row: RowReference) -> Bool {
         if case .deleteAll(let table) = self { return table == row.table }

@@ -290,4 +290,45 @@ import Testing
         try fixture.store.deleteAll(Item.self)
         #expect(try fixture.store.count(Item.self) == 0)
     }
+
+    // MARK: - Found in review
+
+    @Test func readingALiveListInsideATransactionThatDeletedItsRowsDoesNotTrap() async throws {
+        let fixture = try Fixture(rows: 3)
+        let list = try fixture.store.results(for: FetchDescriptor<Item>(sortBy: [SortDescriptor(\.id)]))
+        try fixture.store.transaction {
+            try fixture.store.deleteAll(Item.self)
+            // The list hears of the deletion when the transaction ends; until then its
+            // elements show the rows as committed, detached.
+            #expect(list.first?.title == "Item 1")
+            #expect(list.first.map { !$0._$tracking.isAttached } == true)
+        }
+        #expect(list.keys.isEmpty)
+    }
+
+    @Test func undoingADeleteKeepsTheChangesMadeBeforeIt() async throws {
+        let fixture = try Fixture(rows: 3)
+        let item = try fixture.item(2)
+        item.title = "changed"
+        try fixture.store.delete(item)
+        let delete = try #require(fixture.store.pendingChanges.last)
+        try fixture.store.discard(delete)
+        #expect(try fixture.store.find(Item.self, key: 2)?.title == "changed")
+        #expect(try fixture.store.fetch(FetchDescriptor<Item>(predicate: #Predicate { $0.title == "changed" })).map(\.id) == [2])
+        try await fixture.store.flush()
+        #expect(try fixture.file("SELECT title FROM items WHERE id = 2") == "changed")
+    }
+
+    @Test func anInsertGivenTheKeyOfARowDeletedBeforeItStaysAttached() async throws {
+        let fixture = try Fixture(rows: 1)
+        try fixture.store.deleteAll(Item.self)
+        let new = Item(id: nil, title: "new", count: 0, note: nil, score: 0, payload: nil, flag: false)
+        try fixture.store.insert(new)
+        try await fixture.store.flush()
+        #expect(new.id == 1)
+        #expect(new._$tracking.isAttached)
+        new.title = "renamed"
+        try await fixture.store.flush()
+        #expect(try fixture.file("SELECT title FROM items WHERE id = 1") == "renamed")
+    }
 }
