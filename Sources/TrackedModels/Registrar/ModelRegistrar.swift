@@ -110,39 +110,38 @@ final class ModelRegistrar {
             column != primaryKeyColumns[table],
             "the primary key of a stored \(types[table]) cannot change; delete the object and insert a new one"
         )
-        record(.set(new), column: column, of: object, tracking: tracking)
+        let isKeyed = record(.set(new), column: column, of: object, tracking: tracking)
         if !transactionLevels.isEmpty { recordUndo(object, column: column, old: old) }
         // A row whose key the database has yet to assign is announced, with its values then,
         // once it has one.
-        if tracking.insertRequest == nil {
-            outbox.postUpdate(table: table, key: tracking.key, column: column, old: old, new: new, origin: .local)
-        }
+        if isKeyed { outbox.postUpdate(table: table, key: tracking.key, column: column, old: old, new: new, origin: .local) }
     }
 
     /// The program added `delta` to an integer column whose value was `old`.
     func userDidIncrement(_ object: some TrackedModel, column: Int, by delta: Int64, from old: SQLValue, to new: SQLValue) throws {
         let tracking = object._$tracking
         try object._$assign(new, toColumn: column)
-        record(.add(delta), column: column, of: object, tracking: tracking)
+        let isKeyed = record(.add(delta), column: column, of: object, tracking: tracking)
         if !transactionLevels.isEmpty { recordUndo(object, column: column, old: old) }
-        if tracking.insertRequest == nil {
-            outbox.postUpdate(table: tracking.table, key: tracking.key, column: column, old: old, new: new, origin: .local)
-        }
+        if isKeyed { outbox.postUpdate(table: tracking.table, key: tracking.key, column: column, old: old, new: new, origin: .local) }
     }
 
-    private func record(_ write: CellWrite, column: Int, of object: any TrackedModel, tracking: ModelTracking) {
+    /// Records a write for write-behind; returns whether the row has its key (is not an insert
+    /// waiting for the database to assign one).
+    private func record(_ write: CellWrite, column: Int, of object: any TrackedModel, tracking: ModelTracking) -> Bool {
         guard let request = tracking.insertRequest else {
             writeBehind.record(
                 write, to: CellReference(row: RowReference(table: tracking.table, key: tracking.key), column: column),
                 of: object, hint: &tracking.pendingUnit
             )
-            return
+            return true
         }
         // The database has not assigned the key yet: the write joins the pending insert, or,
         // once that is in flight, is recorded again when the key is known.
         if !writeBehind.record(write, column: column, ofInsert: request) {
             unkeyedInserts[request]?.columnsSetInFlight.insert(column)
         }
+        return false
     }
 
     /// The program inserted an object. A supplied key puts it in the identity map at once; a key

@@ -27,21 +27,41 @@ public protocol ColumnValue: Equatable {
     init(sqlValue: SQLValue) throws
     /// The value to store.
     var sqlValue: SQLValue { get }
-    /// Whether two values store the same: an assignment of the same stored value is no change.
-    /// Unlike `==`, text compares by Unicode scalars ("é" and "e\u{301}" are stored
-    /// differently) and every NaN is the same. Provided; a type implements it only when its
-    /// `==` is coarser than what it stores.
-    static func _$isSameStoredValue(_ a: Self, _ b: Self) -> Bool
 }
 
 extension ColumnValue {
     public static var isOptional: Bool { false }
-    @inlinable public static func _$isSameStoredValue(_ a: Self, _ b: Self) -> Bool { a == b }
 }
 
-/// The generated setter's test: whether assigning `new` over `old` changes nothing stored.
+/// The generated setter's test: whether assigning `new` over `old` changes nothing stored. It
+/// is `==`, but for the types whose `==` is coarser than what they store: text compares by
+/// Unicode scalars ("é" and "e\u{301}" are stored differently), and every NaN is the same.
 @inlinable public func _$isSameStoredValue<Value: ColumnValue>(_ old: Value, _ new: Value) -> Bool {
-    Value._$isSameStoredValue(old, new)
+    old == new
+}
+
+@inlinable public func _$isSameStoredValue(_ old: String, _ new: String) -> Bool {
+    old == new && old.utf8.elementsEqual(new.utf8)
+}
+
+@inlinable public func _$isSameStoredValue(_ old: String?, _ new: String?) -> Bool {
+    switch (old, new) {
+    case (nil, nil): true
+    case (let old?, let new?): _$isSameStoredValue(old, new)
+    default: false
+    }
+}
+
+@inlinable public func _$isSameStoredValue(_ old: Double, _ new: Double) -> Bool {
+    old == new || (old.isNaN && new.isNaN)
+}
+
+@inlinable public func _$isSameStoredValue(_ old: Double?, _ new: Double?) -> Bool {
+    switch (old, new) {
+    case (nil, nil): true
+    case (let old?, let new?): _$isSameStoredValue(old, new)
+    default: false
+    }
 }
 
 /// A stored value that does not fit the Swift type it is read into.
@@ -114,7 +134,6 @@ extension Double: ColumnValue {
         }
     }
     public var sqlValue: SQLValue { .real(self) }
-    @inlinable public static func _$isSameStoredValue(_ a: Double, _ b: Double) -> Bool { a == b || (a.isNaN && b.isNaN) }
 }
 
 extension String: ColumnValue {
@@ -124,7 +143,6 @@ extension String: ColumnValue {
         self = value
     }
     public var sqlValue: SQLValue { .text(self) }
-    @inlinable public static func _$isSameStoredValue(_ a: String, _ b: String) -> Bool { a == b && a.utf8.elementsEqual(b.utf8) }
 }
 
 extension Data: ColumnValue {
@@ -167,13 +185,6 @@ extension Optional: ColumnValue where Wrapped: ColumnValue {
         self = sqlValue == .null ? nil : try Wrapped(sqlValue: sqlValue)
     }
     public var sqlValue: SQLValue { map(\.sqlValue) ?? .null }
-    @inlinable public static func _$isSameStoredValue(_ a: Wrapped?, _ b: Wrapped?) -> Bool {
-        switch (a, b) {
-        case (nil, nil): true
-        case (let x?, let y?): Wrapped._$isSameStoredValue(x, y)
-        default: false
-        }
-    }
 }
 
 extension ColumnValue where Self: RawRepresentable, RawValue: ColumnValue {
@@ -183,5 +194,4 @@ extension ColumnValue where Self: RawRepresentable, RawValue: ColumnValue {
         self = value
     }
     public var sqlValue: SQLValue { rawValue.sqlValue }
-    @inlinable public static func _$isSameStoredValue(_ a: Self, _ b: Self) -> Bool { RawValue._$isSameStoredValue(a.rawValue, b.rawValue) }
 }

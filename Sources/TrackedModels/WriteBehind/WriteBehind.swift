@@ -313,11 +313,13 @@ final class WriteBehind {
     }
 
     /// Whether a change that follows the insert with this request id, in program order,
-    /// deletes the row the database gave that insert.
+    /// deletes the row the database gave that insert (every change still queued follows it once
+    /// it committed).
     func deletes(_ row: RowReference, afterInsert request: UInt64) -> Bool {
-        var isAfterInsert = false
+        let units = inFlight.lazy.flatMap(\.units).map(\.unit) + pending.all.map(\.unit)
+        var isAfterInsert = !units.contains { $0.operations.contains { if case .insert(let insert) = $0 { insert.id == request } else { false } } }
         var deleted = false
-        for unit in inFlight.lazy.flatMap(\.units).map(\.unit) + pending.all.map(\.unit) {
+        for unit in units {
             for operation in unit.operations {
                 if case .insert(let insert) = operation, insert.id == request {
                     isAfterInsert = true

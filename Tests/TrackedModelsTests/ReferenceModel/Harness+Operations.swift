@@ -219,6 +219,7 @@ extension Harness {
             // Another object of this key (an insert the database now refuses) keeps the row.
             if objects[key] == nil { objects[key] = object } else { detached.append(object) }
         }
+        syncAttachment()
     }
 
     func reopen() async throws {
