@@ -42,7 +42,8 @@ final class ChangeLogReader {
             return batch
         }
         var order: [RowReference] = []
-        var merged: [RowReference: (kind: ChangeLog.Kind, mask: Int64)] = [:]
+        // `replaced`: the row was deleted and inserted again, so it is another row now.
+        var merged: [RowReference: (kind: ChangeLog.Kind, mask: Int64, replaced: Bool)] = [:]
         let entries = try connection.cachedStatement("SELECT seq, tbl, row_key, kind, mask FROM \(ChangeLog.table) WHERE seq > ? ORDER BY seq")
             .rows([.integer(position)])
         for entry in entries {
@@ -55,18 +56,18 @@ final class ChangeLogReader {
             if let previous = merged[row] {
                 let kind: ChangeLog.Kind = switch (previous.kind, kind) {
                 case (_, .delete): .delete
-                case (.delete, .insert): .update
                 case (.insert, .update): .insert
                 default: kind
                 }
-                merged[row] = (kind, previous.mask | mask)
+                let replaced = previous.replaced || (previous.kind == .delete && kind == .insert)
+                merged[row] = (kind, previous.mask | mask, replaced)
             } else {
                 order.append(row)
-                merged[row] = (kind, mask)
+                merged[row] = (kind, mask, false)
             }
         }
         for row in order {
-            let (kind, mask) = merged[row]!
+            let (kind, mask, replaced) = merged[row]!
             let schema = schemas[row.table]
             let values = kind == .delete ? nil : try reload(row, schema: schema, on: connection)
             let columns = layouts[row.table].columns(in: mask, modelColumnCount: schema.columns.count)
@@ -74,6 +75,11 @@ final class ChangeLogReader {
             case (.delete, _), (_, nil): .delete
             case (.insert, _): .insert
             case (.update, _): .update
+            }
+            // A row deleted and inserted again is told as that: the store's changes to the old
+            // row do not carry over to the new one.
+            if replaced, rowKind == .insert {
+                batch.rows.append(.init(table: row.table, key: row.key, kind: .delete, columns: columns, values: nil))
             }
             batch.rows.append(.init(table: row.table, key: row.key, kind: rowKind, columns: columns, values: values))
         }

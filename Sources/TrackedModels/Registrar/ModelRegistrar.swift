@@ -264,7 +264,7 @@ final class ModelRegistrar {
                 if isDeletedHere { continue }
                 switch change.kind {
                 case .insert: outbox.postInsert(table: change.table, key: change.key, values: change.values ?? [], origin: .external)
-                case .delete: outbox.postDelete(table: change.table, key: change.key, values: Array(repeating: .null, count: schema.columns.count), origin: .external)
+                case .delete: outbox.postDelete(table: change.table, key: change.key, values: Array(repeating: .null, count: schema.columns.count), origin: .external, isOldKnown: false)
                 case .update:
                     for column in change.columns {
                         outbox.postUpdateOfUnknownRow(table: change.table, key: change.key, column: column, new: change.values?[column] ?? .null, origin: .external)

@@ -19,7 +19,8 @@ final class Outbox {
         /// `old` is `.null` when it is not known (a row the store holds no object for).
         case update(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin, isOldKnown: Bool)
         case insert(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin)
-        case delete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin)
+        /// `values` are all `.null` when they are not known (a row the store holds no object for).
+        case delete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin, isOldKnown: Bool)
         case reset(table: Int, origin: ChangeOrigin)
     }
 
@@ -78,9 +79,11 @@ final class Outbox {
         }
     }
 
-    func postDelete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin) {
+    /// Posts a row's deletion; `values` are the row's last values, or all NULL when the store
+    /// does not know them (`isOldKnown: false`).
+    func postDelete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin, isOldKnown: Bool = true) {
         if groupDepth > 0 {
-            log.append(.delete(table: table, key: key, values: values, origin: origin))
+            log.append(.delete(table: table, key: key, values: values, origin: origin, isOldKnown: isOldKnown))
         } else if feeds.hasSubscriptions(table: table) {
             deliver(.event(table: table, event(table: table, key: key, kind: .delete, old: values, new: nil, origin: origin)))
         }
@@ -187,8 +190,9 @@ final class Outbox {
             var exists: Bool
             /// Changed columns of a row that stayed, with their values before the group, if known.
             var columns: [Int: (old: SQLValue?, new: SQLValue)] = [:]
-            /// The row's values before the group, once a delete told them all.
-            var before: [SQLValue]?
+            /// The row's values before the group, once a delete told them all (nil where the
+            /// store did not know them).
+            var before: [SQLValue?]?
             /// The row's values now, since an insert in the group told them all.
             var after: [SQLValue]?
             var origin: ChangeOrigin
@@ -224,12 +228,15 @@ final class Outbox {
                 touch(row, existed: false, origin: origin)
                 rows[row]!.exists = true
                 rows[row]!.after = values
-            case .delete(let table, let key, let values, let origin):
+            case .delete(let table, let key, let values, let origin, let isOldKnown):
                 let row = RowReference(table: table, key: key)
                 touch(row, existed: true, origin: origin)
                 var net = rows[row]!
                 if net.existed, net.before == nil {
-                    net.before = values.indices.map { (net.columns[$0]?.old).flatMap { $0 } ?? values[$0] }
+                    net.before = values.indices.map { column -> SQLValue? in
+                        if let changed = net.columns[column] { return changed.old }
+                        return isOldKnown ? values[column] : SQLValue?.none
+                    }
                 }
                 net.exists = false
                 net.after = nil
@@ -249,7 +256,7 @@ final class Outbox {
             case (false, true):
                 return .event(table: row.table, event(table: row.table, key: row.key, kind: .insert, old: nil, new: net.after, origin: net.origin))
             case (true, false):
-                return .event(table: row.table, event(table: row.table, key: row.key, kind: .delete, old: net.before, new: nil, origin: net.origin))
+                return .event(table: row.table, event(table: row.table, key: row.key, kind: .delete, old: net.before?.map { $0 ?? .null }, new: nil, origin: net.origin))
             case (true, true):
                 var columns = net.columns
                 if let before = net.before, let after = net.after {

@@ -331,4 +331,27 @@ import Testing
         try await fixture.store.flush()
         #expect(try fixture.file("SELECT title FROM items WHERE id = 1") == "renamed")
     }
+
+    @Test func aRowDeletedAndInsertedAgainByAnotherProcessIsAnotherRow() async throws {
+        var configuration = Harness.configuration
+        configuration.wakesOnFileChanges = false
+        let fixture = try Fixture(rows: 2, configuration: configuration)
+        var heard: [ChangeEvent] = []
+        let token = try fixture.store.subscribe(to: .table(Item.self)) { heard.append($0) }
+        let old = try fixture.item(1)
+        old.title = "ours, for the old row"
+        // Both in one read of the log: the store must not take them for an update.
+        try fixture.other.execute("BEGIN; DELETE FROM items WHERE id = 1; INSERT INTO items VALUES (1, 'theirs', 0, NULL, 0, NULL, 0); COMMIT")
+        try await fixture.store.refreshExternalChanges()
+        #expect(!old._$tracking.isAttached)
+        #expect(fixture.store.pendingChanges.isEmpty)
+        // Our assignment, then their new row as one update (title 'ours…' to 'theirs', …).
+        #expect(heard.map(\.origin) == [.local, .external])
+        #expect(heard.last?.kind == .update)
+        #expect(heard.last?.changes.first { $0.column == "title" }?.new == "theirs")
+        try await fixture.store.flush()
+        #expect(try fixture.file("SELECT title FROM items WHERE id = 1") == "theirs")
+        #expect(try fixture.store.find(Item.self, key: 1)?.title == "theirs")
+        token.cancel()
+    }
 }

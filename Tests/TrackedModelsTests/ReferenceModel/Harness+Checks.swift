@@ -121,7 +121,7 @@ extension Harness {
         // row, so subscribers' view of such a key is not checked in that step.
         let heardChanges = events.filter { event in
             if event.kind == .reset, mayReset { return false }
-            if case .integer(let key) = event.key, collidingKeys.contains(key) { return false }
+            if case .integer(let key) = event.key, collidingKeys.contains(key) || replacedKeys.contains(key) { return false }
             return true
         }
         if Self.sameRows(before.filter { !collidingKeys.contains($0.key) }, shown.filter { !collidingKeys.contains($0.key) }), !heardChanges.isEmpty {

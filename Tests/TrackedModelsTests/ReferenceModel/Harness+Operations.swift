@@ -10,6 +10,7 @@ extension Harness {
     func run(_ step: Step) async throws {
         mayReset = false
         collidingKeys = []
+        replacedKeys = []
         switch step.kind {
         case 0..<20: try assign(step.a, step.b)
         case 20..<27: try increment(step.a, step.b)
@@ -26,7 +27,8 @@ extension Harness {
         case 73..<81: try externalUpdate(step.a, step.b)
         case 81..<83: try externalRekey(step.a, step.b)
         case 83..<87: try externalInsert(step.a, step.b)
-        case 87..<91: try externalDelete(step.a)
+        case 87..<89: try externalDelete(step.a)
+        case 89..<91: try externalReplace(step.a, step.b)
         case 91..<95: try await busyFlush()
         default: try await faultyFlush(step.a)
         }
@@ -372,6 +374,35 @@ extension Harness {
         }
         let committed = otherCommits("INSERT INTO items (id, title, count, note, score, payload, flag) VALUES (?, ?, ?, ?, ?, ?, ?)", values)
         if committed != expected { throw Divergence(message: "the other connection's insert \(committed ? "committed" : "failed"); the reference expected otherwise") }
+    }
+
+    /// Another connection deletes a row and inserts one of the same key in one transaction:
+    /// another row, whatever the store reads of it at once.
+    func externalReplace(_ a: UInt64, _ b: UInt64) throws {
+        let key = fileKey(a)
+        var values = Values.row(seed: b)
+        values[0] = .integer(key)
+        note("other connection: DELETE \(key) and INSERT it again: \(values.dropFirst().map(\.describedExactly).joined(separator: ", "))")
+        let existed = reference.file[key] != nil
+        let expected = reference.externalReplace(key, with: values)
+        let committed: Bool
+        do {
+            try other.execute("BEGIN IMMEDIATE")
+            try other.makeStatement("DELETE FROM items WHERE id = ?").run([.integer(key)])
+            try other.makeStatement("INSERT INTO items (id, title, count, note, score, payload, flag) VALUES (?, ?, ?, ?, ?, ?, ?)").run(values)
+            try other.execute("COMMIT")
+            committed = true
+        } catch {
+            try? other.execute("ROLLBACK")
+            committed = false
+        }
+        if committed != expected { throw Divergence(message: "the other connection's replace \(committed ? "committed" : "failed"); the reference expected otherwise") }
+        guard committed, existed else { return }
+        // The row is another row now: the object of the old one no longer manages it (unless
+        // it is the program's own insert of that key, still pending), and subscribers may hear
+        // the new row as a change even where its values are the same.
+        if !reference.inserts(.key(key)), let object = objects.removeValue(forKey: key) { detached.append(object) }
+        replacedKeys.insert(key)
     }
 
     func externalDelete(_ a: UInt64) throws {

@@ -44,6 +44,8 @@ final class Harness {
     var mayReset = false
     /// Keys the current step inserted while a row of that key, not the program's, was there.
     var collidingKeys: Set<Int64> = []
+    /// Keys whose row another connection deleted and inserted again in the current step.
+    var replacedKeys: Set<Int64> = []
     /// The program as run so far, one line per operation.
     var transcript: [String] = []
     /// A failure the store's next commit meets just before it commits, once.

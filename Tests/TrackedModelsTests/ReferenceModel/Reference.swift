@@ -287,8 +287,10 @@ struct Reference {
                 case .new(let number):
                     // An object deleted before its key arrived never learns it: SQLite's choice,
                     // or, when SQLite picks at random (the largest key is taken), a key the file
-                    // holds and the reference does not know (any free key if the row is gone).
-                    let random = fileKeys.subtracting(scratch.keys).min()
+                    // holds and the reference does not know, nor a keyed insert claims (any free
+                    // key if the row is gone).
+                    let claimed = units.flatMap(\.operations).compactMap { if case .insert(.key(let key), _) = $0 { key } else { nil } }
+                    let random = fileKeys.subtracting(scratch.keys).subtracting(claimed).min()
                         ?? (Int64.min...).lazy.first { scratch[$0] == nil && !fileKeys.contains($0) }
                     guard let assigned = keyOf(number) ?? nextRowID(rows: scratch, largest: largest) ?? random else { return "no key was assigned to \(row)" }
                     if let expected = nextRowID(rows: scratch, largest: largest), assigned != expected {
@@ -408,6 +410,20 @@ struct Reference {
         let inserted = units.remove(at: index).operations.compactMap { if case .insert(let row, _) = $0 { row } else { nil } }
         dropChanges(of: Set(inserted.compactMap { if case .key(let key) = $0 { key } else { nil } }), from: index)
         return inserted
+    }
+
+    /// Another connection's delete of a row and insert of one with the same key, in one
+    /// transaction; false (nothing changes) when the database refuses the new row.
+    mutating func externalReplace(_ key: Int64, with values: [SQLValue]) -> Bool {
+        guard refusal(of: values) == nil else { return false }
+        _ = external { rows in
+            rows[key] = nil
+            return true
+        }
+        return external(inserting: key) { rows in
+            rows[key] = values
+            return true
+        }
     }
 
     /// Whether a pending unit inserts the row.
