@@ -284,6 +284,17 @@ extension PendingChanges {
         #expect(pending.isEmpty)
     }
 
+    @Test func aRowDeletedAndInsertedAgainIsKnownToBeInSeveralUnits() {
+        // Found by the reference model's invariant check: a delete of a row with no pending
+        // unit, then an insert of it, left the row unmarked.
+        var pending = PendingChanges()
+        let object = Object()
+        pending.delete(row, of: object)
+        pending.insert(InsertRequest(table: 0, values: [.integer(1), .text("again"), .integer(0)], row: row, id: 1), of: object)
+        pending.checkInvariants()
+        #expect(pending.write(to: CellReference(row: row, column: 1)) == .set(.text("again")))
+    }
+
     @Test func aTransactionIsOneUnitClosedToLaterWrites() {
         var pending = PendingChanges()
         let object = Object()

@@ -244,6 +244,8 @@ struct PendingChanges {
         }
         close(row)
         appendUnit(.delete(row: row), object: object, opensRow: nil)
+        // The delete closes the row: its next change is a unit of its own.
+        rowsInSeveralUnits.insert(row)
     }
 
     mutating func deleteAll(table: Int) {
