@@ -262,12 +262,15 @@ final class ModelRegistrar {
             if change.values == nil { writeBehind.dropChanges(of: row) }
             guard let object else {
                 if isDeletedHere { continue }
+                // What subscribers hear is the row as this store shows it: with its changes still
+                // pending (a refused one, say, made to the row before another process replaced it).
+                let values = writeBehind.uncommittedValues(of: row, over: change.values)
                 switch change.kind {
-                case .insert: outbox.postInsert(table: change.table, key: change.key, values: change.values ?? [], origin: .external)
+                case .insert: outbox.postInsert(table: change.table, key: change.key, values: values ?? [], origin: .external)
                 case .delete: outbox.postDelete(table: change.table, key: change.key, values: Array(repeating: .null, count: schema.columns.count), origin: .external, isOldKnown: false)
                 case .update:
                     for column in change.columns {
-                        outbox.postUpdateOfUnknownRow(table: change.table, key: change.key, column: column, new: change.values?[column] ?? .null, origin: .external)
+                        outbox.postUpdateOfUnknownRow(table: change.table, key: change.key, column: column, new: values?[column] ?? .null, origin: .external)
                     }
                 }
                 continue

@@ -275,8 +275,12 @@ struct Reference {
         for operation in unit.operations {
             switch operation {
             case .insert(let row, var values):
-                // AUTOINCREMENT past the largest key: SQLITE_FULL (before any constraint is
-                // checked), and nothing commits.
+                // A NaN is refused when it is bound, before the statement runs; AUTOINCREMENT
+                // past the largest key is SQLITE_FULL (before any constraint is checked), and
+                // then nothing commits.
+                if values.contains(where: { if case .real(let real) = $0 { real.isNaN } else { false } }), let refusal = refusal(of: values) {
+                    return refusal
+                }
                 if case .new(let number) = row, keyOf(number) == nil, declaration.key == .autoincrement, nextRowID(rows: scratch, largest: largest) == nil {
                     return Self.full
                 }
