@@ -283,6 +283,11 @@ final class WriteBehind {
 
     // MARK: - Rows with changes
 
+    /// Every unit not yet committed, in program order: in flight, then pending.
+    private var queuedUnits: [WriteUnit] {
+        inFlight.flatMap(\.units).map(\.unit) + pending.all.map(\.unit)
+    }
+
     /// Drops the pending updates and deletes of a row another connection deleted or re-keyed,
     /// or whose insert was discarded (see ``PendingChanges/dropChanges(of:)``); updates in
     /// flight meet the missing row and are rejected.
@@ -297,7 +302,7 @@ final class WriteBehind {
     func uncommittedValues(of row: RowReference, over committed: [SQLValue]?) -> [SQLValue]? {
         guard hasChanges else { return committed }
         var values = committed
-        for unit in inFlight.lazy.flatMap(\.units).map(\.unit) + pending.all.map(\.unit) {
+        for unit in queuedUnits {
             for operation in unit.operations where operation.touches(row) {
                 switch operation {
                 case .insert(let request): values = request.values
@@ -316,7 +321,7 @@ final class WriteBehind {
     /// deletes the row the database gave that insert (every change still queued follows it once
     /// it committed).
     func deletes(_ row: RowReference, afterInsert request: UInt64) -> Bool {
-        let units = inFlight.lazy.flatMap(\.units).map(\.unit) + pending.all.map(\.unit)
+        let units = queuedUnits
         var isAfterInsert = !units.contains { $0.operations.contains { if case .insert(let insert) = $0 { insert.id == request } else { false } } }
         var deleted = false
         for unit in units {
@@ -341,7 +346,7 @@ final class WriteBehind {
     func decidesExistence(of row: RowReference) -> Bool? {
         guard hasChanges else { return nil }
         var exists: Bool?
-        for unit in inFlight.lazy.flatMap(\.units).map(\.unit) + pending.all.map(\.unit) {
+        for unit in queuedUnits {
             for operation in unit.operations where operation.touches(row) {
                 switch operation {
                 case .insert: exists = true
@@ -364,7 +369,7 @@ final class WriteBehind {
     func uncommittedRows(table: Int) -> (keys: Set<SQLValue>, deletesEveryRow: Bool) {
         var keys: Set<SQLValue> = []
         var deletesEveryRow = false
-        for unit in inFlight.lazy.flatMap(\.units).map(\.unit) + pending.all.map(\.unit) {
+        for unit in queuedUnits {
             for operation in unit.operations where operation.table == table {
                 if case .deleteAll = operation { deletesEveryRow = true }
                 if let row = operation.row { keys.insert(row.key) }
