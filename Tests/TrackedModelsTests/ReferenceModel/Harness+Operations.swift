@@ -351,7 +351,7 @@ extension Harness {
         let newKey = Values.key(seed: b) &+ 1_000
         note("other connection: UPDATE id \(key) → \(newKey)")
         let expected = reference.external { rows in
-            guard let values = rows[key] else { return true }
+            guard let values = rows[key], newKey != key else { return true }
             guard rows[newKey] == nil else { return false }
             rows[key] = nil
             rows[newKey] = values

@@ -12,6 +12,11 @@ import TrackedModels
 ///   it. A write to a cell whose last writer is a refused unit goes into that unit (it replaces
 ///   the refused value), and every flush tries refused units again.
 /// - An object shows the committed row with every pending unit applied in order.
+/// - When another connection deletes a row (or changes its key, or deletes and inserts it
+///   again), the program's updates and deletes of it that come before its own insert of that
+///   row are dropped, except in refused units: a later row of that key is another row. A unit
+///   refused because its row is gone is never tried again. Discarding an insert drops the later
+///   updates and deletes of its row.
 struct Reference {
     enum RowID: Hashable, CustomStringConvertible {
         case key(Int64)
@@ -99,7 +104,6 @@ struct Reference {
     }
 
     var hasRefusedUnits: Bool { units.contains { $0.isRefused } }
-    var refusedCount: Int { units.count { $0.isRefused } }
     var hasPendingUnits: Bool { !units.isEmpty }
 
     // MARK: - What objects show
