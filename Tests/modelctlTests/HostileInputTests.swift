@@ -103,6 +103,25 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
     }
 
+    @Test(arguments: [["seed"], ["migrate", "up"]])
+    func aMissingFolderIsMissingInputNotAPermissionProblem(_ arguments: [String]) async throws {
+        let workspace = try Workspace()
+        let path = workspace.modelctl.path("no/such/folder/x.db")
+        let result = try await workspace.modelctl.run(arguments + ["--db", path])
+        #expect(result.status == 66, "\(arguments): \(result.stderr)")
+        #expect(result.stderr.contains("does not exist"))
+        #expect(!FileManager.default.fileExists(atPath: workspace.modelctl.path("no")))
+    }
+
+    @Test func anUnknownTargetVersionCreatesNoFile() async throws {
+        let workspace = try Workspace()
+        let path = workspace.modelctl.path("new.sqlite")
+        let result = try await workspace.modelctl.run("migrate", "up", "--to", "99", "--db", path)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("use a version from 0 to"))
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
     // MARK: - Corruption (class 8)
 
     @Test func aDamagedIndexIsFoundAndWritesAreRefused() async throws {

@@ -63,9 +63,10 @@ public struct SchemaMigrator: Sendable {
     ///   statement (its migration is rolled back; earlier ones stay applied).
     @discardableResult
     public func migrate(databaseAt path: String, upTo target: Int? = nil) throws -> [Migration] {
+        // An unknown target is refused before the file is opened, so that none is created.
+        _ = try pending(migrations, upTo: target)
         let connection = try Connection(filename: Connection.absoluteFilename(path), mode: .readWriteCreate, busyTimeout: busyTimeout)
         try connection.execute("PRAGMA journal_mode = WAL")
-        _ = try pending(migrations, upTo: target)
         var applied: [Migration] = []
         while true {
             let next: Migration? = try connection.withTransaction(.immediate) {

@@ -61,11 +61,16 @@ struct DatabaseOptions: ParsableArguments {
         }
     }
 
-    /// Fails with exit code 66 when `--db` names a folder.
+    /// Fails with exit code 66 when `--db` names a folder, or a file in a folder that does not
+    /// exist (a command that writes creates the file, never its folder).
     func refuseFolder(for operation: String) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw CLIError(.missingInput, "\(operation) \(path): is a directory, not a database file; pass --db PATH to a file")
+        }
+        let folder = URL(fileURLWithPath: path).standardizedFileURL.deletingLastPathComponent().path
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CLIError(.missingInput, "\(operation) \(path): the folder \(folder) does not exist; create it, or pass --db PATH in a folder that does")
         }
     }
 
