@@ -113,6 +113,17 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: workspace.modelctl.path("no")))
     }
 
+    @Test func aQueryThatReadsNoPageStillRefusesAFileThatIsNotADatabase() async throws {
+        let workspace = try Workspace()
+        let path = workspace.modelctl.path("notes.txt")
+        try Data("just some text, long enough to look like a file\n".utf8).write(to: URL(fileURLWithPath: path))
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let result = try await workspace.modelctl.run("query", "SELECT 1", "--db", path)
+        #expect(result.status == 65, "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
     @Test func anUnknownTargetVersionCreatesNoFile() async throws {
         let workspace = try Workspace()
         let path = workspace.modelctl.path("new.sqlite")

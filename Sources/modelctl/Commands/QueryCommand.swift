@@ -44,6 +44,9 @@ struct QueryCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(operation: "query", path: options.path) {
             try options.requireExistingDatabase(for: "query")
+            // The file's header and application are checked before the query runs, also for a
+            // query that would read no page of it (`SELECT 1` on a text file).
+            try options.requireDemoDatabase(for: "query")
             let reader = try DatabaseReader(path: options.path)
             let statement = sql ?? "SELECT * FROM rows" + (condition.map { " WHERE \($0)" } ?? "") + " ORDER BY id"
             let result = try reader.query(statement, limit: limit)

@@ -116,11 +116,10 @@ struct DatabaseOptions: ParsableArguments {
     }
 
     private func requireDemo(_ reader: DatabaseReader, for operation: String, allowingEmpty: Bool) throws {
-        let facts = try reader.query("""
-            SELECT (SELECT application_id FROM pragma_application_id),
-                   (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rows'),
-                   (SELECT count(*) FROM sqlite_master WHERE type = 'table')
-            """).rows.first ?? []
+        // One line: an error quotes it.
+        let facts = try reader.query(
+            "SELECT (SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rows'), (SELECT count(*) FROM sqlite_master WHERE type = 'table')"
+        ).rows.first ?? []
         guard facts.count == 3, case .integer(let applicationID) = facts[0], case .integer(let rows) = facts[1], case .integer(let tables) = facts[2] else { return }
         if applicationID != 0, applicationID != DemoSchemas.applicationID {
             throw CLIError(.configuration, "\(operation) \(path): the file belongs to another application (application_id \(applicationID)); nothing was changed. Pass --db PATH to a modelctl database")
