@@ -221,9 +221,8 @@ final class DatabaseWorker: @unchecked Sendable {
                 return .committed(report)
             }
             do {
-                let injectFault = faultBeforeCommit
                 let commit = try engine.commit(units) { report in
-                    if let fault = injectFault?() { throw fault }
+                    if let fault = faultBeforeCommit?() { throw fault }
                     publishAssignedKeys(report.assignedKeys, tables: insertTables)
                 }
                 afterCommit?()

@@ -127,21 +127,17 @@ final class SQLiteEngine: DatabaseEngine {
             if assignsKey { report.assignedKeys[request.id] = key }
             report.forgetCounters(of: RowReference(table: request.table, key: key), columns: request.values.indices)
         case .update(let row, let cells):
-            let shape = StatementShape.update(
-                table: row.table,
-                sets: cells.compactMap { if case .set = $0.write { $0.column } else { nil } },
-                adds: cells.compactMap { if case .add = $0.write { $0.column } else { nil } }
-            )
-            let statement = try statement(shape, on: connection)
+            let sets = cells.compactMap { if case .set = $0.write { $0.column } else { nil } }
+            let adds = cells.compactMap { if case .add = $0.write { $0.column } else { nil } }
+            let statement = try statement(.update(table: row.table, sets: sets, adds: adds), on: connection)
             var arguments: [SQLValue] = cells.compactMap { if case .set(let value) = $0.write { value } else { nil } }
             arguments += cells.compactMap { if case .add(let delta) = $0.write { .integer(delta) } else { nil } }
             arguments.append(row.key)
             try statement.bind(arguments)
             defer { statement.reset() }
-            let schema = tables[row.table]
-            if case .update(_, let sets, _) = shape { report.forgetCounters(of: row, columns: sets) }
+            report.forgetCounters(of: row, columns: sets)
             var updated = false
-            if case .update(_, _, let adds) = shape, !adds.isEmpty {
+            if !adds.isEmpty {
                 if try statement.step() {
                     updated = true
                     for (offset, column) in adds.enumerated() {
@@ -151,7 +147,7 @@ final class SQLiteEngine: DatabaseEngine {
                             let problem = if case .real = value { "the sum is not a 64-bit integer (it overflows, or the column held a REAL)" } else { "the column holds \(value.storageClass), not an integer" }
                             throw SQLiteError(
                                 code: .mismatch,
-                                message: "adding to \(schema.name).\(schema.columns[column].name) of row \(row.key): \(problem); assign a value instead, or discard the change",
+                                message: "adding to \(tables[row.table].name).\(tables[row.table].columns[column].name) of row \(row.key): \(problem)",
                                 sql: statement.sql
                             )
                         }
@@ -166,7 +162,7 @@ final class SQLiteEngine: DatabaseEngine {
             guard updated else {
                 throw SQLiteError(
                     code: .notFound,
-                    message: "row \(row.key) of \(schema.name) is no longer in the database (another connection deleted it or changed its key), so this change to it cannot be stored; discard it (store.discard(_:) with its entry of store.pendingChanges)",
+                    message: "row \(row.key) of \(tables[row.table].name) is no longer in the database (another connection deleted it or changed its key), so this change to it cannot be stored",
                     sql: statement.sql
                 )
             }

@@ -27,7 +27,9 @@ extension SQLValue {
         }
     }
 
-    private var nanAsNull: SQLValue {
+    /// The value as a query takes it: a NaN (pending only: the database refuses it) as NULL,
+    /// which SQLite would have stored for it, so that it matches no comparison and sorts first.
+    var nanAsNull: SQLValue {
         if case .real(let value) = self, value.isNaN { .null } else { self }
     }
 

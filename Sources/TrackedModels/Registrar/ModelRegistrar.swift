@@ -252,7 +252,6 @@ final class ModelRegistrar {
     func applyExternal(_ batch: ExternalChangeBatch) {
         let mark = outbox.beginGroup()
         for change in batch.rows {
-            let schema = schemas[change.table]
             let row = RowReference(table: change.table, key: change.key)
             let object = identityMap.object(table: change.table, key: change.key)
             // A row this store deleted is gone for it, whatever others do to it meanwhile.
@@ -267,7 +266,7 @@ final class ModelRegistrar {
                 let values = writeBehind.uncommittedValues(of: row, over: change.values)
                 switch change.kind {
                 case .insert: outbox.postInsert(table: change.table, key: change.key, values: values ?? [], origin: .external)
-                case .delete: outbox.postDelete(table: change.table, key: change.key, values: Array(repeating: .null, count: schema.columns.count), origin: .external, isOldKnown: false)
+                case .delete: outbox.postDeleteOfUnknownRow(table: change.table, key: change.key, origin: .external)
                 case .update:
                     for column in change.columns {
                         outbox.postUpdateOfUnknownRow(table: change.table, key: change.key, column: column, new: values?[column] ?? .null, origin: .external)
@@ -277,12 +276,12 @@ final class ModelRegistrar {
             }
             guard let values = change.values else {
                 // A row this store inserts, not yet committed, is created by that insert.
-                if writeBehind.decidesExistence(of: RowReference(table: change.table, key: change.key)) == true { continue }
+                if writeBehind.decidesExistence(of: row) == true { continue }
                 rowWentAway(object, table: change.table, origin: .external)
                 continue
             }
             for column in change.columns where column != primaryKeyColumns[change.table] {
-                let cell = CellReference(row: RowReference(table: change.table, key: change.key), column: column)
+                let cell = CellReference(row: row, column: column)
                 guard let value = writeBehind.overlay(values[column], for: cell) else { continue }
                 assign(value, to: object, cell: cell, origin: .external)
             }

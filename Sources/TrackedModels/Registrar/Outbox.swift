@@ -79,9 +79,19 @@ final class Outbox {
         }
     }
 
-    /// Posts a row's deletion; `values` are the row's last values, or all NULL when the store
-    /// does not know them (`isOldKnown: false`).
-    func postDelete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin, isOldKnown: Bool = true) {
+    /// Posts a row's deletion, with its last values.
+    func postDelete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin) {
+        postDelete(table: table, key: key, values: values, origin: origin, isOldKnown: true)
+    }
+
+    /// Posts the deletion of a row whose values the store does not know (it holds no object for
+    /// it): subscribers hear NULL as the old values.
+    func postDeleteOfUnknownRow(table: Int, key: SQLValue, origin: ChangeOrigin) {
+        let values = Array(repeating: SQLValue.null, count: feeds.schemas[table].columns.count)
+        postDelete(table: table, key: key, values: values, origin: origin, isOldKnown: false)
+    }
+
+    private func postDelete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin, isOldKnown: Bool) {
         if groupDepth > 0 {
             log.append(.delete(table: table, key: key, values: values, origin: origin, isOldKnown: isOldKnown))
         } else if feeds.hasSubscriptions(table: table) {
@@ -218,9 +228,8 @@ final class Outbox {
                 if rows[row]!.after != nil {
                     rows[row]!.after![column] = new
                 } else {
-                    // (SQLValue is ExpressibleByNilLiteral: spell out the unknown old value.)
-                    let unknown: SQLValue? = .none
-                    let first = rows[row]!.columns[column].map(\.old) ?? (isOldKnown ? old : unknown)
+                    // (SQLValue is ExpressibleByNilLiteral: a bare `nil` here would be `.null`.)
+                    let first = rows[row]!.columns[column].map(\.old) ?? (isOldKnown ? old : SQLValue?.none)
                     rows[row]!.columns[column] = (first, new)
                 }
             case .insert(let table, let key, let values, let origin):

@@ -42,8 +42,8 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable {
     }
 
     /// Whether the database refused the change itself (a constraint, a value it cannot store,
-    /// one too big, a row that is gone), so that trying the same change again fails again. Other failures (busy,
-    /// disk full, I/O errors) may pass.
+    /// one too big, a row that is gone), so that trying the same change again fails again.
+    /// Other failures (busy, disk full, I/O errors) may pass.
     public var rejectsTheChange: Bool {
         primary == .constraint || primary == .mismatch || primary == .tooBig || primary == .notFound
     }

@@ -89,9 +89,7 @@ extension ModelStore {
         if !current.isEmpty {
             let row = "(" + Array(repeating: "?", count: schema.columns.count).joined(separator: ", ") + ")"
             rows += " UNION ALL VALUES " + Array(repeating: row, count: current.count).joined(separator: ", ")
-            // A NaN can be pending (the database refuses it) but not bound: as NULL, a
-            // comparison with it is false, as Swift's comparisons with NaN are.
-            values += current.joined().map { if case .real(let value) = $0, value.isNaN { .null } else { $0 } }
+            values += current.joined().map(\.nanAsNull)
         }
         // Made for this read alone: its shape changes with the rows that have changes.
         let statement = try reader.makeStatement("WITH \(quoteIdentifier(schema.name))(\(names)) AS (\(rows)) \(sql)")

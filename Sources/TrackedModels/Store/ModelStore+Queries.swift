@@ -75,10 +75,7 @@ extension ModelStore {
     func rowMatches(_ plan: QueryPlan, _ values: [SQLValue]) throws -> Bool {
         guard let test = plan.rowTest else { return true }
         let statement = try reader.cachedStatement(test.sql)
-        // A NaN can be pending (the database refuses it) but not bound: as NULL, a comparison
-        // with it is false, as Swift's comparisons with NaN are.
-        let bound = values.map { if case .real(let value) = $0, value.isNaN { SQLValue.null } else { $0 } }
-        try statement.bind(numbered: bound + test.arguments)
+        try statement.bind(numbered: values.map(\.nanAsNull) + test.arguments)
         defer { statement.reset() }
         return try statement.step() && statement.value(at: 0) == .integer(1)
     }

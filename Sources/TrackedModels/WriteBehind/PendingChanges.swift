@@ -426,7 +426,7 @@ struct PendingChanges {
         var changed = false
         for index in units.indices where index >= start {
             // What follows the program's own insert of the row is for that row: it stays.
-            let inserts = units[index].unit.operations.firstIndex { if case .insert(let request) = $0 { request.row == row } else { false } }
+            let inserts = units[index].unit.operations.firstIndex { $0.inserts(row) }
             if units[index].rejection == nil { changed = units[index].dropChanges(of: row, before: inserts) || changed }
             if inserts != nil { break }
         }

@@ -428,10 +428,11 @@ final class WriteBehind {
         let rejection = unit.rejection!
         let operation = unit.unit.operations[min(rejection.operation, unit.unit.operations.count - 1)]
         let others = count > 1 ? " (and \(count - 1) other change\(count == 2 ? "" : "s"))" : ""
+        let discard = "discard the change (store.discard(_:) with an entry of store.pendingChanges)"
         return StoreError(
             code: .changeRejected,
             message: "the database refused to \(operation.description(tables: schemas, showingTypes: true))\(others): \(rejection.error.message); "
-                + "assign a valid value, or discard the change (store.discard(_:) with an entry of store.pendingChanges)",
+                + (rejection.isForGood ? "trying again cannot help: \(discard)" : "assign a valid value, or \(discard)"),
             underlying: rejection.error
         )
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PropertyBased
 import Testing
 @testable import TrackedModels
 
@@ -60,7 +61,7 @@ extension Harness {
         let held = heldObjects
         guard !held.isEmpty else { return }
         let object = held[Int(a % UInt64(held.count))]
-        var random = SplitMix(seed: b)
+        var random = Xoshiro(seed: b)
         let delta: Int
         if b == 0 {
             delta = 1
@@ -145,7 +146,7 @@ extension Harness {
     /// `b` is odd; nested ones come from the same numbers.
     func transaction(_ a: UInt64, _ b: UInt64, depth: Int) throws {
         let store = try live
-        var random = SplitMix(seed: a ^ (b << 1))
+        var random = Xoshiro(seed: a ^ (b << 1))
         let throwing = b % 2 == 1
         let count = Int(random.next() % 4) + 1
         note("\(String(repeating: "  ", count: depth))transaction {\(throwing ? " (throws at its end)" : "")")

@@ -1,4 +1,5 @@
 import Foundation
+import PropertyBased
 import Synchronization
 import Testing
 @testable import TrackedModels
@@ -99,7 +100,7 @@ final class Harness {
         directory = try TemporaryDirectory()
         path = directory.path("model.sqlite")
         reference = Reference(declaration: declaration)
-        var random = SplitMix(seed: declaration.seed)
+        var random = Xoshiro(seed: declaration.seed)
         queries = Array(Self.queries.shuffled(using: &random).prefix(4))
         other = try Connection(filename: path, mode: .readWriteCreate, busyTimeout: .seconds(5))
         try other.execute(declaration.sql)

@@ -1,4 +1,5 @@
 import Foundation
+import PropertyBased
 import TrackedModels
 
 /// The model the reference-model test drives: one column of each kind of value, and a key that
@@ -127,7 +128,7 @@ struct TableDeclaration: CustomStringConvertible {
             return
         }
         self.seed = seed
-        var random = SplitMix(seed: seed)
+        var random = Xoshiro(seed: seed)
         // The rowid keys come up most often: the others must be refused at open.
         key = random.chance(4, in: 5) ? [.integerPrimaryKey, .autoincrement, .notNullIntegerPrimaryKey, .tableConstraint].randomElement(using: &random)!
             : [.intPrimaryKey, .descending, .withoutRowID].randomElement(using: &random)!
@@ -163,23 +164,14 @@ struct TableDeclaration: CustomStringConvertible {
     }
 }
 
-/// A small deterministic generator (SplitMix64), so that one generated number decodes into the
-/// same value every time, and 0 into the simplest.
-struct SplitMix: RandomNumberGenerator {
-    private var state: UInt64
-
+extension Xoshiro {
+    /// The generator one generated number decodes with: the same values every time.
     init(seed: UInt64) {
-        state = seed
+        self.init(seed: (seed, seed ^ 0x9E37_79B9_7F4A_7C15, ~seed, 1))
     }
+}
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension RandomNumberGenerator {
     mutating func chance(_ numerator: UInt64, in denominator: UInt64) -> Bool {
         next(upperBound: denominator) < numerator
     }

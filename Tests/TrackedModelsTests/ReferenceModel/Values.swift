@@ -1,4 +1,5 @@
 import Foundation
+import PropertyBased
 import TrackedModels
 
 /// Values of every kind a column of ``Item`` can hold, decoded from one generated number: 0 is
@@ -6,7 +7,7 @@ import TrackedModels
 /// NUL, combining marks and any Unicode scalar, empty and arbitrary bytes).
 enum Values {
     static func value(for column: Item.Column, seed: UInt64) -> SQLValue {
-        var random = SplitMix(seed: seed)
+        var random = Xoshiro(seed: seed)
         switch column {
         case .id: return .integer(key(seed: seed))
         case .title: return .text(string(seed: seed))
@@ -20,7 +21,7 @@ enum Values {
 
     /// A whole row's values (the key left NULL), each column from its own part of the seed.
     static func row(seed: UInt64) -> [SQLValue] {
-        var random = SplitMix(seed: seed)
+        var random = Xoshiro(seed: seed)
         return Item.Column.allCases.map { column in
             column == .id ? .null : value(for: column, seed: seed == 0 ? 0 : random.next() % 1_000_000)
         }
@@ -35,7 +36,7 @@ enum Values {
         }
     }
 
-    static func integer(_ random: inout SplitMix) -> Int64 {
+    static func integer(_ random: inout Xoshiro) -> Int64 {
         switch random.next() % 8 {
         case 0: return [Int64.max, Int64.min, Int64.max - 1, Int64.min + 1, 13, -1][Int(random.next() % 6)]
         case 1: return Int64(bitPattern: random.next())
@@ -44,7 +45,7 @@ enum Values {
         }
     }
 
-    static func double(_ random: inout SplitMix) -> Double {
+    static func double(_ random: inout Xoshiro) -> Double {
         switch random.next() % 10 {
         case 0: return [.nan, .infinity, -.infinity, -0.0, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude][Int(random.next() % 7)]
         case 1: return Double(bitPattern: random.next())
@@ -55,7 +56,7 @@ enum Values {
 
     static func string(seed: UInt64) -> String {
         guard seed != 0 else { return "" }
-        var random = SplitMix(seed: seed)
+        var random = Xoshiro(seed: seed)
         let count = Int(random.next() % 8) + 1
         var scalars = String.UnicodeScalarView()
         for _ in 0..<count {
@@ -72,7 +73,7 @@ enum Values {
 
     static func data(seed: UInt64) -> Data {
         guard seed != 0 else { return Data() }
-        var random = SplitMix(seed: seed)
+        var random = Xoshiro(seed: seed)
         return Data((0..<Int(random.next() % 9)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
     }
 
