@@ -91,8 +91,14 @@ extension Harness {
         if let found = try live.find(Item.self, key: key) { hold(found) }
     }
 
-    func insertKeyed(_ a: UInt64, _ b: UInt64) throws {
+    /// - Parameter inTransaction: Whether the insert is made inside a transaction. There a key
+    ///   another connection holds (and the program does not) is not inserted: the store does
+    ///   not read the file on insert, so a transaction that inserts such a key and deletes it
+    ///   nets to nothing for subscribers and live lists, which keep the other connection's row
+    ///   (a known limit, in the closing note of issue 14). Outside one, such inserts are made.
+    func insertKeyed(_ a: UInt64, _ b: UInt64, inTransaction: Bool = false) throws {
         let key = Values.key(seed: a)
+        if inTransaction, objects[key] == nil, reference.shown(.key(key)) != nil { return }
         var values = Values.row(seed: b)
         values[0] = .integer(key)
         let object = Item(key: key, values: values)
@@ -161,7 +167,7 @@ extension Harness {
                     switch inner {
                     case 0..<4: try assign(x, y)
                     case 4..<6: try increment(x, y)
-                    case 6: try insertKeyed(x, y)
+                    case 6: try insertKeyed(x, y, inTransaction: true)
                     case 7: try delete(x)
                     case 8: try deleteAll()
                     default: if depth < 2 { try transaction(x, y, depth: depth + 1) }

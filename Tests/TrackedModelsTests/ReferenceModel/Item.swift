@@ -165,9 +165,17 @@ struct TableDeclaration: CustomStringConvertible {
 }
 
 extension Xoshiro {
-    /// The generator one generated number decodes with: the same values every time.
+    /// The generator one generated number decodes with: the same values every time. Its state
+    /// is the number spread over all 64 bits four ways (SplitMix64's finalizer): nearby numbers
+    /// would otherwise start from nearly the same state and decode alike.
     init(seed: UInt64) {
-        self.init(seed: (seed, seed ^ 0x9E37_79B9_7F4A_7C15, ~seed, 1))
+        func spread(_ value: UInt64) -> UInt64 {
+            var z = value &+ 0x9E37_79B9_7F4A_7C15
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        self.init(seed: (spread(seed), spread(seed &+ 1), spread(seed &+ 2), spread(seed &+ 3)))
     }
 }
 
