@@ -58,14 +58,18 @@ struct BenchCommand: AsyncParsableCommand {
         var live = LiveListBenchmark(rows: rows)
         live.bumps = bumps
         let liveList = try await live.run(in: folder)
+        var sparse = SparseListBenchmark(rows: rows)
+        sparse.bumps = bumps
+        let sparseList = try await sparse.run(in: folder)
         let memory = memoryRows > 0 ? try await MemoryBenchmark(rows: memoryRows).run(in: folder) : nil
         if json {
-            var object = report.json.dropLast() + ", \"live_list\": \(liveList.json)"
+            var object = report.json.dropLast() + ", \"live_list\": \(liveList.json), \"sparse_list\": \(sparseList.json)"
             if let memory { object += ", \"memory\": \(memory.json)" }
             print(object + "}")
         } else {
             print(report.table)
             print(liveList.table)
+            print(sparseList.table)
             if let memory { print(memory.table) }
         }
     }
