@@ -36,7 +36,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     public typealias Difference = CollectionDifference<Model.PrimaryKeyValue>
 
     private let store: ModelStore
-    private let plan: QueryPlan
+    private let plan: CompiledQuery
     private var rows: SortedRows
     /// How each member sorts, by key.
     private var members: [SQLValue: SortedRows.Entry] = [:]
@@ -58,15 +58,13 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private var streams: [AsyncStream<Difference>.Continuation] = []
     private var lastHandler: UInt64 = 0
 
-    init(store: ModelStore, plan: QueryPlan) throws {
+    init(store: ModelStore, plan: CompiledQuery) throws {
         self.store = store
         self.plan = plan
         revisionKeyPath = \FetchedResults.revision
         rows = SortedRows(precedes: plan.precedes)
         try load()
-        var keys: [FeedIndex.Key] = plan.columnsRead.sorted().map { .column(table: plan.table, column: $0) }
-        keys.append(.membership(plan.table))
-        subscription = store.registrar.feeds.add(keys: keys, columns: plan.columnsRead) { [weak self] event in
+        subscription = store.subscribe(table: plan.table, columns: plan.columnsRead) { [weak self] event in
             self?.apply(event)
         }
     }
@@ -223,7 +221,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// Puts one row where its current values say: in, out, or elsewhere.
     private func reevaluate(_ key: SQLValue) throws {
         let values = try store.currentValues(table: plan.table, key: key)
-        place(key, as: try values.flatMap { try store.rowMatches(plan, $0) ? plan.entry(of: $0) : nil })
+        place(key, as: values.flatMap { plan.matches($0) ? plan.entry(of: $0) : nil })
     }
 
     /// Moves a row to where its entry says, or out of the list for nil.
@@ -244,7 +242,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         if windowBefore == nil, plan.limit != nil || plan.offset > 0 { windowBefore = windowKeys() }
         guard !isPublishScheduled else { return }
         isPublishScheduled = true
-        store.registrar.outbox.afterDelivery { [weak self] in self?.publish() }
+        store.afterDelivery { [weak self] in self?.publish() }
     }
 
     /// Tells observers the net change of the burst, if the window's membership or order

@@ -1,40 +1,19 @@
 public import Foundation
 
-/// How a predicate's key paths are written: as the table's columns (to query the table), or as
-/// numbered parameters (to evaluate one row whose values are bound, with SQLite's own rules).
-enum ColumnReference {
-    /// The predicate's values are `?1`, `?2`, ...
-    case tableColumns
-    /// Column `i` is `?(i + 1)`; the predicate's values follow.
-    case parameters
-}
-
-/// Turns a `#Predicate` into SQL with bound values, never interpolated.
+/// Turns a `#Predicate` into a ``QueryExpression``: the one compiled form that an engine
+/// writes as SQL (values bound, never interpolated) and that live results evaluate in memory.
 ///
-/// Each supported expression type of Foundation's `PredicateExpressions` writes its own SQL
-/// (``SQLWritableExpression``); anything else is refused with an error that names it. Values
-/// are numbered parameters, collected in ``arguments`` in number order, so a piece of SQL can
-/// appear twice without binding its values twice.
+/// Each supported expression type of Foundation's `PredicateExpressions` translates itself
+/// (``TranslatableExpression``); anything else is refused with an error that names it.
 struct PredicateTranslation {
-    let schema: TableSchema
     let columnIndex: (AnyKeyPath) -> Int?
     let root: PredicateExpressions.VariableID
-    let columns: ColumnReference
-    /// Variables bound by `flatMap` and the like, to the SQL of what they stand for.
-    var bindings: [PredicateExpressions.VariableID: String] = [:]
-    /// The columns the predicate reads.
-    private(set) var columnsRead: Set<Int> = []
-    /// The values bound, in parameter-number order.
-    private(set) var arguments: [SQLValue] = []
-    /// The first number of the predicate's values.
-    private let firstParameter: Int
+    /// Variables bound by `flatMap` and the like, to what they stand for.
+    var bindings: [PredicateExpressions.VariableID: QueryExpression] = [:]
 
-    init(schema: TableSchema, root: PredicateExpressions.VariableID, columns: ColumnReference, columnIndex: @escaping (AnyKeyPath) -> Int?) {
-        self.schema = schema
+    init(root: PredicateExpressions.VariableID, columnIndex: @escaping (AnyKeyPath) -> Int?) {
         self.root = root
-        self.columns = columns
         self.columnIndex = columnIndex
-        firstParameter = columns == .parameters ? schema.columns.count + 1 : 1
     }
 
     /// What `#Predicate` can hold that translates to SQL, for error messages.
@@ -42,27 +21,11 @@ struct PredicateTranslation {
         + "+, -, * and % on numbers, / on numbers, unary minus, the ternary operator, String.contains(_:) and "
         + "starts(with:), and [values].contains(property), on properties of the model and literal or captured values"
 
-    mutating func translate(_ expression: Any) throws -> String {
-        guard let writable = expression as? any SQLWritableExpression else {
+    mutating func translate(_ expression: Any) throws -> QueryExpression {
+        guard let translatable = expression as? any TranslatableExpression else {
             throw Self.unsupported(expression)
         }
-        return try writable.sql(&self)
-    }
-
-    /// A value, bound as a parameter.
-    mutating func bind(_ value: SQLValue) -> String {
-        arguments.append(value)
-        return "?\(firstParameter + arguments.count - 1)"
-    }
-
-    /// A column of the model. Text compares by its bytes whatever collation the table
-    /// declares, as a bound value (and Swift, by Unicode scalars) does.
-    mutating func column(_ index: Int) -> String {
-        columnsRead.insert(index)
-        switch columns {
-        case .tableColumns: return schema.columns[index].sqlExpression
-        case .parameters: return "?\(index + 1)"
-        }
+        return try translatable.translated(&self)
     }
 
     static func unsupported(_ expression: Any, _ detail: String? = nil) -> StoreError {
@@ -74,40 +37,35 @@ struct PredicateTranslation {
         )
     }
 
-    /// A literal value of a predicate as a stored value, or nil when its type is not a column
-    /// type.
+    /// A literal value of a predicate as a stored value (a NaN as NULL, which SQLite binds for
+    /// it), or nil when its type is not a column type.
     static func storedValue(_ value: Any) -> SQLValue? {
-        if let value = value as? any ColumnValue { return value.sqlValue }
+        if let value = value as? any ColumnValue { return value.sqlValue.nanAsNull }
         return nil
     }
 }
 
-/// A `PredicateExpressions` type that writes itself as SQL.
-protocol SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String
+/// A `PredicateExpressions` type that translates itself into a ``QueryExpression``.
+protocol TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression
 }
 
-private func binary(_ translation: inout PredicateTranslation, _ lhs: Any, _ op: String, _ rhs: Any) throws -> String {
-    let left = try translation.translate(lhs)
-    let right = try translation.translate(rhs)
-    return "(\(left) \(op) \(right))"
-}
 
-extension PredicateExpressions.Value: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
+extension PredicateExpressions.Value: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
         guard let value = PredicateTranslation.storedValue(value) else {
             throw PredicateTranslation.unsupported(self, "a value of type \(Output.self), which is no column type")
         }
-        return translation.bind(value)
+        return .value(value)
     }
 }
 
-extension PredicateExpressions.NilLiteral: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String { "NULL" }
+extension PredicateExpressions.NilLiteral: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression { .value(.null) }
 }
 
-extension PredicateExpressions.Variable: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
+extension PredicateExpressions.Variable: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
         guard let bound = translation.bindings[key] else {
             throw PredicateTranslation.unsupported(self, "the model itself, where a property of it is needed")
         }
@@ -115,14 +73,14 @@ extension PredicateExpressions.Variable: SQLWritableExpression {
     }
 }
 
-extension PredicateExpressions.KeyPath: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
+extension PredicateExpressions.KeyPath: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
         guard let variable = root as? any VariableIdentifying, variable.variableID == translation.root,
               let index = translation.columnIndex(keyPath)
         else {
             throw PredicateTranslation.unsupported(self, "\(keyPath), which is not a stored column of the model")
         }
-        return translation.column(index)
+        return .column(index)
     }
 }
 
@@ -135,137 +93,138 @@ extension PredicateExpressions.Variable: VariableIdentifying {
     var variableID: PredicateExpressions.VariableID { key }
 }
 
-extension PredicateExpressions.Equal: SQLWritableExpression {
+extension PredicateExpressions.Equal: TranslatableExpression {
     // `IS` compares as Swift's `==` does, nil included: NULL IS NULL is true.
-    func sql(_ translation: inout PredicateTranslation) throws -> String { try binary(&translation, lhs, "IS", rhs) }
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        .compare(.equal, try translation.translate(lhs), try translation.translate(rhs))
+    }
 }
 
-extension PredicateExpressions.NotEqual: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String { try binary(&translation, lhs, "IS NOT", rhs) }
+extension PredicateExpressions.NotEqual: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        .compare(.notEqual, try translation.translate(lhs), try translation.translate(rhs))
+    }
 }
 
-extension PredicateExpressions.Comparison: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
-        let op = switch self.op {
-        case .lessThan: "<"
-        case .lessThanOrEqual: "<="
-        case .greaterThan: ">"
-        case .greaterThanOrEqual: ">="
+extension PredicateExpressions.Comparison: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        let comparison: QueryExpression.Comparison = switch op {
+        case .lessThan: .less
+        case .lessThanOrEqual: .lessOrEqual
+        case .greaterThan: .greater
+        case .greaterThanOrEqual: .greaterOrEqual
         }
-        return try binary(&translation, lhs, op, rhs)
+        return .compare(comparison, try translation.translate(lhs), try translation.translate(rhs))
     }
 }
 
-extension PredicateExpressions.Conjunction: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String { try binary(&translation, lhs, "AND", rhs) }
-}
-
-extension PredicateExpressions.Disjunction: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String { try binary(&translation, lhs, "OR", rhs) }
-}
-
-extension PredicateExpressions.Negation: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
-        "(NOT \(try translation.translate(wrapped)))"
+extension PredicateExpressions.Conjunction: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        .and(try translation.translate(lhs), try translation.translate(rhs))
     }
 }
 
-extension PredicateExpressions.Arithmetic: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
-        let op = switch self.op {
-        case .add: "+"
-        case .subtract: "-"
-        case .multiply: "*"
+extension PredicateExpressions.Disjunction: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        .or(try translation.translate(lhs), try translation.translate(rhs))
+    }
+}
+
+extension PredicateExpressions.Negation: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        .not(try translation.translate(wrapped))
+    }
+}
+
+extension PredicateExpressions.Arithmetic: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        let operation: QueryExpression.Arithmetic = switch op {
+        case .add: .add
+        case .subtract: .subtract
+        case .multiply: .multiply
         }
-        return try binary(&translation, lhs, op, rhs)
+        return .arithmetic(operation, try translation.translate(lhs), try translation.translate(rhs))
     }
 }
 
-extension PredicateExpressions.IntRemainder: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String { try binary(&translation, lhs, "%", rhs) }
-}
-
-extension PredicateExpressions.IntDivision: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String { try binary(&translation, lhs, "/", rhs) }
-}
-
-extension PredicateExpressions.FloatDivision: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
-        // Both sides as REAL, so that a whole-number REAL stored as INTEGER divides as Swift does.
-        let left = try translation.translate(lhs)
-        let right = try translation.translate(rhs)
-        return "(CAST(\(left) AS REAL) / \(right))"
+extension PredicateExpressions.IntRemainder: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        .arithmetic(.remainder, try translation.translate(lhs), try translation.translate(rhs))
     }
 }
 
-extension PredicateExpressions.UnaryMinus: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
-        "(-\(try translation.translate(wrapped)))"
+extension PredicateExpressions.IntDivision: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        .arithmetic(.divide, try translation.translate(lhs), try translation.translate(rhs))
     }
 }
 
-extension PredicateExpressions.NilCoalesce: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
-        let left = try translation.translate(lhs)
-        let right = try translation.translate(rhs)
-        return "COALESCE(\(left), \(right))"
+extension PredicateExpressions.FloatDivision: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        // The left side as a real, so that a whole-number REAL stored as INTEGER divides as Swift does.
+        .arithmetic(.realDivide, try translation.translate(lhs), try translation.translate(rhs))
     }
 }
 
-extension PredicateExpressions.ForcedUnwrap: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
+extension PredicateExpressions.UnaryMinus: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        .negate(try translation.translate(wrapped))
+    }
+}
+
+extension PredicateExpressions.NilCoalesce: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        .coalesce(try translation.translate(lhs), try translation.translate(rhs))
+    }
+}
+
+extension PredicateExpressions.ForcedUnwrap: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
         // A nil makes the comparison around it NULL: the row does not match (where Swift's
         // evaluation would throw).
         try translation.translate(inner)
     }
 }
 
-extension PredicateExpressions.OptionalFlatMap: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
+extension PredicateExpressions.OptionalFlatMap: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
         let optional = try translation.translate(wrapped)
         translation.bindings[variable.key] = optional
         defer { translation.bindings[variable.key] = nil }
         let transformed = try translation.translate(transform)
         // nil stays nil; otherwise the transform of the unwrapped value.
-        return "(CASE WHEN \(optional) IS NULL THEN NULL ELSE \(transformed) END)"
+        return .conditional(.compare(.equal, optional, .value(.null)), .value(.null), transformed)
     }
 }
 
-extension PredicateExpressions.Conditional: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
-        let condition = try translation.translate(test)
-        let whenTrue = try translation.translate(trueBranch)
-        let whenFalse = try translation.translate(falseBranch)
-        return "(CASE WHEN \(condition) THEN \(whenTrue) ELSE \(whenFalse) END)"
+extension PredicateExpressions.Conditional: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        .conditional(try translation.translate(test), try translation.translate(trueBranch), try translation.translate(falseBranch))
     }
 }
 
-extension PredicateExpressions.CollectionContainsCollection: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
+extension PredicateExpressions.CollectionContainsCollection: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
         guard Base.Output.self == String.self, Other.Output.self == String.self else {
             throw PredicateTranslation.unsupported(self, "contains(_:) on \(Base.Output.self); only String.contains(_:) translates")
         }
-        // instr() finds the UTF-8 text anywhere, "" included, as Swift's contains does (it
-        // differs only where Swift matches whole characters: a decomposed é contains "e" here).
-        let base = try translation.translate(base)
-        let other = try translation.translate(other)
-        return "(instr(\(base), \(other)) > 0)"
+        // By UTF-8 bytes, "" included, as Swift's contains does (it differs only where Swift
+        // matches whole characters: a decomposed é contains "e" here).
+        return .contains(try translation.translate(base), try translation.translate(other))
     }
 }
 
-extension PredicateExpressions.SequenceStartsWith: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
+extension PredicateExpressions.SequenceStartsWith: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
         guard Base.Output.self == String.self, Prefix.Output.self == String.self else {
             throw PredicateTranslation.unsupported(self, "starts(with:) on \(Base.Output.self); only String.starts(with:) translates")
         }
-        let base = try translation.translate(base)
-        let prefix = try translation.translate(prefix)
-        return "(substr(\(base), 1, length(\(prefix))) = \(prefix))"
+        return .startsWith(try translation.translate(base), try translation.translate(prefix))
     }
 }
 
-extension PredicateExpressions.SequenceContains: SQLWritableExpression {
-    func sql(_ translation: inout PredicateTranslation) throws -> String {
+extension PredicateExpressions.SequenceContains: TranslatableExpression {
+    func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
         guard let list = sequence as? any ConstantSequence else {
             throw PredicateTranslation.unsupported(self, "contains(_:) on something other than a literal or captured array")
         }
@@ -273,13 +232,11 @@ extension PredicateExpressions.SequenceContains: SQLWritableExpression {
             throw PredicateTranslation.unsupported(self, "an array of \(LHS.Output.Element.self), which is no column type")
         }
         let element = try translation.translate(element)
-        var placeholders: [String] = []
-        for value in values where value != .null {
-            placeholders.append(translation.bind(value))
-        }
-        let membership = "\(element) IN (\(placeholders.joined(separator: ", ")))"
+        var members: [SQLValue] = []
+        for value in values where value != .null && !members.contains(value) { members.append(value) }
+        let membership = QueryExpression.isIn(element, members)
         // Swift's [nil].contains(nil) is true; SQL's NULL IN (NULL) is not.
-        return values.contains(.null) ? "(\(element) IS NULL OR \(membership))" : "(\(membership))"
+        return values.contains(.null) ? .or(.compare(.equal, element, .value(.null)), membership) : membership
     }
 }
 

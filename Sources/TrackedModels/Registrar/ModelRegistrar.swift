@@ -21,6 +21,8 @@ final class ModelRegistrar {
     /// Objects whose insert waits for the database to assign their key, by insert request, with
     /// the columns assigned while the insert was in flight.
     private var unkeyedInserts: [UInt64: UnkeyedInsert] = [:]
+    /// Rows without objects whose external changes are being delivered, as the store shows them.
+    private var deliveredRows: [RowReference: [SQLValue]] = [:]
     typealias UnkeyedInsert = (object: any TrackedModel, table: Int, columnsSetInFlight: Set<Int>)
     /// The cells read by each active dependency capture, innermost last.
     private var captures: [Set<CellReference>] = []
@@ -264,6 +266,7 @@ final class ModelRegistrar {
                 // What subscribers hear is the row as this store shows it: with its changes still
                 // pending (a refused one, say, made to the row before another process replaced it).
                 let values = writeBehind.uncommittedValues(of: row, over: change.values)
+                if let values { deliveredRows[row] = values }
                 switch change.kind {
                 case .insert: outbox.postInsert(table: change.table, key: change.key, values: values ?? [], origin: .external)
                 case .delete: outbox.postDeleteOfUnknownRow(table: change.table, key: change.key, origin: .external)
@@ -287,6 +290,13 @@ final class ModelRegistrar {
             }
         }
         outbox.endGroup(from: mark, keeping: true)
+        deliveredRows.removeAll()
+    }
+
+    /// The current values of a row no object holds, while the external change that brought
+    /// them is being delivered; nil for any other row.
+    func deliveredValues(of row: RowReference) -> [SQLValue]? {
+        deliveredRows.isEmpty ? nil : deliveredRows[row]
     }
 
     /// Applies rows read back after a reset or a discard: objects take the committed values

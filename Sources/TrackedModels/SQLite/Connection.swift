@@ -83,6 +83,7 @@ package final class Connection {
         self.filename = filename
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, Int32(clamping: busyTimeout.wholeMilliseconds))
+        sqlite3_create_collation_v2(handle, SQLiteDialect.localizedStandardCollation, SQLITE_UTF8, nil, compareLocalizedStandard, nil)
     }
 
     deinit {
@@ -198,6 +199,17 @@ package final class Connection {
         try statement.bind(arguments)
         defer { statement.reset() }
         return try statement.step() ? statement.value(at: 0) : .null
+    }
+}
+
+/// The collation behind ``TextOrder/localizedStandard``: the evaluator's very comparison.
+private func compareLocalizedStandard(_: UnsafeMutableRawPointer?, _ lengthA: Int32, _ a: UnsafeRawPointer?, _ lengthB: Int32, _ b: UnsafeRawPointer?) -> Int32 {
+    let x = String(decoding: UnsafeRawBufferPointer(start: a, count: Int(lengthA)), as: UTF8.self)
+    let y = String(decoding: UnsafeRawBufferPointer(start: b, count: Int(lengthB)), as: UTF8.self)
+    switch TextOrder.compareLocalizedStandard(x, y) {
+    case .orderedAscending: return -1
+    case .orderedDescending: return 1
+    case .orderedSame: return 0
     }
 }
 

@@ -53,18 +53,6 @@ package final class Statement {
         }
     }
 
-    /// Binds `values[i]` to `?(i + 1)` for every parameter the statement has; values past its
-    /// highest parameter number are not needed by it and are left out.
-    func bind(numbered values: [SQLValue]) throws {
-        let parameters = Int(sqlite3_bind_parameter_count(handle))
-        guard values.count >= parameters else {
-            throw SQLiteError(code: .range, message: "the statement takes \(parameters) argument(s) but \(values.count) were given", sql: sql)
-        }
-        for (offset, value) in values.prefix(parameters).enumerated() {
-            try bind(value, at: Int32(offset + 1))
-        }
-    }
-
     func bind(_ value: SQLValue, at index: Int32) throws {
         let code: Int32
         switch value {

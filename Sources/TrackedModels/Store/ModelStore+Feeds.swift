@@ -17,6 +17,19 @@ extension ModelStore {
         return registrar.feeds.add(keys: keys, columns: columns, handler: handler)
     }
 
+    /// Subscribes to changes of some columns of a table, and to its inserts and deletes: the
+    /// entry point of live results.
+    func subscribe(table: Int, columns: Set<Int>, _ handler: @escaping (ChangeEvent) -> Void) -> FeedToken {
+        var keys: [FeedIndex.Key] = columns.sorted().map { .column(table: table, column: $0) }
+        keys.append(.membership(table))
+        return registrar.feeds.add(keys: keys, columns: columns, handler: handler)
+    }
+
+    /// Runs `work` once every change posted so far has been delivered to every subscriber.
+    func afterDelivery(_ work: @escaping () -> Void) {
+        registrar.outbox.afterDelivery(work)
+    }
+
     /// The changes in `scope`, as an `AsyncSequence`. The subscription ends when the iteration
     /// does (the stream is released or its task cancelled) or the store closes.
     ///

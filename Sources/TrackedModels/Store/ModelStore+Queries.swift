@@ -17,7 +17,7 @@ extension ModelStore {
     public func fetch<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>) throws -> [Model] {
         try checkOpen("fetch")
         let table = try registrar.tableIndex(of: Model.self)
-        let plan = try QueryPlan(descriptor, table: table)
+        let plan = try CompiledQuery(descriptor, table: table)
         return try matchingRows(plan, windowed: true).map { try object(Model.self, table: table, values: $0) }
     }
 
@@ -29,16 +29,11 @@ extension ModelStore {
     /// ```
     public func fetchCount<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>) throws -> Int {
         try checkOpen("fetchCount")
-        let plan = try QueryPlan(descriptor, table: try registrar.tableIndex(of: Model.self))
+        let plan = try CompiledQuery(descriptor, table: try registrar.tableIndex(of: Model.self))
         let uncommitted = writeBehind.uncommittedRows(table: plan.table)
         guard uncommitted.keys.isEmpty, !uncommitted.deletesEveryRow else { return try matchingRows(plan, windowed: true).count }
-        var sql = "SELECT count(*) FROM \(quoteIdentifier(plan.schema.name))"
-        var arguments: [SQLValue] = []
-        if let filter = plan.filter {
-            sql += " WHERE \(filter.sql)"
-            arguments = filter.arguments
-        }
-        guard case .integer(let total) = try reader.scalar(sql, arguments) else { return 0 }
+        let count = SQLiteDialect.count(plan)
+        guard case .integer(let total) = try reader.scalar(count.sql, count.arguments) else { return 0 }
         let afterOffset = max(0, Int(total) - plan.offset)
         return plan.limit.map { min($0, afterOffset) } ?? afterOffset
     }
@@ -47,13 +42,13 @@ extension ModelStore {
     /// rows that have uncommitted changes judged by their objects' values instead.
     ///
     /// - Parameter windowed: Whether to apply the plan's offset and limit.
-    func matchingRows(_ plan: QueryPlan, windowed: Bool) throws -> [[SQLValue]] {
+    func matchingRows(_ plan: CompiledQuery, windowed: Bool) throws -> [[SQLValue]] {
         let uncommitted = writeBehind.uncommittedRows(table: plan.table)
         var rows: [[SQLValue]] = []
         if !uncommitted.deletesEveryRow {
             // Each row with uncommitted changes can take at most one place from the window.
             let limit = windowed ? plan.limit.map { $0 + plan.offset + uncommitted.keys.count } : nil
-            let select = plan.selectSQL(limit: limit)
+            let select = SQLiteDialect.select(plan, limit: limit)
             rows = try reader.cachedStatement(select.sql).rows(select.arguments)
         }
         if !uncommitted.keys.isEmpty || uncommitted.deletesEveryRow {
@@ -61,7 +56,7 @@ extension ModelStore {
             rows.removeAll { uncommitted.keys.contains($0[keyColumn]) }
             for key in uncommitted.keys {
                 guard let values = try currentValues(table: plan.table, key: key) else { continue }
-                if try rowMatches(plan, values) { rows.append(values) }
+                if plan.matches(values) { rows.append(values) }
             }
             rows.sort { plan.precedes(plan.entry(of: $0), plan.entry(of: $1)) }
         }
@@ -69,15 +64,6 @@ extension ModelStore {
         let start = min(plan.offset, rows.count)
         let end = plan.limit.map { min(start + $0, rows.count) } ?? rows.count
         return Array(rows[start..<end])
-    }
-
-    /// Whether one row's values match a plan's predicate, judged by SQLite itself.
-    func rowMatches(_ plan: QueryPlan, _ values: [SQLValue]) throws -> Bool {
-        guard let test = plan.rowTest else { return true }
-        let statement = try reader.cachedStatement(test.sql)
-        try statement.bind(numbered: values.map(\.nanAsNull) + test.arguments)
-        defer { statement.reset() }
-        return try statement.step() && statement.value(at: 0) == .integer(1)
     }
 
     /// A row as committed; nil when the file has none.
@@ -90,8 +76,10 @@ extension ModelStore {
     /// (committed or not).
     func currentValues(table: Int, key: SQLValue) throws -> [SQLValue]? {
         if let object = registrar.object(table: table, key: key) { return object._$values() }
+        let row = RowReference(table: table, key: key)
+        if let delivered = registrar.deliveredValues(of: row) { return delivered }
         let committed = try committedValues(table: table, key: key)
-        return writeBehind.uncommittedValues(of: RowReference(table: table, key: key), over: committed)
+        return writeBehind.uncommittedValues(of: row, over: committed)
     }
 
     /// Live results of a descriptor: see ``FetchedResults``.
@@ -104,7 +92,7 @@ extension ModelStore {
     /// ```
     public func results<Model: TrackedModel>(for descriptor: FetchDescriptor<Model>) throws -> FetchedResults<Model> {
         try checkOpen("results(for:)")
-        let plan = try QueryPlan(descriptor, table: try registrar.tableIndex(of: Model.self))
+        let plan = try CompiledQuery(descriptor, table: try registrar.tableIndex(of: Model.self))
         return try FetchedResults(store: self, plan: plan)
     }
 }

@@ -1,0 +1,116 @@
+/// A compiled query as SQLite's SQL: values bound as numbered parameters, text compared by its
+/// bytes (`COLLATE BINARY`, whatever the table declares), and a `localizedStandard` order
+/// through a collation the engine registers on its connections, which calls the same
+/// comparison the in-memory evaluator does.
+///
+/// Related SQLite documentation: <https://www.sqlite.org/lang_expr.html>,
+/// <https://www.sqlite.org/datatype3.html#collation>
+struct SQLiteDialect {
+    /// The collation behind ``TextOrder/localizedStandard``.
+    static let localizedStandardCollation = "tracked_localized_standard"
+
+    /// The select of a query's matching rows in order, at most `limit` of them (no offset).
+    static func select(_ query: CompiledQuery, limit: Int?) -> (sql: String, arguments: [SQLValue]) {
+        var writer = SQLiteDialect(schema: query.schema)
+        var sql = query.schema.selectSQL
+        if let predicate = query.predicate { sql += " WHERE \(writer.write(predicate))" }
+        sql += " ORDER BY " + query.sort.map(writer.write).joined(separator: ", ")
+        if let limit { sql += " LIMIT \(limit)" }
+        return (sql, writer.arguments)
+    }
+
+    /// The count of a query's matching rows (no window).
+    static func count(_ query: CompiledQuery) -> (sql: String, arguments: [SQLValue]) {
+        var writer = SQLiteDialect(schema: query.schema)
+        var sql = "SELECT count(*) FROM \(quoteIdentifier(query.schema.name))"
+        if let predicate = query.predicate { sql += " WHERE \(writer.write(predicate))" }
+        return (sql, writer.arguments)
+    }
+
+    /// An expression as a `WHERE` condition over the table's columns, for tests.
+    static func condition(_ expression: QueryExpression, schema: TableSchema) -> (sql: String, arguments: [SQLValue]) {
+        var writer = SQLiteDialect(schema: schema)
+        return (writer.write(expression), writer.arguments)
+    }
+
+    private let schema: TableSchema
+    /// The values bound, in parameter-number order.
+    private(set) var arguments: [SQLValue] = []
+
+    private init(schema: TableSchema) {
+        self.schema = schema
+    }
+
+    private func write(_ term: CompiledQuery.SortTerm) -> String {
+        let column = schema.columns[term.column]
+        let expression = switch term.textOrder {
+        case .binary: column.sqlExpression
+        case .localizedStandard: "\(quoteIdentifier(column.name)) COLLATE \(Self.localizedStandardCollation)"
+        }
+        return "\(expression) \(term.ascending ? "ASC" : "DESC")"
+    }
+
+    private mutating func write(_ expression: QueryExpression) -> String {
+        switch expression {
+        case .column(let index):
+            return schema.columns[index].sqlExpression
+        case .value(.null):
+            return "NULL"
+        case .value(let value):
+            arguments.append(value)
+            return "?\(arguments.count)"
+        case .compare(let comparison, let lhs, let rhs):
+            let op = switch comparison {
+            case .equal: "IS"
+            case .notEqual: "IS NOT"
+            case .less: "<"
+            case .lessOrEqual: "<="
+            case .greater: ">"
+            case .greaterOrEqual: ">="
+            }
+            return binary(lhs, op, rhs)
+        case .and(let lhs, let rhs): return binary(lhs, "AND", rhs)
+        case .or(let lhs, let rhs): return binary(lhs, "OR", rhs)
+        case .not(let operand): return "(NOT \(write(operand)))"
+        case .arithmetic(.realDivide, let lhs, let rhs):
+            let left = write(lhs)
+            return "(CAST(\(left) AS REAL) / \(write(rhs)))"
+        case .arithmetic(let operation, let lhs, let rhs):
+            let op = switch operation {
+            case .add: "+"
+            case .subtract: "-"
+            case .multiply: "*"
+            case .divide, .realDivide: "/"
+            case .remainder: "%"
+            }
+            return binary(lhs, op, rhs)
+        case .negate(let operand): return "(-\(write(operand)))"
+        case .coalesce(let lhs, let rhs):
+            let left = write(lhs)
+            return "COALESCE(\(left), \(write(rhs)))"
+        case .conditional(let test, let whenTrue, let whenFalse):
+            let condition = write(test)
+            let first = write(whenTrue)
+            return "(CASE WHEN \(condition) THEN \(first) ELSE \(write(whenFalse)) END)"
+        case .contains(let text, let part):
+            // instr() finds the bytes anywhere, "" at 1; NUL bytes included.
+            let haystack = write(text)
+            return "(instr(\(haystack), \(write(part))) > 0)"
+        case .startsWith(let text, let prefix):
+            let haystack = write(text)
+            return "(instr(\(haystack), \(write(prefix))) = 1)"
+        case .isIn(let element, let values):
+            let left = write(element)
+            let list = values.map { value -> String in
+                arguments.append(value)
+                return "?\(arguments.count)"
+            }
+            return "(\(left) IN (\(list.joined(separator: ", "))))"
+        }
+    }
+
+    private mutating func binary(_ lhs: QueryExpression, _ op: String, _ rhs: QueryExpression) -> String {
+        let left = write(lhs)
+        return "(\(left) \(op) \(write(rhs)))"
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import PropertyBased
+import Testing
+@testable import TrackedModels
+
+/// The two forms of a compiled query agree: generated predicates (of the shapes `#Predicate`
+/// translates to, over every column type and the edge values of each) and generated orders,
+/// run as SQLite's SQL on a table and by the in-memory evaluator over the same rows, must
+/// select the same rows in the same order, and every predicate must have the same value for
+/// every row.
+///
+/// A failure prints the seeds, the expression, its SQL, and the first row where they differ.
+@Suite struct QueryAgreementTests {
+    static let cases = ProcessInfo.processInfo.environment["TRACKEDMODELS_REFERENCE_PROGRAMS"].flatMap(Int.init).map { $0 * 4 } ?? 600
+
+    @Test func sqlAndTheEvaluatorAgreeOnGeneratedQueries() async throws {
+        await propertyCheck(count: Self.cases, input: zip(Gen.uint64(in: 0...(1 << 40)), Gen.uint64(in: 0...(1 << 40)))) { querySeed, rowSeed in
+            try Self.check(querySeed: querySeed, rowSeed: rowSeed)
+        }
+    }
+
+    static func check(querySeed: UInt64, rowSeed: UInt64) throws {
+        let schema = Item._$schema
+        var rowRandom = Xoshiro(seed: rowSeed)
+        let rows: [[SQLValue]] = (0..<Int(rowRandom.next() % 20)).map { index in
+            var row = Values.row(seed: rowRandom.chance(1, in: 8) ? 0 : rowRandom.next() % 1_000_000)
+            row[0] = .integer(Int64(index) - 3)
+            return row
+        }
+        let connection = try Connection(filename: Connection.inMemoryFilename(), mode: .readWriteCreate, busyTimeout: .seconds(1))
+        try connection.execute(schema.createTableSQL)
+        let insert = try connection.makeStatement("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)")
+        for row in rows { try insert.run(row) }
+
+        var generator = ExpressionGenerator(seed: querySeed, rows: rows)
+        let predicate = generator.boolean(depth: 3)
+        let sort = generator.sort()
+        let query = CompiledQuery(
+            table: 0, schema: schema, predicate: predicate, sort: sort,
+            columnsRead: predicate.columns.union(sort.map(\.column)), limit: nil, offset: 0
+        )
+        let condition = SQLiteDialect.condition(predicate, schema: schema)
+        let context = "seeds (\(querySeed), \(rowSeed)); expression \(predicate); SQL \(condition.sql) with \(condition.arguments)"
+
+        // The value of the predicate, row by row.
+        let values = try connection.makeStatement("SELECT \(condition.sql) FROM items ORDER BY id").rows(condition.arguments)
+        for (row, value) in zip(rows, values) {
+            let evaluated = predicate.evaluate(row)
+            #expect(Self.same(evaluated, value[0]), "the evaluator says \(evaluated), SQLite \(value[0]), for row \(row); \(context)")
+        }
+        // The rows selected, in order.
+        let select = SQLiteDialect.select(query, limit: nil)
+        let selected = try connection.makeStatement(select.sql).rows(select.arguments).map { $0[0] }
+        let evaluated = rows.filter(query.matches)
+            .map(query.entry(of:))
+            .sorted(by: query.precedes)
+            .map(\.key)
+        #expect(evaluated == selected, "the evaluator selects \(evaluated), SQLite \(selected); order \(sort); \(context)")
+    }
+
+    /// SQL's result and the evaluator's are the same value: integers and reals by value (SQLite
+    /// returns a whole REAL it computed as such), text by its scalars.
+    static func same(_ a: SQLValue, _ b: SQLValue) -> Bool {
+        switch (a, b) {
+        case (.real(let x), .real(let y)): x == y || (x.isNaN && y.isNaN)
+        default: a == b
+        }
+    }
+}
+
+/// Generates a predicate tree of the shapes `#Predicate` translates to, typed as Swift types
+/// them: comparisons of like with like, Bool-valued logic, arithmetic on integers and reals,
+/// text search, optionals with `??` and `flatMap`, and membership in literal arrays. Literal
+/// values are edge values, or values taken from the rows so that comparisons meet equality.
+struct ExpressionGenerator {
+    private var random: Xoshiro
+    private let rows: [[SQLValue]]
+
+    init(seed: UInt64, rows: [[SQLValue]]) {
+        random = Xoshiro(seed: seed)
+        self.rows = rows
+    }
+
+    private enum Kind { case integer, real, text, optionalText, blob }
+
+    private static let column: [Kind: Item.Column] = [.integer: .count, .real: .score, .text: .title, .optionalText: .note, .blob: .payload]
+
+    mutating func boolean(depth: Int) -> QueryExpression {
+        let choice = depth <= 0 ? random.next() % 4 : random.next() % 14
+        switch choice {
+        case 0: return .column(Item.Column.flag.rawValue)
+        case 1: return comparison(.integer, depth: depth)
+        case 2: return comparison(.real, depth: depth)
+        case 3: return comparison(.text, depth: depth)
+        case 4: return .and(boolean(depth: depth - 1), boolean(depth: depth - 1))
+        case 5: return .or(boolean(depth: depth - 1), boolean(depth: depth - 1))
+        case 6: return .not(boolean(depth: depth - 1))
+        case 7:
+            let equal: QueryExpression.Comparison = random.chance(1, in: 2) ? .equal : .notEqual
+            let kind: Kind = random.chance(1, in: 2) ? .optionalText : .blob
+            return .compare(equal, .column(Self.column[kind]!.rawValue), random.chance(1, in: 3) ? .value(.null) : literal(kind))
+        case 8, 12, 13:
+            let text = expression(.text, depth: depth - 1)
+            let part = expression(.text, depth: depth - 1)
+            return random.chance(1, in: 2) ? .contains(text, part) : .startsWith(text, part)
+        case 9:
+            let kind: Kind = random.chance(1, in: 2) ? .integer : .text
+            let values = (0..<Int(random.next() % 4)).map { _ in literalValue(kind) }
+            let element = expression(kind, depth: depth - 1)
+            let membership = QueryExpression.isIn(element, values)
+            return random.chance(1, in: 4) ? .or(.compare(.equal, .column(Item.Column.note.rawValue), .value(.null)), membership) : membership
+        case 10:
+            // `$0.note.flatMap { $0 < "m" } ?? false`
+            let note = QueryExpression.column(Item.Column.note.rawValue)
+            let test = QueryExpression.compare(.less, note, literal(.text))
+            return .coalesce(.conditional(.compare(.equal, note, .value(.null)), .value(.null), test), .value(.integer(Int64(random.next() % 2))))
+        default:
+            return .conditional(boolean(depth: depth - 1), boolean(depth: depth - 1), boolean(depth: depth - 1))
+        }
+    }
+
+    private mutating func comparison(_ kind: Kind, depth: Int) -> QueryExpression {
+        let operators: [QueryExpression.Comparison] = [.equal, .notEqual, .less, .lessOrEqual, .greater, .greaterOrEqual]
+        return .compare(operators[Int(random.next() % 6)], expression(kind, depth: depth - 1), expression(kind, depth: depth - 1))
+    }
+
+    private mutating func expression(_ kind: Kind, depth: Int) -> QueryExpression {
+        let choice = depth <= 0 ? random.next() % 2 : random.next() % 6
+        switch (kind, choice) {
+        // `$0.note!` translates to the column itself: text that may be NULL.
+        case (.text, 0): return .column((random.chance(1, in: 3) ? Item.Column.note : .title).rawValue)
+        case (_, 0): return .column(Self.column[kind]!.rawValue)
+        case (_, 1): return literal(kind)
+        case (.integer, 2), (.real, 2):
+            let operations: [QueryExpression.Arithmetic] = kind == .integer ? [.add, .subtract, .multiply, .divide, .remainder] : [.add, .subtract, .multiply, .realDivide]
+            return .arithmetic(operations[Int(random.next() % UInt64(operations.count))], expression(kind, depth: depth - 1), expression(kind, depth: depth - 1))
+        case (.integer, 3), (.real, 3): return .negate(expression(kind, depth: depth - 1))
+        case (.text, 2): return .coalesce(.column(Item.Column.note.rawValue), expression(.text, depth: depth - 1))
+        case (_, 4): return .conditional(boolean(depth: depth - 1), expression(kind, depth: depth - 1), expression(kind, depth: depth - 1))
+        default: return random.chance(1, in: 2) ? .column(Self.column[kind]!.rawValue) : literal(kind)
+        }
+    }
+
+    private mutating func literal(_ kind: Kind) -> QueryExpression {
+        .value(literalValue(kind))
+    }
+
+    /// A value of the kind: often one a row holds (or part of one), else an edge value. A NaN
+    /// literal is NULL, as the translation binds it.
+    private mutating func literalValue(_ kind: Kind) -> SQLValue {
+        let column = Self.column[kind]!
+        if !rows.isEmpty, random.chance(1, in: 2) {
+            let value = rows[Int(random.next() % UInt64(rows.count))][column.rawValue]
+            if case .text(let text) = value, random.chance(1, in: 2) {
+                let scalars = Array(text.unicodeScalars)
+                let start = scalars.isEmpty ? 0 : Int(random.next() % UInt64(scalars.count))
+                let end = start + (scalars.count == start ? 0 : Int(random.next() % UInt64(scalars.count - start + 1)))
+                var part = String.UnicodeScalarView()
+                part.append(contentsOf: scalars[start..<end])
+                return .text(String(part))
+            }
+            if value != .null { return value.nanAsNull }
+        }
+        let value = Values.value(for: kind == .optionalText ? .title : column, seed: random.next() % 1_000_000)
+        return value.nanAsNull
+    }
+
+    /// Up to three sort terms over the sortable columns, then the key.
+    mutating func sort() -> [CompiledQuery.SortTerm] {
+        let sortable: [Item.Column] = [.title, .count, .note, .score, .payload, .flag]
+        var terms = (0..<Int(random.next() % 4)).map { _ in
+            CompiledQuery.SortTerm(column: sortable[Int(random.next() % 6)].rawValue, ascending: random.chance(1, in: 2))
+        }
+        terms.append(CompiledQuery.SortTerm(column: Item.Column.id.rawValue, ascending: true))
+        return terms
+    }
+}
