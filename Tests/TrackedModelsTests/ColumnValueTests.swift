@@ -103,7 +103,7 @@ import Testing
             Issue.record("a NaN was stored")
         } catch let error as StoreError where error.code == .changeRejected {
             // expected: the store names the problem and keeps the change
-            #expect((error.underlying as? SQLiteError)?.code == .mismatch)
+            #expect((error.underlying as? StoreError)?.code == .valueNotStorable)
             #expect(error.message.contains("samples"))
             #expect(error.message.contains("double = nan (real)"))
         }

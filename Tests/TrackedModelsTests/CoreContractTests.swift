@@ -160,7 +160,7 @@ final class Note {
             try await store.flush()
             // A nearly full disk: the writer may not grow the file past its current size.
             guard case .integer(let pages) = try peek.value("PRAGMA page_count") else { throw CancellationError() }
-            _ = try store.worker.withEngine { try ($0 as? SQLiteEngine)?.pragma("max_page_count", Int(pages)) }
+            _ = try store.worker.withEngine { try ($0 as? SQLiteWriter)?.pragma("max_page_count", Int(pages)) }
             try store.transaction {
                 try store.deleteAll(Row.self)
                 try store.insert(contentsOf: (0..<5_000).map { Row(id: $0, title: String(repeating: "new ", count: 50), count: 0) })
@@ -168,8 +168,9 @@ final class Note {
             do {
                 try await store.flush()
                 Issue.record("the transaction committed on a full disk")
-            } catch let error as SQLiteError {
-                #expect(error.code.primary == .full)
+            } catch let error as StoreError {
+                #expect(error.code == .storageFull)
+                #expect((error.underlying as? SQLiteError)?.code.primary == .full)
             }
             #expect(try peek.value("SELECT count(*) FROM rows") == 100)
             // The store goes away here with the unit pending: it tries once more, whole.

@@ -52,7 +52,7 @@ struct LogRecorder {
         let locker = try Peek(path)
         try locker.execute("BEGIN IMMEDIATE")
         try #require(try store.find(Row.self, key: 0)).count = 4
-        await #expect(throws: SQLiteError.self) { try await store.flush() }
+        await #expect(throws: StoreError.self) { try await store.flush() }
         try locker.execute("COMMIT")
         #expect(recorder.records(at: .debug).contains { $0.message.contains("busy") && $0.metadata["attempt"] == "1" })
         #expect(recorder.records(at: .warning).contains { $0.message.contains("commit failed") && $0.metadata["file"] == path })

@@ -48,7 +48,8 @@ import Testing
             try await store.flush()
             Issue.record("a duplicate key was inserted")
         } catch let error as StoreError where error.code == .changeRejected {
-            #expect((error.underlying as? SQLiteError)?.code.primary == .constraint)
+            #expect((error.underlying as? StoreError)?.code == .constraintRefused)
+            #expect(error.constraint == .primaryKey)
         }
         let stuck = try #require(store.pendingChanges.first)
         try store.discard(stuck)

@@ -160,11 +160,13 @@ import Testing
             Issue.record("the CHECK constraint did not fail the flush")
         } catch let error as StoreError where error.code == .changeRejected {
             #expect(error.message.contains("update rows 0: count = 500 (integer)"))
-            #expect((error.underlying as? SQLiteError)?.code == .constraintCheck)
+            #expect(error.constraint == .check)
+            #expect((error.underlying as? StoreError)?.code == .constraintRefused)
         }
         var iterator = errors.makeAsyncIterator()
         let reported = await iterator.next()
-        #expect(reported?.code == .constraintCheck)
+        #expect(reported?.code == .constraintRefused)
+        #expect(reported?.constraint == .check)
         #expect(store.pendingChanges.map(\.operations) == [["update rows 0: count = 500"]])
         #expect(store.pendingChanges[0].error != nil)
         #expect(try Peek(path).value("SELECT title FROM rows WHERE id = 1") == "committed anyway")
@@ -185,9 +187,9 @@ import Testing
         let row = try #require(try store.find(Row.self, key: Int64(0)))
         try Peek(path).execute("DROP TABLE rows")
         row.count = 1
-        await #expect(throws: SQLiteError.self) { try await store.flush() }
+        await #expect(throws: StoreError.self) { try await store.flush() }
         #expect(store.pendingChanges.map(\.operations) == [["update rows 0: count = 1"]])
-        await #expect(throws: SQLiteError.self) { try await store.close() }
+        await #expect(throws: StoreError.self) { try await store.close() }
         store.discardPendingChanges()
         try await store.close()
     }
@@ -198,7 +200,7 @@ import Testing
         var configuration = Stores.configuration()
         configuration.durability = .full
         let store = try await Stores.rows(1, at: .file(path), configuration: configuration)
-        #expect(try store.worker.withEngine { try ($0 as? SQLiteEngine)?.pragma("synchronous") } == 2)
+        #expect(try store.worker.withEngine { try ($0 as? SQLiteWriter)?.pragma("synchronous") } == 2)
         try #require(try store.find(Row.self, key: Int64(0))).count = 1
         try await store.flush()
         #expect(try Peek(path).value("SELECT count FROM rows") == 1)
@@ -246,7 +248,9 @@ import Testing
         do {
             try await store.flush()
             Issue.record("the flush committed under another connection's write lock")
-        } catch ResultCode.busy {}
+        } catch let error as StoreError where error.code == .busy {
+            #expect(error.mayPass)
+        }
         #expect(store.pendingChanges.map(\.operations) == [["update rows 0: count = 4"]])
         try locker.execute("COMMIT")
         try await store.flush()
@@ -318,7 +322,7 @@ extension PendingChanges {
         let third = RowReference(table: 0, key: .integer(3))
         pending.write(.set(.integer(500)), to: CellReference(row: row, column: 2), of: object)
         var rejected = pending.takeReady(retryingRejected: false)[0]
-        rejected.rejection = PendingChanges.Rejection(error: SQLiteError(code: .constraintCheck, message: "CHECK"), operation: 0)
+        rejected.rejection = PendingChanges.Rejection(error: SQLiteError(code: .constraintCheck, message: "CHECK").storeError, operation: 0)
         pending.restore([rejected])
         // A transaction touching the rejected row waits behind it; a change of another row does not.
         pending.beginTransaction()
@@ -342,7 +346,7 @@ extension PendingChanges {
         let count = CellReference(row: row, column: 2)
         pending.write(.set(.integer(500)), to: count, of: object)
         var rejected = pending.takeReady(retryingRejected: false)[0]
-        rejected.rejection = PendingChanges.Rejection(error: SQLiteError(code: .constraintCheck, message: "CHECK"), operation: 0)
+        rejected.rejection = PendingChanges.Rejection(error: SQLiteError(code: .constraintCheck, message: "CHECK").storeError, operation: 0)
         pending.restore([rejected])
         #expect(pending.takeReady(retryingRejected: false).isEmpty)
         pending.write(.set(.integer(50)), to: count, of: object)

@@ -1,10 +1,74 @@
-/// The database under a store, as its ``DatabaseWorker`` uses it: the only place where one
-/// engine (SQLite today, PostgreSQL later) differs from another.
+import Dispatch
+import Logging
+
+/// The database under a store, opened: the one place where an engine (SQLite today,
+/// PostgreSQL next) differs from another.
 ///
-/// The registrar, write-behind, feeds and live results never see an engine: they exchange
-/// ``WriteUnit``s, ``CommitReport``s and ``ExternalChangeBatch``es with the worker, whatever
-/// stores them. Every call comes from the worker's queue, one at a time.
-protocol DatabaseEngine: AnyObject {
+/// Opening sets the database up for the models (creates missing tables when asked, checks
+/// every table against its model, installs the change log) and yields two halves, one per
+/// isolation domain: the ``reader`` answers reads on the store's actor, and the ``writer``
+/// commits, reads rows back and reads the change log on the worker's queue. The registrar,
+/// write-behind, feeds and live results never see either: they exchange compiled queries,
+/// ``WriteUnit``s, ``CommitReport``s and ``ExternalChangeBatch``es, and errors cross as
+/// ``StoreError``s with the engine's own error attached.
+///
+/// ```swift
+/// let name = DatabaseEngine.name(of: .file("app.sqlite"))
+/// let database = try DatabaseEngine.open(.file("app.sqlite"), named: name, schemas: schemas, configuration: configuration, logger: logger)
+/// let rows = try database.reader.rows(matching: query, limit: 10)
+/// ```
+struct DatabaseEngine {
+    let reader: any EngineReader
+    let writer: any EngineWriter
+
+    /// The name a location's database goes by in messages and logs: an absolute path for a
+    /// file, a new private name for an in-memory database.
+    static func name(of location: DatabaseLocation) -> String {
+        SQLiteEngine.filename(of: location)
+    }
+
+    /// Opens and sets up a database for the models.
+    ///
+    /// - Parameter name: The location's ``name(of:)``.
+    /// - Throws: ``StoreError``: ``StoreError/Code/schemaMismatch`` listing every difference
+    ///   (nothing in the database is changed then), or what kept the database from opening.
+    static func open(
+        _ location: DatabaseLocation, named name: String, schemas: [TableSchema], configuration: ModelStore.Configuration, logger: Logger
+    ) throws -> DatabaseEngine {
+        try SQLiteEngine.open(location, filename: name, schemas: schemas, configuration: configuration, logger: logger)
+    }
+}
+
+/// The reading half of an engine: reads on the store's actor, as committed (the store lays
+/// its own changes over them).
+protocol EngineReader: AnyObject {
+    /// The rows a query matches, in its order, each in model column order; at most `limit`.
+    func rows(matching query: CompiledQuery, limit: Int?) throws -> [[SQLValue]]
+
+    /// How many rows a query's predicate matches (its window left out).
+    func count(matching query: CompiledQuery) throws -> Int
+
+    /// A row by primary key, in model column order; nil when there is none.
+    func row(table: Int, key: SQLValue) throws -> [SQLValue]?
+
+    /// Runs a read written in the engine's own SQL over one table, as this store sees it: the
+    /// overlay's rows replace the committed rows of their keys.
+    func rows(table: Int, sql: String, arguments: [SQLValue], overlay: TableOverlay) throws -> [[SQLValue]]
+}
+
+/// A table as one store sees it, for ``EngineReader/rows(table:sql:arguments:overlay:)``: the
+/// committed rows without `hiddenKeys` (or without any, when `hidesEveryRow`), and `rows`.
+struct TableOverlay {
+    var hiddenKeys: [SQLValue] = []
+    var hidesEveryRow = false
+    var rows: [[SQLValue]] = []
+
+    var isEmpty: Bool { hiddenKeys.isEmpty && !hidesEveryRow && rows.isEmpty }
+}
+
+/// The writing half of an engine, as the ``DatabaseWorker`` uses it. Every call comes from the
+/// worker's queue, one at a time.
+protocol EngineWriter: AnyObject {
     /// Commits units in one transaction, or nothing.
     ///
     /// Inside the transaction, before writing, the engine reads what other connections
@@ -13,7 +77,7 @@ protocol DatabaseEngine: AnyObject {
     /// by someone else right after this one is never missed.
     ///
     /// - Parameter willCommit: Called inside the transaction, just before it commits, with
-    ///   what it will report; an error it throws fails the transaction.
+    ///   what it will report; a ``StoreError`` it throws fails the transaction.
     /// - Throws: ``EngineFailure``: which unit and operation failed, or that the transaction as
     ///   a whole did. Nothing is committed then.
     func commit(_ units: [WriteUnit], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit
@@ -26,6 +90,11 @@ protocol DatabaseEngine: AnyObject {
     /// did. Prunes the change log when it has grown past its retention, whoever wrote it.
     func readChangeLog() throws -> ExternalChangeBatch?
 
+    /// Calls `wake` on `queue` when another connection may have committed, sooner than the
+    /// worker's polling would notice (SQLite: a write to the WAL file). Does nothing for an
+    /// engine with no such signal; stops at ``close()``.
+    func watchForCommits(on queue: DispatchQueue, wake: @escaping @Sendable () -> Void)
+
     /// Releases the connection. No call follows.
     func close()
 }
@@ -36,14 +105,14 @@ struct EngineCommit {
     var external: ExternalChangeBatch
 }
 
-/// Why ``DatabaseEngine/commit(_:willCommit:)`` committed nothing.
+/// Why ``EngineWriter/commit(_:willCommit:)`` committed nothing.
 enum EngineFailure: Error {
     /// An operation failed: `unit` and `operation` are positions in the units given.
-    case operation(unit: Int, operation: Int, SQLiteError)
+    case operation(unit: Int, operation: Int, StoreError)
     /// Beginning, reading the log, or committing failed.
-    case transaction(SQLiteError)
+    case transaction(StoreError)
 
-    var error: SQLiteError {
+    var error: StoreError {
         switch self {
         case .operation(_, _, let error), .transaction(let error): error
         }

@@ -26,24 +26,22 @@ enum WorkerEvent: Sendable {
 /// the batches already submitted (the store hands them back in order) until ``resume()``, so
 /// that nothing commits ahead of a change it follows.
 final class DatabaseWorker: @unchecked Sendable {
-    // @unchecked Sendable: `engine`, `timer`, `fileSignal` and `isHalted` are touched only by
+    // @unchecked Sendable: `engine`, `timer` and `isHalted` are touched only by
     // blocks running on `queue`, which is serial (and by `init`, before any block exists);
     // `statistics` and `assignedKeys` are Mutexes; everything else is immutable after `init`.
     private let queue = DispatchQueue(label: "TrackedModels.DatabaseWorker")
-    private var engine: (any DatabaseEngine)?
+    private var engine: (any EngineWriter)?
     private var isHalted = false
     private var timer: (any DispatchSourceTimer)?
-    private var fileSignal: FileChangeSignal?
     private let watchesChanges: Bool
     private let pollInterval: Duration
-    private let walFile: String?
     private let maxBusyRetries: Int
     private let logger: Logger
     private let report: @Sendable (WorkerEvent) -> Void
     /// Test hook: runs on the queue right after each commit, before anything else.
     private let afterCommit: (@Sendable () -> Void)?
     /// Test hook: an error to fail a commit with, just before it commits.
-    private let faultBeforeCommit: (@Sendable () -> SQLiteError?)?
+    private let faultBeforeCommit: (@Sendable () -> StoreError?)?
     let statistics = Mutex(WriterStatistics())
     /// Keys the database assigned to inserts, published before their commit, so that a fetch
     /// that sees the row can find the object that inserted it.
@@ -54,23 +52,20 @@ final class DatabaseWorker: @unchecked Sendable {
     /// - Parameters:
     ///   - watchesChanges: Whether to look for other connections' commits.
     ///   - pollInterval: How often to look.
-    ///   - walFile: A file whose writes mean "look now" (SQLite's WAL file); `nil` for none.
     ///   - report: Called on the worker's queue with what happened, in order.
     init(
-        engine: any DatabaseEngine,
+        engine: any EngineWriter,
         watchesChanges: Bool,
         pollInterval: Duration,
-        walFile: String?,
         maxBusyRetries: Int,
         logger: Logger,
         afterCommit: (@Sendable () -> Void)? = nil,
-        faultBeforeCommit: (@Sendable () -> SQLiteError?)? = nil,
+        faultBeforeCommit: (@Sendable () -> StoreError?)? = nil,
         report: @escaping @Sendable (WorkerEvent) -> Void
     ) {
         self.engine = engine
         self.watchesChanges = watchesChanges
         self.pollInterval = pollInterval
-        self.walFile = walFile
         self.maxBusyRetries = maxBusyRetries
         self.logger = logger
         self.afterCommit = afterCommit
@@ -88,9 +83,7 @@ final class DatabaseWorker: @unchecked Sendable {
             timer.setEventHandler { [weak self] in self?.poll() }
             timer.resume()
             self.timer = timer
-            if let walFile {
-                fileSignal = FileChangeSignal(path: walFile, queue: queue) { [weak self] in self?.wake() }
-            }
+            engine?.watchForCommits(on: queue) { [weak self] in self?.wake() }
         }
     }
 
@@ -146,8 +139,6 @@ final class DatabaseWorker: @unchecked Sendable {
     private func closeEngine() {
         timer?.cancel()
         timer = nil
-        fileSignal?.cancel()
-        fileSignal = nil
         engine?.close()
         engine = nil
     }
@@ -167,14 +158,15 @@ final class DatabaseWorker: @unchecked Sendable {
     }
 
     /// Runs `body` with the engine on the worker's queue, for tests.
-    func withEngine<Result>(_ body: (any DatabaseEngine) throws -> Result) throws -> Result? {
+    func withEngine<Result>(_ body: (any EngineWriter) throws -> Result) throws -> Result? {
         try queue.sync { try engine.map(body) }
     }
 
     // MARK: - On the queue
 
-    /// A write to the WAL file: look now, and again shortly if the commit was not visible yet
-    /// (SQLite writes the WAL frames before it publishes the commit in the shared index).
+    /// The engine's signal that someone may have committed: look now, and again shortly if the
+    /// commit was not visible yet (SQLite writes the WAL frames before it publishes the commit
+    /// in the shared index).
     private func wake() {
         guard !poll() else { return }
         for delay in [1, 10] {
@@ -198,9 +190,9 @@ final class DatabaseWorker: @unchecked Sendable {
         guard !isHalted else { return .skipped }
         guard let engine else {
             isHalted = true
-            return .failed(SQLiteError(code: .misuse, message: "the store's database connection is closed; open a new ModelStore"))
+            return .failed(StoreError.closed(operation: "commit"))
         }
-        var rejected: [UInt64: (error: SQLiteError, operation: Int)] = [:]
+        var rejected: [UInt64: (error: StoreError, operation: Int)] = [:]
         var held: Set<UInt64> = []
         var attempt = 0
         let insertTables = Dictionary(
@@ -240,14 +232,14 @@ final class DatabaseWorker: @unchecked Sendable {
             } catch let failure as EngineFailure {
                 withdrawAssignedKeys(tables: insertTables)
                 switch failure {
-                case .operation(let unitIndex, let operation, let error) where error.code.rejectsTheChange:
+                case .operation(let unitIndex, let operation, let error) where error.refusesTheChange:
                     let unit = units[unitIndex]
                     rejected[unit.id] = (error, operation)
                     hold(after: unit, in: batch, rejected: rejected, held: &held)
                     continue
                 default:
                     let error = failure.error
-                    if error.code.isTransient, attempt < maxBusyRetries {
+                    if error.mayPass, attempt < maxBusyRetries {
                         attempt += 1
                         statistics.withLock { $0.busyRetries += 1 }
                         logger.debug("the database is busy; retrying the commit", metadata: ["attempt": "\(attempt)", "error": "\(error.message)"])
@@ -261,14 +253,14 @@ final class DatabaseWorker: @unchecked Sendable {
             } catch {
                 statistics.withLock { $0.failures += 1 }
                 isHalted = true
-                return .failed(SQLiteError(code: .error, message: "\(error)"))
+                return .failed(error as? StoreError ?? StoreError(code: .engineFailure, message: "\(error)"))
             }
         }
     }
 
     /// Holds back every later unit of the batch that touches the rows of a rejected or held
     /// unit, so that changes to a row never commit ahead of one they follow.
-    private func hold(after rejectedUnit: WriteUnit, in batch: WriteBatch, rejected: [UInt64: (error: SQLiteError, operation: Int)], held: inout Set<UInt64>) {
+    private func hold(after rejectedUnit: WriteUnit, in batch: WriteBatch, rejected: [UInt64: (error: StoreError, operation: Int)], held: inout Set<UInt64>) {
         var staying = batch.units.filter { rejected[$0.id] != nil || held.contains($0.id) }
         guard let start = batch.units.firstIndex(where: { $0.id == rejectedUnit.id }) else { return }
         for unit in batch.units[(start + 1)...] where rejected[unit.id] == nil && !held.contains(unit.id) {

@@ -41,6 +41,40 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let notReadOnly = Code(name: "notReadOnly")
         /// SQL was expected and none was given (empty, or only comments).
         public static let noStatement = Code(name: "noStatement")
+
+        // What the database reported, in the store's terms; ``StoreError/underlying`` holds
+        // the engine's own error.
+
+        /// Another connection holds the database's lock; the store tries again on its own.
+        public static let busy = Code(name: "busy")
+        /// The disk or the database is full; changes stay pending until there is room.
+        public static let storageFull = Code(name: "storageFull")
+        /// Reading or writing the database failed; changes stay pending.
+        public static let ioFailure = Code(name: "ioFailure")
+        /// A constraint refused a change; ``StoreError/constraint`` says which kind.
+        public static let constraintRefused = Code(name: "constraintRefused")
+        /// A value the database cannot store: a NaN, text or bytes past its size limit, a
+        /// counter sum past 64 bits, a value of the wrong type for the column.
+        public static let valueNotStorable = Code(name: "valueNotStorable")
+        /// The row a change was for is no longer in the database (another connection deleted
+        /// it or changed its key).
+        public static let rowNotFound = Code(name: "rowNotFound")
+        /// The connection to the database was lost.
+        public static let connectionLost = Code(name: "connectionLost")
+        /// The database cannot be opened: it does not exist, or its folder cannot be reached.
+        public static let cannotOpen = Code(name: "cannotOpen")
+        /// The database cannot be written by this user (a read-only file, folder or
+        /// connection).
+        public static let readOnly = Code(name: "readOnly")
+        /// The file is not a database of this engine, or it is damaged.
+        public static let notADatabase = Code(name: "notADatabase")
+        /// Any other failure of the database; see ``StoreError/underlying``.
+        public static let engineFailure = Code(name: "engineFailure")
+    }
+
+    /// The kind of constraint behind ``Code/constraintRefused``.
+    public enum Constraint: String, Sendable, Hashable {
+        case unique, primaryKey, notNull, check, foreignKey, other
     }
 
     public var code: Code
@@ -48,7 +82,13 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// Every difference, for ``Code/schemaMismatch``.
     public var differences: [SchemaDifference] = []
-    /// The error underneath, such as a ``SQLiteError``.
+    /// The kind of constraint, for ``Code/constraintRefused``.
+    public var constraint: Constraint?
+    /// Whether the same work, tried again unchanged, may succeed without anyone fixing
+    /// anything (the database was busy). The engine decides, once, when it reports the error;
+    /// the store then retries on its own.
+    public var mayPass = false
+    /// The engine's own error underneath, such as a ``SQLiteError``.
     public var underlying: (any Error & Sendable)?
 
     public var description: String {
@@ -56,6 +96,12 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         for difference in differences { text += "\n  - \(difference)" }
         if let underlying { text += "\n  caused by: \(underlying)" }
         return text
+    }
+
+    /// Whether the database refused the change itself (a constraint, a value it cannot store,
+    /// a row that is gone): the rest of a batch can commit without it.
+    var refusesTheChange: Bool {
+        code == .constraintRefused || code == .valueNotStorable || code == .rowNotFound
     }
 
     static func schemaMismatch(_ differences: [SchemaDifference]) -> StoreError {

@@ -30,12 +30,13 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// The file concerned, when there is one.
     public var file: String?
-    /// The SQLite error underneath a failing statement.
-    public var underlying: SQLiteError?
+    /// What the database reported for a failing statement, with the engine's own error
+    /// attached.
+    public var underlying: StoreError?
 
     public var description: String {
         var text = message
-        if let underlying { text += " (SQLite \(underlying.code.rawValue): \(underlying.message))" }
+        if let underlying { text += " (\(underlying.code): \(underlying.message))" }
         return text
     }
 

@@ -41,14 +41,13 @@ public struct SchemaMigrator: Sendable {
     /// Reads where a database stands, without changing it (and leaving no `-wal` or `-shm` file
     /// behind). A database without the bookkeeping table is at version 0.
     public func status(databaseAt path: String) throws -> Status {
-        let connection = try Connection(filename: Connection.absoluteFilename(path), mode: .reading, busyTimeout: busyTimeout)
-        return try status(on: connection)
+        status(of: try SQLiteMigrationStorage.reading(at: path, busyTimeout: busyTimeout).appliedMigrations())
     }
 
     /// The migrations ``migrate(databaseAt:upTo:)`` would apply, in order, without applying them
     /// (all of them for a file that does not exist yet, which is not created).
     public func plan(databaseAt path: String, upTo target: Int? = nil) throws -> [Migration] {
-        let status = FileManager.default.fileExists(atPath: Connection.absoluteFilename(path))
+        let status = SQLiteMigrationStorage.exists(at: path)
             ? try status(databaseAt: path)
             : Status(applied: [], pending: migrations, drift: [])
         if let first = status.drift.first { throw first }
@@ -65,22 +64,15 @@ public struct SchemaMigrator: Sendable {
     public func migrate(databaseAt path: String, upTo target: Int? = nil) throws -> [Migration] {
         // An unknown target is refused before the file is opened, so that none is created.
         _ = try pending(migrations, upTo: target)
-        let connection = try Connection(filename: Connection.absoluteFilename(path), mode: .readWriteCreate, busyTimeout: busyTimeout)
-        try connection.execute("PRAGMA journal_mode = WAL")
+        let storage = try SQLiteMigrationStorage.writing(at: path, busyTimeout: busyTimeout)
         var applied: [Migration] = []
         while true {
-            let next: Migration? = try connection.withTransaction(.immediate) {
-                try connection.execute("""
-                    CREATE TABLE IF NOT EXISTS \(Self.tableName) (
-                        version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL
-                    )
-                    """)
-                let status = try status(on: connection)
+            let next: Migration? = try storage.inMigrationTransaction {
+                let status = status(of: try storage.appliedMigrations())
                 if let first = status.drift.first { throw first }
                 guard let migration = try pending(status.pending, upTo: target).first else { return nil }
-                try run(migration, on: connection)
-                try connection.makeStatement("INSERT INTO \(Self.tableName) (version, name, checksum, applied_at) VALUES (?, ?, ?, datetime('now'))")
-                    .run([.integer(Int64(migration.version)), .text(migration.name), .text(migration.checksum)])
+                try run(migration, in: storage)
+                try storage.record(migration)
                 return migration
             }
             guard let next else { return applied }
@@ -98,30 +90,20 @@ public struct SchemaMigrator: Sendable {
         return pending.filter { $0.version <= target }
     }
 
-    private func run(_ migration: Migration, on connection: Connection) throws {
+    private func run(_ migration: Migration, in storage: some MigrationStorage) throws {
         do {
-            try connection.forEachStatement(in: migration.sql) { try $0.run() }
-        } catch let error as SQLiteError {
+            try storage.run(migration)
+        } catch let failure as FailedStatement {
             throw MigrationError(
                 code: .statementFailed,
-                message: "migration \(migration.fileName) failed at statement `\(error.sql ?? "?")`; the database stays at version \(migration.version - 1); fix the migration and run it again",
+                message: "migration \(migration.fileName) failed at statement `\(failure.sql)`; the database stays at version \(migration.version - 1); fix the migration and run it again",
                 file: migration.fileName,
-                underlying: error
+                underlying: failure.error
             )
         }
     }
 
-    private func status(on connection: Connection) throws -> Status {
-        let exists = try connection.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(Self.tableName)])
-        var applied: [AppliedMigration] = []
-        if exists == .integer(1) {
-            for row in try connection.makeStatement("SELECT version, name, checksum, applied_at FROM \(Self.tableName) ORDER BY version").rows() {
-                guard case .integer(let version) = row[0], case .text(let name) = row[1],
-                      case .text(let checksum) = row[2], case .text(let appliedAt) = row[3]
-                else { continue }
-                applied.append(AppliedMigration(version: Int(version), name: name, checksum: checksum, appliedAt: appliedAt))
-            }
-        }
+    private func status(of applied: [AppliedMigration]) -> Status {
         let byVersion = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
         var drift: [MigrationError] = []
         for record in applied {

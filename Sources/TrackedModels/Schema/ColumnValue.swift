@@ -16,8 +16,8 @@ public import Foundation
 /// - `Bool` is an INTEGER 0 or 1; `Date` is a REAL, seconds since 1970-01-01 UTC (exact to the
 ///   microsecond); `UUID` is its lowercase TEXT form (a 16-byte BLOB reads too).
 /// - `Double` stores infinities as they are; `-0.0` reads back as `0.0`. NaN cannot be stored: SQLite would turn it into NULL,
-///   so the write-behind writer refuses it with ``SQLiteError`` code ``ResultCode/mismatch``,
-///   the change stays pending, and assigning a finite value resolves it.
+///   so the write-behind writer refuses it (``StoreError/Code/valueNotStorable``), the change
+///   stays pending, and assigning a finite value resolves it.
 public protocol ColumnValue: Equatable {
     /// The storage class of the column.
     static var columnType: ColumnType { get }

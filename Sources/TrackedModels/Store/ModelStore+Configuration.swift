@@ -77,7 +77,7 @@ extension ModelStore {
         /// Test hook: runs inside each commit's transaction, after its writes and just before
         /// it commits; an error it returns fails the commit there (everything rolls back), as a
         /// full disk, an I/O error or a busy database at that moment would.
-        var faultBeforeCommit: (@Sendable () -> SQLiteError?)?
+        var faultBeforeCommit: (@Sendable () -> StoreError?)?
 
         public init() {}
     }

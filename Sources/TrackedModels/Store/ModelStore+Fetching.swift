@@ -62,38 +62,13 @@ extension ModelStore {
         return Int(count)
     }
 
-    /// Runs a read of one table's rows over the table as this store sees it: where rows have
-    /// changes not yet committed, the statement reads a table of the same name (a common
-    /// table expression, which hides the real one) that holds the committed rows without
-    /// them, and them as their objects show them. Their values are bound ahead of the
-    /// caller's `?` placeholders, which SQLite numbers after them.
-    ///
-    /// Related SQLite documentation: <https://www.sqlite.org/lang_with.html>,
-    /// <https://www.sqlite.org/lang_expr.html#parameters>
+    /// Runs a read of one table's rows over the table as this store sees it: the rows with
+    /// changes not yet committed as their objects show them (or gone, when deleted).
     private func readRows(_ sql: String, _ arguments: [SQLValue], table: Int) throws -> [[SQLValue]] {
         let uncommitted = writeBehind.uncommittedRows(table: table)
-        guard !uncommitted.keys.isEmpty || uncommitted.deletesEveryRow else {
-            return try reader.cachedStatement(sql).rows(arguments)
-        }
-        let schema = registrar.schemas[table]
-        let names = schema.columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")
-        var values: [SQLValue] = []
-        var rows = "SELECT \(names) FROM main.\(quoteIdentifier(schema.name))"
-        if uncommitted.deletesEveryRow {
-            rows += " WHERE 0"
-        } else {
-            values = Array(uncommitted.keys)
-            rows += " WHERE \(quoteIdentifier(schema.primaryKey.name)) NOT IN (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))"
-        }
-        let current = try uncommitted.keys.compactMap { try currentValues(table: table, key: $0) }
-        if !current.isEmpty {
-            let row = "(" + Array(repeating: "?", count: schema.columns.count).joined(separator: ", ") + ")"
-            rows += " UNION ALL VALUES " + Array(repeating: row, count: current.count).joined(separator: ", ")
-            values += current.joined().map(\.nanAsNull)
-        }
-        // Made for this read alone: its shape changes with the rows that have changes.
-        let statement = try reader.makeStatement("WITH \(quoteIdentifier(schema.name))(\(names)) AS (\(rows)) \(sql)")
-        return try statement.rows(values + arguments)
+        var overlay = TableOverlay(hiddenKeys: Array(uncommitted.keys), hidesEveryRow: uncommitted.deletesEveryRow)
+        overlay.rows = try uncommitted.keys.compactMap { try currentValues(table: table, key: $0) }
+        return try reader.rows(table: table, sql: sql, arguments: arguments, overlay: overlay)
     }
 
     /// The identity-mapped object of a row: the existing one, or a new one decoded and attached.

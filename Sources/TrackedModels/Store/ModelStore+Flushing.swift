@@ -10,8 +10,9 @@ extension ModelStore {
     /// try await store.flush()
     /// ```
     ///
-    /// - Throws: ``SQLiteError`` when the commit failed for a reason that may pass (busy, disk
-    ///   full, I/O): every change stays pending, in order, and the next `flush()` tries again.
+    /// - Throws: ``StoreError`` (``StoreError/Code/busy``, ``StoreError/Code/storageFull``,
+    ///   ``StoreError/Code/ioFailure`` ...) when the commit failed as a whole: every change stays
+    ///   pending, in order, and the next `flush()` tries again.
     ///   ``StoreError`` (``StoreError/Code/changeRejected``) while the database refuses a change
     ///   (a constraint, a NaN): the other changes committed, the refused one and later changes
     ///   to its rows stay pending; ``pendingChanges`` lists them, and assigning a valid value or
@@ -133,7 +134,7 @@ extension ModelStore {
     /// ```swift
     /// Task { for await error in store.writeErrors { logger.error("write-behind: \(error)") } }
     /// ```
-    public var writeErrors: AsyncStream<SQLiteError> {
+    public var writeErrors: AsyncStream<StoreError> {
         checkIsolation("writeErrors")
         return writeBehind.makeErrorStream()
     }

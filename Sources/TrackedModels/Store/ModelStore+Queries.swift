@@ -13,7 +13,7 @@ extension ModelStore {
     /// ```
     ///
     /// - Throws: ``StoreError`` (``StoreError/Code/unsupportedPredicate``) naming an expression
-    ///   or sort without an exact SQL translation; ``SQLiteError`` when the query fails.
+    ///   or sort without an exact SQL translation; ``StoreError`` when the database cannot be read.
     public func fetch<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>) throws -> [Model] {
         try checkOpen("fetch")
         let table = try registrar.tableIndex(of: Model.self)
@@ -32,9 +32,7 @@ extension ModelStore {
         let plan = try CompiledQuery(descriptor, table: try registrar.tableIndex(of: Model.self))
         let uncommitted = writeBehind.uncommittedRows(table: plan.table)
         guard uncommitted.keys.isEmpty, !uncommitted.deletesEveryRow else { return try matchingRows(plan, windowed: true).count }
-        let count = SQLiteDialect.count(plan)
-        guard case .integer(let total) = try reader.scalar(count.sql, count.arguments) else { return 0 }
-        let afterOffset = max(0, Int(total) - plan.offset)
+        let afterOffset = max(0, try reader.count(matching: plan) - plan.offset)
         return plan.limit.map { min($0, afterOffset) } ?? afterOffset
     }
 
@@ -48,8 +46,7 @@ extension ModelStore {
         if !uncommitted.deletesEveryRow {
             // Each row with uncommitted changes can take at most one place from the window.
             let limit = windowed ? plan.limit.map { $0 + plan.offset + uncommitted.keys.count } : nil
-            let select = SQLiteDialect.select(plan, limit: limit)
-            rows = try reader.cachedStatement(select.sql).rows(select.arguments)
+            rows = try reader.rows(matching: plan, limit: limit)
         }
         if !uncommitted.keys.isEmpty || uncommitted.deletesEveryRow {
             let keyColumn = plan.schema.primaryKeyIndex
@@ -68,7 +65,7 @@ extension ModelStore {
 
     /// A row as committed; nil when the file has none.
     func committedValues(table: Int, key: SQLValue) throws -> [SQLValue]? {
-        try reader.cachedStatement(registrar.schemas[table].selectByKeySQL).rows([key]).first
+        try reader.row(table: table, key: key)
     }
 
     /// A row's current values: its object's, else what is committed with this store's changes

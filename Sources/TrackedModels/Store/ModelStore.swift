@@ -34,7 +34,7 @@ public final class ModelStore {
 
     let registrar: ModelRegistrar
     let writeBehind: WriteBehind
-    let reader: Connection
+    let reader: any EngineReader
     let worker: DatabaseWorker
     let mailbox: StoreMailbox<StoreMessage>
     private let isolation: any Actor
@@ -64,7 +64,8 @@ public final class ModelStore {
     ///   - configuration: Write-behind and durability settings.
     ///   - isolation: The actor the store and its objects belong to; by default, the caller's.
     ///     Open stores from an actor-isolated context (`@MainActor` code, or an actor's method).
-    /// - Throws: ``SQLiteError`` when the file cannot be opened; ``StoreError`` on a mismatch.
+    /// - Throws: ``StoreError``: ``StoreError/Code/schemaMismatch`` listing every difference,
+    ///   or what kept the database from opening (``StoreError/Code/cannotOpen`` ...).
     public init(
         _ location: DatabaseLocation,
         models: [any TrackedModel.Type],
@@ -78,47 +79,19 @@ public final class ModelStore {
         self.configuration = configuration
         self.isolation = isolation
         isMainActor = isolation === MainActor.shared
-        switch location {
-        case .file(let path): filename = Connection.absoluteFilename(path)
-        case .inMemory: filename = Connection.inMemoryFilename()
-        }
         let schemas = models.map { $0._$schema }
-        let reader = try Connection(filename: filename, mode: .readWriteCreate, busyTimeout: configuration.busyTimeout)
-        self.reader = reader
-        try reader.execute("PRAGMA foreign_keys = ON")
-        if configuration.createsMissingTables {
-            try reader.withTransaction(.immediate) {
-                for schema in schemas { try reader.execute(schema.createTableSQL) }
-            }
-        }
-        // Checked before anything is written: a file that does not fit is left as it was.
-        let differences = try schemas.flatMap { try $0.differences(from: reader) }
-        guard differences.isEmpty else { throw StoreError.schemaMismatch(differences) }
-        if case .file = location {
-            try reader.execute("PRAGMA journal_mode = WAL")
-        }
-
-        let writerConnection = try Connection(filename: filename, mode: .readWrite, busyTimeout: configuration.busyTimeout)
-        try writerConnection.execute("PRAGMA synchronous = \(configuration.durability.synchronousPragma)")
-        try writerConnection.execute("PRAGMA foreign_keys = ON")
-        var changeLog: ChangeLogReader?
-        if configuration.observesExternalChanges {
-            let layouts = try ChangeLog.install(on: reader, schemas: schemas)
-            changeLog = try ChangeLogReader(
-                schemas: schemas, layouts: layouts,
-                retention: configuration.changeLogRetention, connection: writerConnection
-            )
-        }
-        let mailbox = StoreMailbox<StoreMessage>(actor: isolation)
-        self.mailbox = mailbox
+        filename = DatabaseEngine.name(of: location)
         var logger = configuration.logger
         logger[metadataKey: "file"] = "\(filename)"
         self.logger = logger
+        let database = try DatabaseEngine.open(location, named: filename, schemas: schemas, configuration: configuration, logger: logger)
+        reader = database.reader
+        let mailbox = StoreMailbox<StoreMessage>(actor: isolation)
+        self.mailbox = mailbox
         worker = DatabaseWorker(
-            engine: SQLiteEngine(connection: writerConnection, tables: schemas, changeLog: changeLog, logger: logger),
-            watchesChanges: changeLog != nil,
+            engine: database.writer,
+            watchesChanges: configuration.observesExternalChanges,
             pollInterval: configuration.externalChangePollInterval,
-            walFile: location == .inMemory || !configuration.wakesOnFileChanges ? nil : filename + "-wal",
             maxBusyRetries: configuration.maxBusyRetries,
             logger: logger,
             afterCommit: configuration.afterCommit,

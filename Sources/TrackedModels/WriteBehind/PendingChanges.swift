@@ -149,12 +149,12 @@ struct PendingChanges {
 
     /// A unit the database refused, and which of its operations it refused.
     struct Rejection {
-        var error: SQLiteError
+        var error: StoreError
         var operation: Int
 
         /// Whether trying again cannot help: the row the unit changes is gone, and a row of
         /// the same key made later is another row. Such a unit waits to be discarded.
-        var isForGood: Bool { error.code == .notFound }
+        var isForGood: Bool { error.code == .rowNotFound }
     }
 
     private var units: [Unit] = []

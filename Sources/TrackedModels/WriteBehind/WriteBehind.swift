@@ -43,7 +43,7 @@ final class WriteBehind {
     /// Cells with writes in flight (the sum of their increments, and how many plain sets),
     /// built from `inFlight` only when a committed value needs it, dropped when it changes.
     private var cellsInFlightCache: [CellReference: (delta: Int64, sets: Int)]?
-    private var errorContinuations: [AsyncStream<SQLiteError>.Continuation] = []
+    private var errorContinuations: [AsyncStream<StoreError>.Continuation] = []
     private let schemas: [TableSchema]
     private let policy: Policy
     private let logger: Logger
@@ -194,12 +194,12 @@ final class WriteBehind {
             return finished(report)
         case .failed(let error):
             logger.warning("a commit failed; every change stays pending, in order", metadata: [
-                "error": "\(error.message)", "code": "\(error.code.rawValue)", "changes": "\(inFlight.reduce(0) { $0 + $1.units.count })",
+                "error": "\(error.message)", "code": "\(error.code)", "changes": "\(inFlight.reduce(0) { $0 + $1.units.count })",
             ])
             handBack(inFlight.flatMap(\.units))
             resumeWaiters { _ in .failure(error) }
             publish(error)
-            if error.code.isTransient { applyPolicy() }
+            if error.mayPass { applyPolicy() }
             return Finished()
         case .skipped:
             return Finished()
@@ -223,7 +223,7 @@ final class WriteBehind {
         return result
     }
 
-    private func resumeWaiters(_ result: (UInt64) -> Result<Void, SQLiteError>?) {
+    private func resumeWaiters(_ result: (UInt64) -> Result<Void, StoreError>?) {
         var waiting: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
         for waiter in waiters {
             switch result(waiter.sequence) {
@@ -396,8 +396,8 @@ final class WriteBehind {
     }
 
     /// Failed commits as they happen. Each access makes a new stream.
-    func makeErrorStream() -> AsyncStream<SQLiteError> {
-        let (stream, continuation) = AsyncStream.makeStream(of: SQLiteError.self)
+    func makeErrorStream() -> AsyncStream<StoreError> {
+        let (stream, continuation) = AsyncStream.makeStream(of: StoreError.self)
         errorContinuations.append(continuation)
         return stream
     }
@@ -407,7 +407,7 @@ final class WriteBehind {
         errorContinuations.removeAll()
     }
 
-    private func publish(_ error: SQLiteError) {
+    private func publish(_ error: StoreError) {
         errorContinuations.removeAll { continuation in
             if case .terminated = continuation.yield(error) { true } else { false }
         }
@@ -433,6 +433,7 @@ final class WriteBehind {
             code: .changeRejected,
             message: "the database refused to \(operation.description(tables: schemas, showingTypes: true))\(others): \(rejection.error.message); "
                 + (rejection.isForGood ? "trying again cannot help: \(discard)" : "assign a valid value, or \(discard)"),
+            constraint: rejection.error.constraint,
             underlying: rejection.error
         )
     }

@@ -134,7 +134,7 @@ struct BatchOutcome: Sendable {
         /// Committed, except the units the report lists as rejected or held.
         case committed(CommitReport)
         /// Nothing committed, for a reason that may pass (busy, disk full, I/O error).
-        case failed(SQLiteError)
+        case failed(StoreError)
         /// Not attempted, because an earlier batch did not commit whole; the store puts its
         /// units back in order.
         case skipped
@@ -152,7 +152,7 @@ struct CommitReport: Sendable {
     /// The keys the database assigned, by insert request.
     var assignedKeys: [UInt64: SQLValue] = [:]
     /// Units that failed for good, by unit: the error, and which operation failed.
-    var rejected: [UInt64: (error: SQLiteError, operation: Int)] = [:]
+    var rejected: [UInt64: (error: StoreError, operation: Int)] = [:]
     /// Units left out because they touch a rejected unit's rows; they stay pending behind it.
     var held: Set<UInt64> = []
     /// INSERT, UPDATE and DELETE statements the transaction ran.

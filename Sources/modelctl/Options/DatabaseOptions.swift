@@ -96,7 +96,7 @@ struct DatabaseOptions: ParsableArguments {
             findings = try reader.query("PRAGMA \(pragma)").rows.compactMap { row -> String? in
                 if case .text(let text) = row.first, text != "ok" { text } else { nil }
             }
-        } catch let error as SQLiteError where error.code.primary == .corrupt {
+        } catch let error as StoreError where error.code == .notADatabase {
             // So damaged that the check itself stops: that is its finding.
             findings = ["\(pragma) could not finish: \(error.message)"]
         }

@@ -27,20 +27,8 @@ struct CLIError: Error {
         switch error {
         case let error as CLIError:
             self = error
-        case let error as SQLiteError:
-            self.init(sqlite: error, operation: operation, path: path)
         case let error as StoreError:
-            let status: Status = switch error.code {
-            case .schemaMismatch: .configuration
-            case .notReadOnly, .noStatement: .usage
-            case .closed: .ioError
-            default: .dataError
-            }
-            // One line for the problem, one for its details: every difference, or the cause.
-            var details = error.differences.map(\.description)
-            if let underlying = error.underlying { details.append("caused by: \(underlying)") }
-            let message = "\(operation) \(path): \(error.message)"
-            self.init(status, details.isEmpty ? message : message + "\n  " + details.joined(separator: "; "))
+            self.init(store: error, operation: operation, path: path)
         case let error as MigrationError:
             let status: Status = switch error.code {
             case .unknownVersion: .usage
@@ -53,18 +41,22 @@ struct CLIError: Error {
         }
     }
 
-    private init(sqlite error: SQLiteError, operation: String, path: String) {
-        let advice: String
+    /// The status by what the store says happened; the message adds the engine's own details
+    /// (its code, and the SQL that failed) and what to do.
+    private init(store error: StoreError, operation: String, path: String) {
+        let advice: String?
         let status: Status
-        switch error.code.primary {
-        case .busy, .locked:
+        switch error.code {
+        case .schemaMismatch: (status, advice) = (.configuration, nil)
+        case .notReadOnly, .noStatement: (status, advice) = (.usage, nil)
+        case .closed: (status, advice) = (.ioError, nil)
+        case .busy:
             (status, advice) = (.temporaryFailure, "another process holds the database; try again")
-        case .readOnly, .permission, .auth:
+        case .readOnly:
             (status, advice) = (.permissionDenied, FileDiagnosis.blockedWrite(path) ?? "check the permissions of the file, its folder, and its -wal and -shm files")
-        case .ioError where error.code.rawValue == 4874, .full:
-            // SQLITE_IOERR_SHMSIZE: the shared-memory file could not grow.
+        case .storageFull:
             (status, advice) = (.ioError, "the disk is full; free space on it and run the command again (nothing was committed)")
-        case .ioError:
+        case .ioFailure:
             (status, advice) = (.ioError, "check the disk (space, errors)")
         case .cannotOpen:
             if let blocked = FileDiagnosis.blockedWrite(path) {
@@ -72,14 +64,22 @@ struct CLIError: Error {
             } else {
                 (status, advice) = (.missingInput, "check the path, or run `modelctl seed` to create it")
             }
-        case .corrupt, .notADatabase:
+        case .notADatabase:
             (status, advice) = (.dataError, "the file is not a usable SQLite database; point --db at another file")
         default:
-            (status, advice) = (.dataError, "see SQLite's message above")
+            (status, advice) = (.dataError, nil)
         }
-        var message = "\(operation) \(path): \(error.message) (SQLite code \(error.code.rawValue))"
-        if let sql = error.sql { message += "\n  in: \(sql)" }
-        self.init(status, message + "; " + advice)
+        // One line for the problem, one for its details: every difference, or the cause.
+        var message = "\(operation) \(path): \(error.message)"
+        var details = error.differences.map(\.description)
+        if let engine = error.underlying as? SQLiteError {
+            message += " (SQLite code \(engine.code.rawValue))"
+            if let sql = engine.sql { details.append("in: \(sql)") }
+        } else if let underlying = error.underlying {
+            details.append("caused by: \(underlying)")
+        }
+        if !details.isEmpty { message += "\n  " + details.joined(separator: "; ") }
+        self.init(status, message + (advice.map { "; \($0)" } ?? ""))
     }
 }
 

@@ -268,8 +268,8 @@ import Testing
         item.title = "kept"
         try fixture.store.insert(Item(id: 9, title: "new", count: 0, note: nil, score: 0, payload: nil, flag: false))
         for code in [ResultCode.full, .ioError, .busy] {
-            fault.arm(SQLiteError(code: code, message: "injected"))
-            await #expect(throws: SQLiteError.self) { try await fixture.store.flush() }
+            fault.arm(SQLiteError(code: code, message: "injected").storeError)
+            await #expect(throws: StoreError.self) { try await fixture.store.flush() }
             #expect(fixture.store.pendingChanges.count == 2)
             #expect(try fixture.file("SELECT title FROM items WHERE id = 1") == "Item 1")
         }

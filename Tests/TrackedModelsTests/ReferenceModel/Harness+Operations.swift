@@ -309,7 +309,7 @@ extension Harness {
     func faultyFlush(_ a: UInt64) async throws {
         let (name, code): (String, ResultCode) = [("disk full", .full), ("I/O error", .ioError), ("busy", .busy)][Int(a % 3)]
         note("flush that meets \(name) at its commit")
-        fault.arm(SQLiteError(code: code, message: "injected \(name)"))
+        fault.arm(SQLiteError(code: code, message: "injected \(name)").storeError)
         defer { fault.arm(nil) }
         try await flush(failing: .atCommit)
     }

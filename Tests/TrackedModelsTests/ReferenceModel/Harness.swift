@@ -197,13 +197,13 @@ final class Harness {
 /// A failure to inject into a store's next commit, once; set by the test, taken by the store's
 /// database worker.
 final class FaultSlot: Sendable {
-    private let armed = Mutex<SQLiteError?>(nil)
+    private let armed = Mutex<StoreError?>(nil)
 
-    func arm(_ error: SQLiteError?) {
+    func arm(_ error: StoreError?) {
         armed.withLock { $0 = error }
     }
 
-    func take() -> SQLiteError? {
+    func take() -> StoreError? {
         armed.withLock { armed in
             defer { armed = nil }
             return armed

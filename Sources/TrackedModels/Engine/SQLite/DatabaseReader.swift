@@ -1,4 +1,5 @@
-/// Runs read-only SQL on a database file: for inspection, reports and tools.
+/// Runs read-only SQL on an SQLite database file: for inspection, reports and tools. (It
+/// speaks SQLite's SQL, whatever engine a store uses.)
 ///
 /// The file is opened for reading only and never created, and no `-wal` or `-shm` file is left
 /// behind. Every statement of the SQL is compiled and checked before any runs, so a string that
@@ -14,9 +15,12 @@ public final class DatabaseReader {
 
     /// Opens a database read-only.
     ///
-    /// - Throws: ``SQLiteError`` with ``ResultCode/cannotOpen`` when there is no such file.
+    /// - Throws: ``StoreError`` with code ``StoreError/Code/cannotOpen`` when there is no such
+    ///   file.
     public init(path: String, busyTimeout: Duration = .seconds(5)) throws {
-        connection = try Connection(filename: Connection.absoluteFilename(path), mode: .reading, busyTimeout: busyTimeout)
+        connection = try translatingSQLiteErrors {
+            try Connection(filename: Connection.absoluteFilename(path), mode: .reading, busyTimeout: busyTimeout)
+        }
     }
 
     /// The result of a query: column names and rows of values. Text that is not valid UTF-8
@@ -33,8 +37,13 @@ public final class DatabaseReader {
     ///   - arguments: Values for the `?` placeholders of the last statement.
     ///   - limit: Stop after this many rows.
     /// - Throws: ``StoreError`` with code ``StoreError/Code/notReadOnly`` naming the first
-    ///   statement that would write (nothing has run then), or SQLite's error.
+    ///   statement that would write (nothing has run then), or what SQLite reported, with its
+    ///   ``SQLiteError`` attached.
     public func query(_ sql: String, _ arguments: [SQLValue] = [], limit: Int? = nil) throws -> Result {
+        try translatingSQLiteErrors { try run(sql, arguments, limit: limit) }
+    }
+
+    private func run(_ sql: String, _ arguments: [SQLValue], limit: Int?) throws -> Result {
         var statements: [Statement] = []
         try connection.forEachStatement(in: sql) { statement in
             guard statement.isReadOnly else {

@@ -36,18 +36,6 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable {
         String(cString: sqlite3_errstr(rawValue))
     }
 
-    /// Busy and locked: another connection holds a lock. Retrying later may succeed.
-    public var isTransient: Bool {
-        primary == .busy || primary == .locked
-    }
-
-    /// Whether the database refused the change itself (a constraint, a value it cannot store,
-    /// one too big, a row that is gone), so that trying the same change again fails again.
-    /// Other failures (busy, disk full, I/O errors) may pass.
-    public var rejectsTheChange: Bool {
-        primary == .constraint || primary == .mismatch || primary == .tooBig || primary == .notFound
-    }
-
     public static let ok = ResultCode(rawValue: SQLITE_OK)
     public static let error = ResultCode(rawValue: SQLITE_ERROR)
     public static let permission = ResultCode(rawValue: SQLITE_PERM)
@@ -79,6 +67,7 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable {
     public static let constraintPrimaryKey = ResultCode(rawValue: SQLITE_CONSTRAINT | (6 << 8))
     public static let constraintUnique = ResultCode(rawValue: SQLITE_CONSTRAINT | (8 << 8))
     public static let constraintNotNull = ResultCode(rawValue: SQLITE_CONSTRAINT | (5 << 8))
+    public static let constraintForeignKey = ResultCode(rawValue: SQLITE_CONSTRAINT | (3 << 8))
 
     /// Matches a code against a pattern: a primary pattern matches its whole family.
     public static func ~= (pattern: ResultCode, code: ResultCode) -> Bool {

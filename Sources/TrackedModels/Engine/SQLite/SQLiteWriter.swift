@@ -1,28 +1,36 @@
+import Dispatch
 import Logging
 
-/// The SQLite engine: the writer's own connection, its statements, and the change log.
+/// The writing half of the SQLite engine: the writer's own connection, its statements, the
+/// change log, and the WAL file's wake-up.
 ///
 /// Each commit is one `BEGIN IMMEDIATE` transaction: it takes the write lock first, so that a
 /// busy database fails at the start instead of half-way, and so that reading others' log
 /// entries, writing, and noting the log's end happen with nobody else committing in between.
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/lang_transaction.html>
-final class SQLiteEngine: DatabaseEngine {
+final class SQLiteWriter: EngineWriter {
     private let logger: Logger
     private var connection: Connection?
     private var statements = StatementCache<StatementShape>(capacity: 256)
     private let changeLog: ChangeLogReader?
     private let tables: [TableSchema]
+    /// The WAL file, whose writes mean another connection may have committed; nil for none.
+    private let walFile: String?
+    private var walSignal: FileChangeSignal?
 
     /// Takes over a connection opened for writing.
     ///
-    /// - Parameter changeLog: Reads other connections' changes; `nil` when the store does not
-    ///   watch for them.
-    init(connection: Connection, tables: [TableSchema], changeLog: ChangeLogReader?, logger: Logger) {
+    /// - Parameters:
+    ///   - changeLog: Reads other connections' changes; `nil` when the store does not watch
+    ///     for them.
+    ///   - walFile: The WAL file to watch for other connections' commits; `nil` for none.
+    init(connection: Connection, tables: [TableSchema], changeLog: ChangeLogReader?, walFile: String?, logger: Logger) {
         self.logger = logger
         self.connection = connection
         self.tables = tables
         self.changeLog = changeLog
+        self.walFile = walFile
     }
 
     func commit(_ units: [WriteUnit], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit {
@@ -30,22 +38,22 @@ final class SQLiteEngine: DatabaseEngine {
         let logPosition = changeLog?.position
         do {
             try connection.execute("BEGIN IMMEDIATE TRANSACTION")
-        } catch {
-            throw EngineFailure.transaction(error as? SQLiteError ?? SQLiteError(code: .error, message: "\(error)"))
+        } catch let error as SQLiteError {
+            throw EngineFailure.transaction(error.storeError)
         }
         do {
             var commit = EngineCommit(report: CommitReport(), external: ExternalChangeBatch())
             do {
                 if let changeLog { commit.external = try changeLog.collect(on: connection) }
             } catch let error as SQLiteError {
-                throw EngineFailure.transaction(error)
+                throw EngineFailure.transaction(error.storeError)
             }
             for (unitIndex, unit) in units.enumerated() {
                 for (operationIndex, operation) in unit.operations.enumerated() {
                     do {
                         try apply(operation, on: connection, into: &commit.report)
                     } catch let error as SQLiteError {
-                        throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
+                        throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error.storeError)
                     }
                 }
             }
@@ -54,6 +62,8 @@ final class SQLiteEngine: DatabaseEngine {
                 try willCommit(commit.report)
                 try connection.execute("COMMIT TRANSACTION")
             } catch let error as SQLiteError {
+                throw EngineFailure.transaction(error.storeError)
+            } catch let error as StoreError {
                 throw EngineFailure.transaction(error)
             }
             return commit
@@ -68,12 +78,18 @@ final class SQLiteEngine: DatabaseEngine {
 
     func readRows(table: Int, keys: [SQLValue]) throws -> [[SQLValue]?] {
         let connection = try open()
-        return try connection.withTransaction(.deferred) {
-            try keys.map { try connection.cachedStatement(tables[table].selectByKeySQL).rows([$0]).first }
+        return try translatingSQLiteErrors {
+            try connection.withTransaction(.deferred) {
+                try keys.map { try connection.cachedStatement(tables[table].selectByKeySQL).rows([$0]).first }
+            }
         }
     }
 
     func readChangeLog() throws -> ExternalChangeBatch? {
+        try translatingSQLiteErrors(readChangeLogEntries)
+    }
+
+    private func readChangeLogEntries() throws -> ExternalChangeBatch? {
         let connection = try open()
         guard let changeLog, try changeLog.othersCommitted(on: connection) else { return nil }
         let position = changeLog.position
@@ -97,7 +113,14 @@ final class SQLiteEngine: DatabaseEngine {
         logger.debug("pruned the change log", metadata: ["through": "\(through)"])
     }
 
+    func watchForCommits(on queue: DispatchQueue, wake: @escaping @Sendable () -> Void) {
+        guard let walFile, walSignal == nil else { return }
+        walSignal = FileChangeSignal(path: walFile, queue: queue, handler: wake)
+    }
+
     func close() {
+        walSignal?.cancel()
+        walSignal = nil
         statements.removeAll()
         connection = nil
     }
@@ -109,7 +132,7 @@ final class SQLiteEngine: DatabaseEngine {
     }
 
     private func open() throws -> Connection {
-        guard let connection else { throw SQLiteError(code: .misuse, message: "the store's database connection is closed; open a new ModelStore") }
+        guard let connection else { throw StoreError.closed(operation: "use the database") }
         return connection
     }
 

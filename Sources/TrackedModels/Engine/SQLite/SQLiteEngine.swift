@@ -1,0 +1,116 @@
+import Foundation
+import Logging
+
+/// The SQLite engine: opens a file (or a private in-memory database) for a store, sets it up,
+/// and makes its two halves, the ``SQLiteReader`` on the store's actor and the
+/// ``SQLiteWriter`` on the worker's queue, each with a connection of its own.
+///
+/// A file is put in WAL mode, so that the reader never waits for the writer; the writer
+/// commits with `synchronous` set by the store's ``ModelStore/Durability``.
+///
+/// Related SQLite documentation: <https://www.sqlite.org/wal.html>
+enum SQLiteEngine {
+    /// The absolute file name SQLite is given for a location.
+    static func filename(of location: DatabaseLocation) -> String {
+        switch location {
+        case .file(let path): Connection.absoluteFilename(path)
+        case .inMemory: Connection.inMemoryFilename()
+        }
+    }
+
+    static func open(
+        _ location: DatabaseLocation, filename: String, schemas: [TableSchema], configuration: ModelStore.Configuration, logger: Logger
+    ) throws -> DatabaseEngine {
+        try translatingSQLiteErrors {
+            let reader = try Connection(filename: filename, mode: .readWriteCreate, busyTimeout: configuration.busyTimeout)
+            try reader.execute("PRAGMA foreign_keys = ON")
+            if configuration.createsMissingTables {
+                try reader.withTransaction(.immediate) {
+                    for schema in schemas { try reader.execute(schema.createTableSQL) }
+                }
+            }
+            // Checked before anything is written: a file that does not fit is left as it was.
+            let differences = try schemas.flatMap { try $0.differences(from: reader) }
+            guard differences.isEmpty else { throw StoreError.schemaMismatch(differences) }
+            if case .file = location {
+                try reader.execute("PRAGMA journal_mode = WAL")
+            }
+
+            let writer = try Connection(filename: filename, mode: .readWrite, busyTimeout: configuration.busyTimeout)
+            try writer.execute("PRAGMA synchronous = \(configuration.durability.synchronousPragma)")
+            try writer.execute("PRAGMA foreign_keys = ON")
+            var changeLog: ChangeLogReader?
+            if configuration.observesExternalChanges {
+                let layouts = try ChangeLog.install(on: reader, schemas: schemas)
+                changeLog = try ChangeLogReader(
+                    schemas: schemas, layouts: layouts,
+                    retention: configuration.changeLogRetention, connection: writer
+                )
+            }
+            let walFile = location == .inMemory || !configuration.wakesOnFileChanges ? nil : filename + "-wal"
+            return DatabaseEngine(
+                reader: SQLiteReader(connection: reader, schemas: schemas),
+                writer: SQLiteWriter(connection: writer, tables: schemas, changeLog: changeLog, walFile: walFile, logger: logger)
+            )
+        }
+    }
+}
+
+/// The reading half of the SQLite engine: the store's own connection, used on its actor.
+final class SQLiteReader: EngineReader {
+    private let connection: Connection
+    private let schemas: [TableSchema]
+
+    init(connection: Connection, schemas: [TableSchema]) {
+        self.connection = connection
+        self.schemas = schemas
+    }
+
+    func rows(matching query: CompiledQuery, limit: Int?) throws -> [[SQLValue]] {
+        let select = SQLiteDialect.select(query, limit: limit)
+        return try translatingSQLiteErrors { try connection.cachedStatement(select.sql).rows(select.arguments) }
+    }
+
+    func count(matching query: CompiledQuery) throws -> Int {
+        let count = SQLiteDialect.count(query)
+        return try translatingSQLiteErrors {
+            guard case .integer(let total) = try connection.scalar(count.sql, count.arguments) else { return 0 }
+            return Int(total)
+        }
+    }
+
+    func row(table: Int, key: SQLValue) throws -> [SQLValue]? {
+        try translatingSQLiteErrors { try connection.cachedStatement(schemas[table].selectByKeySQL).rows([key]).first }
+    }
+
+    /// Where the overlay has rows, the statement reads a table of the same name (a common table
+    /// expression, which hides the real one) that holds the committed rows without the hidden
+    /// keys, and the overlay's rows. Their values are bound ahead of the caller's `?`
+    /// placeholders, which SQLite numbers after them.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/lang_with.html>,
+    /// <https://www.sqlite.org/lang_expr.html#parameters>
+    func rows(table: Int, sql: String, arguments: [SQLValue], overlay: TableOverlay) throws -> [[SQLValue]] {
+        try translatingSQLiteErrors {
+            guard !overlay.isEmpty else { return try connection.cachedStatement(sql).rows(arguments) }
+            let schema = schemas[table]
+            let names = schema.columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")
+            var values: [SQLValue] = []
+            var rows = "SELECT \(names) FROM main.\(quoteIdentifier(schema.name))"
+            if overlay.hidesEveryRow {
+                rows += " WHERE 0"
+            } else if !overlay.hiddenKeys.isEmpty {
+                values = overlay.hiddenKeys
+                rows += " WHERE \(quoteIdentifier(schema.primaryKey.name)) NOT IN (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))"
+            }
+            if !overlay.rows.isEmpty {
+                let row = "(" + Array(repeating: "?", count: schema.columns.count).joined(separator: ", ") + ")"
+                rows += " UNION ALL VALUES " + Array(repeating: row, count: overlay.rows.count).joined(separator: ", ")
+                values += overlay.rows.joined().map(\.nanAsNull)
+            }
+            // Made for this read alone: its shape changes with the rows that have changes.
+            let statement = try connection.makeStatement("WITH \(quoteIdentifier(schema.name))(\(names)) AS (\(rows)) \(sql)")
+            return try statement.rows(values + arguments)
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+/// Migrations' bookkeeping in an SQLite file: the `trackedmodels_migrations` table.
+struct SQLiteMigrationStorage: MigrationStorage {
+    private let connection: Connection
+
+    /// Opens a file to read its migrations, leaving no `-wal` or `-shm` file behind; never
+    /// creates it.
+    static func reading(at path: String, busyTimeout: Duration) throws -> SQLiteMigrationStorage {
+        try translatingSQLiteErrors {
+            SQLiteMigrationStorage(connection: try Connection(filename: Connection.absoluteFilename(path), mode: .reading, busyTimeout: busyTimeout))
+        }
+    }
+
+    /// Opens (or creates) a file to migrate it, in WAL mode.
+    static func writing(at path: String, busyTimeout: Duration) throws -> SQLiteMigrationStorage {
+        try translatingSQLiteErrors {
+            let connection = try Connection(filename: Connection.absoluteFilename(path), mode: .readWriteCreate, busyTimeout: busyTimeout)
+            try connection.execute("PRAGMA journal_mode = WAL")
+            return SQLiteMigrationStorage(connection: connection)
+        }
+    }
+
+    /// Whether a database file exists at a path.
+    static func exists(at path: String) -> Bool {
+        FileManager.default.fileExists(atPath: Connection.absoluteFilename(path))
+    }
+
+    func appliedMigrations() throws -> [AppliedMigration] {
+        try translatingSQLiteErrors {
+            let exists = try connection.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(SchemaMigrator.tableName)])
+            guard exists == .integer(1) else { return [] }
+            return try connection.makeStatement("SELECT version, name, checksum, applied_at FROM \(SchemaMigrator.tableName) ORDER BY version").rows().compactMap { row in
+                guard case .integer(let version) = row[0], case .text(let name) = row[1],
+                      case .text(let checksum) = row[2], case .text(let appliedAt) = row[3]
+                else { return nil }
+                return AppliedMigration(version: Int(version), name: name, checksum: checksum, appliedAt: appliedAt)
+            }
+        }
+    }
+
+    func inMigrationTransaction<Result>(_ body: () throws -> Result) throws -> Result {
+        try translatingSQLiteErrors {
+            try connection.withTransaction(.immediate) {
+                try connection.execute("""
+                    CREATE TABLE IF NOT EXISTS \(SchemaMigrator.tableName) (
+                        version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL
+                    )
+                    """)
+                return try body()
+            }
+        }
+    }
+
+    func run(_ migration: Migration) throws {
+        do {
+            try connection.forEachStatement(in: migration.sql) { try $0.run() }
+        } catch let error as SQLiteError {
+            throw FailedStatement(sql: error.sql ?? "?", error: error.storeError)
+        }
+    }
+
+    func record(_ migration: Migration) throws {
+        try translatingSQLiteErrors {
+            try connection.makeStatement("INSERT INTO \(SchemaMigrator.tableName) (version, name, checksum, applied_at) VALUES (?, ?, ?, datetime('now'))")
+                .run([.integer(Int64(migration.version)), .text(migration.name), .text(migration.checksum)])
+        }
+    }
+}
