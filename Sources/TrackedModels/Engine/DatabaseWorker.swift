@@ -165,8 +165,8 @@ final class DatabaseWorker: @unchecked Sendable {
     // MARK: - On the queue
 
     /// The engine's signal that someone may have committed: look now, and again shortly if the
-    /// commit was not visible yet (SQLite writes the WAL frames before it publishes the commit
-    /// in the shared index).
+    /// commit was not visible yet (a signal may come before the commit can be read: SQLite
+    /// writes the WAL frames before it publishes the commit).
     private func wake() {
         guard !poll() else { return }
         for delay in [1, 10] {

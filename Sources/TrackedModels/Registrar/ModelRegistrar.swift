@@ -336,7 +336,7 @@ final class ModelRegistrar {
     ///
     /// - Parameter committed: The row of the object's key as committed, if the file has one:
     ///   subscribers then hear the row go back to it rather than go away.
-    func forgetInsert(of object: any TrackedModel, table: Int, committed: [SQLValue]?) {
+    private func forgetInsert(of object: any TrackedModel, table: Int, committed: [SQLValue]?) {
         let key = object._$tracking.key
         let values = object._$values()
         detach(object, table: table)
@@ -353,8 +353,19 @@ final class ModelRegistrar {
     }
 
     /// Tells subscribers a row is there again (its delete was discarded), with its values.
-    func announceRestored(table: Int, key: SQLValue, values: [SQLValue]) {
-        outbox.postInsert(table: table, key: key, values: values, origin: .local)
+    /// Shows what discarding pending changes undid, step by step: objects whose insert was
+    /// discarded are detached, rows whose delete was discarded are announced again.
+    func applyDiscarded(_ discarded: DiscardedChanges, reading: RowReads) {
+        for step in discarded.steps {
+            switch step {
+            case .forgetInsert(let object, let row):
+                forgetInsert(of: object, table: object._$tracking.table, committed: row.flatMap(reading.committed))
+            case .restore(let row):
+                // Unless the row is gone anyway (or an object shows it already).
+                guard identityMap.object(table: row.table, key: row.key) == nil, let values = reading.current(row) else { continue }
+                outbox.postInsert(table: row.table, key: row.key, values: values, origin: .local)
+            }
+        }
     }
 
     /// Sets a database value on an object and posts the change; a value that does not decode

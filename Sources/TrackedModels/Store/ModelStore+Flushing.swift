@@ -53,10 +53,10 @@ extension ModelStore {
     ///   no longer pending.
     public func discard(_ change: PendingChange) throws {
         try checkOpen("discard")
-        guard let unit = writeBehind.discard(change.id) else {
+        guard let discarded = writeBehind.discard(change.id) else {
             throw StoreError(code: .notPending, message: "change \(change.id) is not pending (it committed, was discarded, or is being committed right now); read store.pendingChanges again")
         }
-        revert([unit])
+        revert(discarded)
     }
 
     /// Gives up on every pending change that is not being committed right now; objects show
@@ -73,59 +73,14 @@ extension ModelStore {
     /// Puts the objects of discarded units back to what is committed, and tells subscribers of
     /// rows a discarded delete had taken away that they are back (a discarded `deleteAll` makes
     /// its table's subscribers re-read).
-    private func revert(_ units: [PendingChanges.Unit]) {
-        var reloads: [Int: [SQLValue]] = [:]
-        var resetTables: Set<Int> = []
-        for unit in units {
-            var insertedRows: Set<RowReference> = []
-            var insertRequests: Set<UInt64> = []
-            var deletedRows: [RowReference] = []
-            for operation in unit.unit.operations {
-                switch operation {
-                case .update(let row, _):
-                    reloads[row.table, default: []].append(row.key)
-                case .insert(let request):
-                    if let row = request.row { insertedRows.insert(row) } else { insertRequests.insert(request.id) }
-                case .delete(let row):
-                    deletedRows.append(row)
-                case .deleteAll(let table):
-                    resetTables.insert(table)
-                }
-            }
-            for row in deletedRows where !insertedRows.contains(row) && !resetTables.contains(row.table) {
-                restoreDeleted(row)
-            }
-            guard !insertedRows.isEmpty || !insertRequests.isEmpty else { continue }
-            // One pass over the unit's objects: those it inserted are forgotten.
-            var forgotten: Set<RowReference> = []
-            for case let object as any TrackedModel in unit.objects {
-                let tracking = object._$tracking
-                guard tracking.isAttached else { continue }
-                if let request = tracking.insertRequest, insertRequests.contains(request) {
-                    registrar.forgetInsert(of: object, table: tracking.table, committed: nil)
-                } else if insertedRows.contains(RowReference(table: tracking.table, key: tracking.key)) {
-                    let row = RowReference(table: tracking.table, key: tracking.key)
-                    let committed = try? committedValues(table: row.table, key: row.key)
-                    registrar.forgetInsert(of: object, table: row.table, committed: committed)
-                    forgotten.insert(row)
-                }
-            }
-            // An inserted object the program deleted since: its delete went with the insert, so
-            // another connection's row of that key, if any, shows again.
-            for row in insertedRows.subtracting(forgotten) { restoreDeleted(row) }
+    private func revert(_ discarded: DiscardedChanges) {
+        registrar.applyDiscarded(discarded, reading: RowReads(
+            committed: { [unowned self] row in try? committedValues(table: row.table, key: row.key) },
+            current: { [unowned self] row in try? currentValues(table: row.table, key: row.key) }
+        ))
+        for table in Set(discarded.reloads.keys).union(discarded.resetTables).sorted() {
+            worker.reload(table: table, keys: discarded.reloads[table] ?? [], announcingReset: discarded.resetTables.contains(table))
         }
-        for table in Set(reloads.keys).union(resetTables).sorted() {
-            worker.reload(table: table, keys: reloads[table] ?? [], announcingReset: resetTables.contains(table))
-        }
-    }
-
-    /// Announces a row whose delete was discarded as inserted again, with its values (committed,
-    /// with the changes still pending), unless the row is gone anyway.
-    private func restoreDeleted(_ row: RowReference) {
-        guard registrar.object(table: row.table, key: row.key) == nil,
-              let values = try? currentValues(table: row.table, key: row.key)
-        else { return }
-        registrar.announceRestored(table: row.table, key: row.key, values: values)
     }
 
     /// Failed commits, as they happen, including those of flushes nobody awaited (the interval

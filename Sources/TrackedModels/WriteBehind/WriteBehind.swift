@@ -386,13 +386,13 @@ final class WriteBehind {
     }
 
     /// Removes a pending unit that is not in flight, returning it so its objects can be put back.
-    func discard(_ id: UInt64) -> PendingChanges.Unit? {
-        pending.remove(unit: id)
+    func discard(_ id: UInt64) -> DiscardedChanges? {
+        pending.remove(unit: id).map { DiscardedChanges([$0]) }
     }
 
     /// Removes every pending unit that is not in flight.
-    func discardAll() -> [PendingChanges.Unit] {
-        pending.removeAll()
+    func discardAll() -> DiscardedChanges {
+        DiscardedChanges(pending.removeAll())
     }
 
     /// Failed commits as they happen. Each access makes a new stream.
