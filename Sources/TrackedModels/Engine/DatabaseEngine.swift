@@ -51,12 +51,13 @@ protocol EngineReader: AnyObject {
     /// A row by primary key, in model column order; nil when there is none.
     func row(table: Int, key: SQLValue) throws -> [SQLValue]?
 
-    /// Runs a read written in the engine's own SQL over one table, as this store sees it: the
-    /// overlay's rows replace the committed rows of their keys.
-    func rows(table: Int, sql: String, arguments: [SQLValue], overlay: TableOverlay) throws -> [[SQLValue]]
+    /// Runs a read written in the engine's own SQL dialect (the raw-SQL fetch and count speak
+    /// it) over one table, as this store sees it: the overlay's rows replace the committed rows
+    /// of their keys.
+    func rows(table: Int, nativeSQL sql: String, arguments: [SQLValue], overlay: TableOverlay) throws -> [[SQLValue]]
 }
 
-/// A table as one store sees it, for ``EngineReader/rows(table:sql:arguments:overlay:)``: the
+/// A table as one store sees it, for ``EngineReader/rows(table:nativeSQL:arguments:overlay:)``: the
 /// committed rows without `hiddenKeys` (or without any, when `hidesEveryRow`), and `rows`.
 struct TableOverlay {
     var hiddenKeys: [SQLValue] = []

@@ -50,7 +50,7 @@ extension CompiledQuery {
                 guard let order = TextOrder(comparator) else {
                     throw StoreError(
                         code: .unsupportedPredicate,
-                        message: "sorting \(schema.name).\(schema.columns[column].name) with the string comparator \(comparator) has no translation; use SortDescriptor(\\.\(schema.columns[column].property), comparator: .lexical) (by Unicode scalars) or .localizedStandard (as the Finder sorts)"
+                        message: "sorting \(schema.name).\(schema.columns[column].name) with the string comparator \(comparator) has no translation; use SortDescriptor(\\.\(schema.columns[column].property), comparator: .lexical) (by Unicode scalars), or, on Apple platforms, .localizedStandard (as the Finder sorts)"
                     )
                 }
                 term.textOrder = order

@@ -206,11 +206,40 @@ indirect enum QueryExpression: Hashable, Sendable {
         }
     }
 
+    /// The number text begins with, as SQLite reads it: ASCII blanks, a sign, digits, a
+    /// fraction and an exponent; the rest is ignored, and text that begins with no number is 0.
+    /// A whole number that fits is an integer; anything else a real.
     private static func number(in text: String) -> SQLValue {
-        let trimmed = text.trimmingPrefix(while: \.isWhitespace)
-        if let integer = Int64(trimmed) { return .integer(integer) }
-        if let real = Double(trimmed), real.isFinite { return .real(real) }
-        return .integer(0)
+        let bytes = Array(text.utf8)
+        var index = 0
+        func skipDigits() -> Int {
+            let start = index
+            while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 { index += 1 }
+            return index - start
+        }
+        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0B, 0x0C, 0x0D].contains(bytes[index]) { index += 1 }
+        let start = index
+        if index < bytes.count, bytes[index] == 0x2B || bytes[index] == 0x2D { index += 1 }
+        var digits = skipDigits()
+        var isInteger = true
+        if index < bytes.count, bytes[index] == 0x2E {
+            index += 1
+            digits += skipDigits()
+            isInteger = false
+        }
+        guard digits > 0 else { return .integer(0) }
+        var end = index
+        if index < bytes.count, bytes[index] == 0x65 || bytes[index] == 0x45 {
+            index += 1
+            if index < bytes.count, bytes[index] == 0x2B || bytes[index] == 0x2D { index += 1 }
+            if skipDigits() > 0 {
+                end = index
+                isInteger = false
+            }
+        }
+        let prefix = String(decoding: bytes[start..<end], as: UTF8.self)
+        if isInteger, let integer = Int64(prefix) { return .integer(integer) }
+        return Double(prefix).map { .real($0) } ?? .integer(0)
     }
 
     private static func real(_ value: SQLValue) -> Double? {

@@ -21,7 +21,7 @@ final class ModelRegistrar {
     /// Objects whose insert waits for the database to assign their key, by insert request, with
     /// the columns assigned while the insert was in flight.
     private var unkeyedInserts: [UInt64: UnkeyedInsert] = [:]
-    /// Rows without objects whose external changes are being delivered, as the store shows them.
+    /// Rows without objects whose external changes are being delivered, as committed.
     private var deliveredRows: [RowReference: [SQLValue]] = [:]
     typealias UnkeyedInsert = (object: any TrackedModel, table: Int, columnsSetInFlight: Set<Int>)
     /// The cells read by each active dependency capture, innermost last.
@@ -266,7 +266,7 @@ final class ModelRegistrar {
                 // What subscribers hear is the row as this store shows it: with its changes still
                 // pending (a refused one, say, made to the row before another process replaced it).
                 let values = writeBehind.uncommittedValues(of: row, over: change.values)
-                if let values { deliveredRows[row] = values }
+                if let committed = change.values { deliveredRows[row] = committed }
                 switch change.kind {
                 case .insert: outbox.postInsert(table: change.table, key: change.key, values: values ?? [], origin: .external)
                 case .delete: outbox.postDeleteOfUnknownRow(table: change.table, key: change.key, origin: .external)
@@ -293,9 +293,9 @@ final class ModelRegistrar {
         deliveredRows.removeAll()
     }
 
-    /// The current values of a row no object holds, while the external change that brought
-    /// them is being delivered; nil for any other row.
-    func deliveredValues(of row: RowReference) -> [SQLValue]? {
+    /// The committed values of a row no object holds, as read with the external change being
+    /// delivered; nil for any other row, and once the delivery is over.
+    func deliveredCommittedValues(of row: RowReference) -> [SQLValue]? {
         deliveredRows.isEmpty ? nil : deliveredRows[row]
     }
 
@@ -352,7 +352,6 @@ final class ModelRegistrar {
         outbox.endGroup(from: mark, keeping: true)
     }
 
-    /// Tells subscribers a row is there again (its delete was discarded), with its values.
     /// Shows what discarding pending changes undid, step by step: objects whose insert was
     /// discarded are detached, rows whose delete was discarded are announced again.
     func applyDiscarded(_ discarded: DiscardedChanges, reading: RowReads) {

@@ -77,15 +77,6 @@ public struct ColumnSchema: Sendable, Hashable {
     }
 }
 
-extension ColumnSchema {
-    /// The column in a query's expressions and order: text with `COLLATE BINARY`, so that a
-    /// collation the table declares (NOCASE, RTRIM) does not change what matches or how rows
-    /// sort, and the store's order and the database's agree.
-    var sqlExpression: String {
-        type == .text ? "\(quoteIdentifier(name)) COLLATE BINARY" : quoteIdentifier(name)
-    }
-}
-
 /// Quotes an identifier for SQL: `rows` becomes `"rows"`, embedded quotes are doubled.
 func quoteIdentifier(_ name: String) -> String {
     "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""

@@ -92,12 +92,5 @@ extension ModelStore {
         /// Also survives power loss and OS crashes (`synchronous=FULL`): each commit waits for
         /// the disk.
         case full
-
-        var synchronousPragma: String {
-            switch self {
-            case .processCrash: "NORMAL"
-            case .full: "FULL"
-            }
-        }
     }
 }

@@ -68,7 +68,7 @@ extension ModelStore {
         let uncommitted = writeBehind.uncommittedRows(table: table)
         var overlay = TableOverlay(hiddenKeys: Array(uncommitted.keys), hidesEveryRow: uncommitted.deletesEveryRow)
         overlay.rows = try uncommitted.keys.compactMap { try currentValues(table: table, key: $0) }
-        return try reader.rows(table: table, sql: sql, arguments: arguments, overlay: overlay)
+        return try reader.rows(table: table, nativeSQL: sql, arguments: arguments, overlay: overlay)
     }
 
     /// The identity-mapped object of a row: the existing one, or a new one decoded and attached.

@@ -74,8 +74,8 @@ extension ModelStore {
     func currentValues(table: Int, key: SQLValue) throws -> [SQLValue]? {
         if let object = registrar.object(table: table, key: key) { return object._$values() }
         let row = RowReference(table: table, key: key)
-        if let delivered = registrar.deliveredValues(of: row) { return delivered }
-        let committed = try committedValues(table: table, key: key)
+        // Being delivered, the row was just read with its change: no need to read it again.
+        let committed = try registrar.deliveredCommittedValues(of: row) ?? committedValues(table: table, key: key)
         return writeBehind.uncommittedValues(of: row, over: committed)
     }
 

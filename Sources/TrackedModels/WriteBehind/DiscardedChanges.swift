@@ -19,6 +19,9 @@ struct DiscardedChanges {
     var resetTables: Set<Int> = []
 
     init(_ units: [PendingChanges.Unit]) {
+        // An object is forgotten once, by the first unit that inserted it: later units that
+        // insert it again find it detached by then.
+        var forgottenObjects: Set<ObjectIdentifier> = []
         for unit in units {
             var insertedRows: Set<RowReference> = []
             var insertRequests: Set<UInt64> = []
@@ -43,12 +46,14 @@ struct DiscardedChanges {
             var forgotten: Set<RowReference> = []
             for case let object as any TrackedModel in unit.objects {
                 let tracking = object._$tracking
-                guard tracking.isAttached else { continue }
+                guard tracking.isAttached, !forgottenObjects.contains(ObjectIdentifier(object)) else { continue }
                 if let request = tracking.insertRequest, insertRequests.contains(request) {
                     steps.append(.forgetInsert(object, row: nil))
+                    forgottenObjects.insert(ObjectIdentifier(object))
                 } else if insertedRows.contains(RowReference(table: tracking.table, key: tracking.key)) {
                     let row = RowReference(table: tracking.table, key: tracking.key)
                     steps.append(.forgetInsert(object, row: row))
+                    forgottenObjects.insert(ObjectIdentifier(object))
                     forgotten.insert(row)
                 }
             }

@@ -16,6 +16,7 @@ extension Harness {
         store.checkFeedInvariants()
         store.writeBehind.pending.checkInvariants()
         for list in lists { list.checkInvariants() }
+        generatedList?.checkInvariants()
     }
 
     private func describe(_ values: [SQLValue]?) -> String {
@@ -100,6 +101,31 @@ extension Harness {
             guard live == expected else {
                 throw Divergence(message: "the live list (\(entry.name)) holds \(live); a fresh fetch returns \(expected)")
             }
+        }
+        try checkGeneratedQuery(store, shown)
+    }
+
+    /// The generated query: SQLite's answer over the rows the reference shows, the store's
+    /// fetch (SQL over the file, with pending rows judged in memory) and the live list (kept
+    /// by the evaluator through every step) must agree.
+    private func checkGeneratedQuery(_ store: ModelStore, _ shown: [Int64: [SQLValue]]) throws {
+        try scratch.execute("DELETE FROM items")
+        let insert = try scratch.cachedStatement("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)")
+        for (key, values) in shown {
+            var row = values
+            row[0] = .integer(key)
+            try insert.run(row.map(\.nanAsNull))
+        }
+        let select = SQLiteDialect.select(generatedQuery, limit: nil)
+        let expected = try scratch.makeStatement(select.sql).rows(select.arguments).map { try Int64(sqlValue: $0[0]) }
+        let name = "\(select.sql) with \(select.arguments)"
+        let fetched = try store.matchingRows(generatedQuery, windowed: true).map { try Int64(sqlValue: $0[0]) }
+        guard fetched == expected else {
+            throw Divergence(message: "a fetch of the generated query \(name) returned \(fetched); SQLite over the rows the program shows returns \(expected)")
+        }
+        let live = generatedList?.keys.compactMap { $0 } ?? []
+        guard live == expected else {
+            throw Divergence(message: "the live list of the generated query \(name) holds \(live); SQLite over the rows the program shows returns \(expected)")
         }
     }
 

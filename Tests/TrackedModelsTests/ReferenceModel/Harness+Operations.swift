@@ -251,6 +251,7 @@ extension Harness {
         newObjects = [:]
         token = nil
         lists = []
+        generatedList = nil
         self.store = nil
         events = []
         guard try open() else { throw Divergence(message: "the store did not open again") }

@@ -37,6 +37,12 @@ final class Harness {
     /// Objects the program still holds but the store no longer manages.
     var detached: [Item] = []
     var lists: [FetchedResults<Item>] = []
+    /// A generated predicate and order, kept live too: its expected rows are SQLite's answer
+    /// over the rows the reference shows, in ``scratch``.
+    let generatedQuery: CompiledQuery
+    var generatedList: FetchedResults<Item>?
+    /// An in-memory table that holds the rows the reference shows, to ask SQLite about them.
+    let scratch: Connection
     var events: [ChangeEvent] = []
     var token: FeedToken?
     /// What subscribers have heard so far, row by row.
@@ -102,6 +108,15 @@ final class Harness {
         reference = Reference(declaration: declaration)
         var random = Xoshiro(seed: declaration.seed)
         queries = Array(Self.queries.shuffled(using: &random).prefix(4))
+        var generator = ExpressionGenerator(seed: random.next(), rows: [])
+        let predicate = generator.boolean(depth: 2)
+        let sort = generator.sort()
+        generatedQuery = CompiledQuery(
+            table: 0, schema: Item._$schema, predicate: predicate, sort: sort,
+            columnsRead: predicate.columns.union(sort.map(\.column)), limit: nil, offset: 0
+        )
+        scratch = try Connection(filename: Connection.inMemoryFilename(), mode: .readWriteCreate, busyTimeout: .seconds(1))
+        try scratch.execute(Item._$schema.createTableSQL)
         other = try Connection(filename: path, mode: .readWriteCreate, busyTimeout: .seconds(5))
         try other.execute(declaration.sql)
     }
@@ -134,6 +149,7 @@ final class Harness {
         guard let store else { return false }
         token = try store.subscribe(to: .table(Item.self)) { [weak self] event in self?.events.append(event) }
         lists = try queries.map { try store.results(for: $0.descriptor) }
+        generatedList = try FetchedResults(store: store, plan: generatedQuery)
         heard = reference.shownRows
         return true
     }

@@ -2,13 +2,11 @@ internal import CSQLite
 
 /// A SQLite result code, primary or extended.
 ///
-/// Match a thrown ``SQLiteError`` by pattern; a primary code matches every extended code of its
+/// Match an ``SQLiteError`` by pattern; a primary code matches every extended code of its
 /// family:
 ///
 /// ```swift
-/// do {
-///     try await store.flush()
-/// } catch ResultCode.constraint {
+/// if let sqlite = storeError.underlying as? SQLiteError, ResultCode.constraint ~= sqlite.code {
 ///     // SQLITE_CONSTRAINT_CHECK, SQLITE_CONSTRAINT_UNIQUE, ... all land here
 /// }
 /// ```

@@ -41,10 +41,18 @@ struct SQLiteDialect {
         self.schema = schema
     }
 
+    /// A column in expressions and orders: text with `COLLATE BINARY`, so that a collation the
+    /// table declares (NOCASE, RTRIM) does not change what matches or how rows sort, and the
+    /// evaluator's order and the database's agree.
+    private func column(_ index: Int) -> String {
+        let column = schema.columns[index]
+        return column.type == .text ? "\(quoteIdentifier(column.name)) COLLATE BINARY" : quoteIdentifier(column.name)
+    }
+
     private func write(_ term: CompiledQuery.SortTerm) -> String {
         let column = schema.columns[term.column]
         let expression = switch term.textOrder {
-        case .binary: column.sqlExpression
+        case .binary: self.column(term.column)
         case .localizedStandard: "\(quoteIdentifier(column.name)) COLLATE \(Self.localizedStandardCollation)"
         }
         return "\(expression) \(term.ascending ? "ASC" : "DESC")"
@@ -53,7 +61,7 @@ struct SQLiteDialect {
     private mutating func write(_ expression: QueryExpression) -> String {
         switch expression {
         case .column(let index):
-            return schema.columns[index].sqlExpression
+            return column(index)
         case .value(.null):
             return "NULL"
         case .value(let value):

@@ -56,6 +56,19 @@ enum SQLiteEngine {
     }
 }
 
+extension ModelStore.Durability {
+    /// The writer's `synchronous` setting: WAL with NORMAL survives a killed process, FULL
+    /// also power loss.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/pragma.html#pragma_synchronous>
+    fileprivate var synchronousPragma: String {
+        switch self {
+        case .processCrash: "NORMAL"
+        case .full: "FULL"
+        }
+    }
+}
+
 /// The reading half of the SQLite engine: the store's own connection, used on its actor.
 final class SQLiteReader: EngineReader {
     private let connection: Connection
@@ -90,7 +103,7 @@ final class SQLiteReader: EngineReader {
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/lang_with.html>,
     /// <https://www.sqlite.org/lang_expr.html#parameters>
-    func rows(table: Int, sql: String, arguments: [SQLValue], overlay: TableOverlay) throws -> [[SQLValue]] {
+    func rows(table: Int, nativeSQL sql: String, arguments: [SQLValue], overlay: TableOverlay) throws -> [[SQLValue]] {
         try translatingSQLiteErrors {
             guard !overlay.isEmpty else { return try connection.cachedStatement(sql).rows(arguments) }
             let schema = schemas[table]

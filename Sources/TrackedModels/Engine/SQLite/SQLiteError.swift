@@ -1,4 +1,6 @@
-/// An error reported by SQLite: its result code, its message, and the SQL that failed.
+/// An error reported by SQLite: its result code, its message, and the SQL that failed. The
+/// store reports a ``StoreError`` in its own terms and attaches this one as its
+/// ``StoreError/underlying`` error.
 ///
 /// Bound values are never part of the description, so an error can be logged without leaking
 /// user data. The description is meant for people; its format may change, so match on
@@ -7,8 +9,10 @@
 /// ```swift
 /// do {
 ///     try await store.flush()
-/// } catch let error as SQLiteError where error.code == .constraintCheck {
-///     print("a CHECK constraint refused the change:", error.message)
+/// } catch let error as StoreError where error.code == .changeRejected {
+///     let refusal = error.underlying as? StoreError        // .constraintRefused, .check
+///     let sqlite = refusal?.underlying as? SQLiteError     // code 275: SQLITE_CONSTRAINT_CHECK
+///     print(sqlite?.message ?? error.message)
 /// }
 /// ```
 ///

@@ -58,3 +58,28 @@ extension TableSchema {
         try connection.scalar("SELECT count(*) FROM pragma_index_list(?) WHERE origin = 'pk'", [.text(name)]) != .integer(0)
     }
 }
+
+extension ColumnType {
+    /// The type affinity SQLite gives a declared column type, by its documented rules.
+    static func affinity(ofDeclaredType declared: String) -> String {
+        let type = declared.uppercased()
+        if type.contains("INT") { return "INTEGER" }
+        if type.contains("CHAR") || type.contains("CLOB") || type.contains("TEXT") { return "TEXT" }
+        if type.contains("BLOB") || type.isEmpty { return "BLOB" }
+        if type.contains("REAL") || type.contains("FLOA") || type.contains("DOUB") { return "REAL" }
+        return "NUMERIC"
+    }
+
+    /// Whether a table column with this declared type stores this column type faithfully.
+    func isCompatible(withDeclaredType declared: String) -> Bool {
+        switch (self, Self.affinity(ofDeclaredType: declared)) {
+        case (.integer, "INTEGER"), (.integer, "NUMERIC"),
+            (.real, "REAL"), (.real, "NUMERIC"),
+            (.text, "TEXT"),
+            (.blob, "BLOB"):
+            true
+        default:
+            false
+        }
+    }
+}
