@@ -251,18 +251,21 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         isPublishScheduled = false
         let recorded = changes
         changes = ListChanges()
-        let difference: Difference
+        var window: (before: [SQLValue], after: [SQLValue])?
         if let before = windowBefore {
             // A window is short: compare its keys before and after.
             windowBefore = nil
             let keys = windowKeys()
             guard keys != before else { return }
-            difference = keys.map(typedKey).difference(from: before.map(typedKey)).inferringMoves()
+            window = (before, keys)
         } else {
             guard !recorded.isEmpty else { return }
-            difference = recorded.difference(typedKey)
         }
         observation.withMutation(of: self, keyPath: revisionKeyPath) { revision += 1 }
+        // The difference is made only for those who take it.
+        guard !handlers.isEmpty || !streams.isEmpty else { return }
+        let difference = window.map { $0.after.map(typedKey).difference(from: $0.before.map(typedKey)).inferringMoves() }
+            ?? recorded.difference(typedKey)
         for (_, handler) in handlers { handler(difference) }
         streams.removeAll { continuation in
             if case .terminated = continuation.yield(difference) { true } else { false }

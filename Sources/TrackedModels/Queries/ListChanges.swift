@@ -64,13 +64,24 @@ struct ListChanges {
     /// The difference with keys converted by `element`; a key both removed and inserted is a
     /// move, its two changes associated with each other.
     func difference<Element>(_ element: (SQLValue) -> Element) -> CollectionDifference<Element> {
+        // A burst is mostly one row moved: a few changes are matched by a scan, many by hashing.
+        let isShort = removed.count < 8 && inserted.count < 8
         var insertedAt: [SQLValue: Int] = [:]
-        for row in inserted { insertedAt[row.key] = row.offset }
         var removedAt: [SQLValue: Int] = [:]
-        for row in removed { removedAt[row.key] = row.offset }
-        let changes: [CollectionDifference<Element>.Change] =
-            removed.map { .remove(offset: $0.offset, element: element($0.key), associatedWith: insertedAt[$0.key]) }
-            + inserted.map { .insert(offset: $0.offset, element: element($0.key), associatedWith: removedAt[$0.key]) }
+        if !isShort {
+            for row in inserted { insertedAt[row.key] = row.offset }
+            for row in removed { removedAt[row.key] = row.offset }
+        }
+        var changes: [CollectionDifference<Element>.Change] = []
+        changes.reserveCapacity(removed.count + inserted.count)
+        for row in removed {
+            let partner = isShort ? inserted.first { $0.key == row.key }?.offset : insertedAt[row.key]
+            changes.append(.remove(offset: row.offset, element: element(row.key), associatedWith: partner))
+        }
+        for row in inserted {
+            let partner = isShort ? removed.first { $0.key == row.key }?.offset : removedAt[row.key]
+            changes.append(.insert(offset: row.offset, element: element(row.key), associatedWith: partner))
+        }
         guard let difference = CollectionDifference(changes) else {
             preconditionFailure("the recorded list edits do not form a difference")
         }

@@ -16,7 +16,7 @@ struct SortedRows {
         var key: SQLValue
     }
 
-    static let maximumChunk = 512
+    static let maximumChunk = 128
 
     private var chunks: [[Entry]] = []
     /// The last entry of each chunk.
