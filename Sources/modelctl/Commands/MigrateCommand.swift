@@ -52,8 +52,13 @@ extension MigrateCommand {
                 print("using \(options.migrationSetDescription)")
                 let applied = try migrator.migrate(databaseAt: options.path, upTo: to)
                 for migration in applied { print("applied \(migration.fileName)") }
-                let version = try migrator.status(databaseAt: options.path).currentVersion
-                print(applied.isEmpty ? "already at version \(version)" : "now at version \(version)")
+                // Once a migration has committed, no later read decides the outcome: the version
+                // is the last one applied, read again only when nothing was.
+                if let last = applied.last {
+                    print("now at version \(last.version)")
+                } else {
+                    print("already at version \(try migrator.status(databaseAt: options.path).currentVersion)")
+                }
             }
         }
     }
