@@ -92,7 +92,7 @@ public struct HeadlineBenchmark {
         tokens.forEach { $0.cancel() }
         return .init(
             name: "tracked-per-row", eventsPerBump: Double(events) / Double(bumps * rounds),
-            nsPerBump: median(loop), bumps: bumps, nsPerBumpUntilDurable: median(loopAndFlush)
+            nsPerBump: Figures.median(loop), bumps: bumps, nsPerBumpUntilDurable: Figures.median(loopAndFlush)
         )
     }
 
@@ -147,7 +147,7 @@ public struct HeadlineBenchmark {
             try await store.flush()
             samples.append(Double(count) / (ContinuousClock.now - start).timeInterval)
         }
-        return (count, median(samples))
+        return (count, Figures.median(samples))
     }
 
     /// The same flush on a store that keeps no change log (no triggers on its file).
@@ -180,7 +180,7 @@ public struct HeadlineBenchmark {
             }
             samples.append(Double(count) / (ContinuousClock.now - start).timeInterval)
         }
-        return median(samples)
+        return Figures.median(samples)
     }
 
     private func trackedAssignment(_ row: BenchmarkRow) -> Double {
@@ -205,11 +205,6 @@ public struct HeadlineBenchmark {
             body(&sequence)
             return (ContinuousClock.now - start).timeInterval * 1e9 / Double(bumps)
         }
-        return median(samples)
-    }
-
-    private func median(_ samples: [Double]) -> Double {
-        let sorted = samples.sorted()
-        return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+        return Figures.median(samples)
     }
 }

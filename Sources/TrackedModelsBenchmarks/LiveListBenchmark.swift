@@ -25,21 +25,14 @@ public struct LiveListBenchmark {
         public var rerunNsPerBump: Double
 
         public var table: String {
-            "live list (count > 0 by count desc, \(members) of \(rows) rows): \(format(liveNsPerBump)) ns/bump, "
-                + "\(format(listNotificationsPerBump, digits: 2)) list notifications/bump; re-running the query: "
-                + "\(format(rerunNsPerBump)) ns/bump (\(format(rerunNsPerBump / liveNsPerBump))× the live list)"
+            "live list (count > 0 by count desc, \(members) of \(rows) rows): \(Figures.format(liveNsPerBump)) ns/bump, "
+                + "\(Figures.format(listNotificationsPerBump, digits: 2)) list notifications/bump; re-running the query: "
+                + "\(Figures.format(rerunNsPerBump)) ns/bump (\(Figures.format(rerunNsPerBump / liveNsPerBump))× the live list)"
         }
 
         public var json: String {
-            "{\"rows\": \(rows), \"members\": \(members), \"live_ns_per_bump\": \(format(liveNsPerBump)), "
-                + "\"list_notifications_per_bump\": \(format(listNotificationsPerBump, digits: 3)), \"rerun_ns_per_bump\": \(format(rerunNsPerBump))}"
-        }
-
-        private func format(_ value: Double, digits: Int = 1) -> String {
-            guard value.isFinite else { return "null" }
-            var scale = 1.0
-            for _ in 0..<digits { scale *= 10 }
-            return String((value * scale).rounded() / scale)
+            "{\"rows\": \(rows), \"members\": \(members), \"live_ns_per_bump\": \(Figures.format(liveNsPerBump)), "
+                + "\"list_notifications_per_bump\": \(Figures.format(listNotificationsPerBump, digits: 3)), \"rerun_ns_per_bump\": \(Figures.format(rerunNsPerBump))}"
         }
     }
 
@@ -92,14 +85,9 @@ public struct LiveListBenchmark {
         withExtendedLifetime(list) {}
         try await store.close()
         return Report(
-            rows: rows, members: members, liveNsPerBump: median(live),
-            listNotificationsPerBump: notificationsPerBump, rerunNsPerBump: median(rerun)
+            rows: rows, members: members, liveNsPerBump: Figures.median(live),
+            listNotificationsPerBump: notificationsPerBump, rerunNsPerBump: Figures.median(rerun)
         )
-    }
-
-    private func median(_ samples: [Double]) -> Double {
-        let sorted = samples.sorted()
-        return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
     }
 }
 

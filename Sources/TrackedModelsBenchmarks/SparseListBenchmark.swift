@@ -28,21 +28,14 @@ public struct SparseListBenchmark {
         public var nsPerRetitleWithoutList: Double
 
         public var table: String {
-            "sparse live list (count > 0 by count desc, id; \(members) of \(rows) rows): \(format(nsPerBump)) ns/bump, "
-                + "\(format(nsPerRetitle)) ns/retitle (\(format(nsPerRetitleWithoutList)) ns without the list, ratio "
-                + "\(format(nsPerRetitle / nsPerRetitleWithoutList, digits: 2)))"
+            "sparse live list (count > 0 by count desc, id; \(members) of \(rows) rows): \(Figures.format(nsPerBump)) ns/bump, "
+                + "\(Figures.format(nsPerRetitle)) ns/retitle (\(Figures.format(nsPerRetitleWithoutList)) ns without the list, ratio "
+                + "\(Figures.format(nsPerRetitle / nsPerRetitleWithoutList, digits: 2)))"
         }
 
         public var json: String {
-            "{\"rows\": \(rows), \"members\": \(members), \"ns_per_bump\": \(format(nsPerBump)), "
-                + "\"ns_per_retitle\": \(format(nsPerRetitle)), \"ns_per_retitle_without_list\": \(format(nsPerRetitleWithoutList))}"
-        }
-
-        private func format(_ value: Double, digits: Int = 1) -> String {
-            guard value.isFinite else { return "null" }
-            var scale = 1.0
-            for _ in 0..<digits { scale *= 10 }
-            return String((value * scale).rounded() / scale)
+            "{\"rows\": \(rows), \"members\": \(members), \"ns_per_bump\": \(Figures.format(nsPerBump)), "
+                + "\"ns_per_retitle\": \(Figures.format(nsPerRetitle)), \"ns_per_retitle_without_list\": \(Figures.format(nsPerRetitleWithoutList))}"
         }
     }
 
@@ -101,8 +94,8 @@ public struct SparseListBenchmark {
         }
         try await store.close()
         return Report(
-            rows: rows, members: members, nsPerBump: median(bump),
-            nsPerRetitle: median(retitle), nsPerRetitleWithoutList: median(retitleWithoutList)
+            rows: rows, members: members, nsPerBump: Figures.median(bump),
+            nsPerRetitle: Figures.median(retitle), nsPerRetitleWithoutList: Figures.median(retitleWithoutList)
         )
     }
 
@@ -121,10 +114,5 @@ public struct SparseListBenchmark {
         guard let list else { return }
         let fetched = try store.fetch(descriptor).map(\.id)
         precondition(list.keys == fetched, "the live list (\(list.count) rows) disagrees with a fresh fetch (\(fetched.count) rows)")
-    }
-
-    private func median(_ samples: [Double]) -> Double {
-        let sorted = samples.sorted()
-        return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
     }
 }
