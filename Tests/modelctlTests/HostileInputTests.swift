@@ -222,6 +222,33 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
     }
 
+    @Test func aBumpOfAMissingRowOnAMigratedUnseededFileChangesNothing() async throws {
+        let workspace = try Workspace()
+        let path = workspace.modelctl.path("model.sqlite")
+        let up = try await workspace.modelctl.run("migrate", "up")
+        #expect(up.status == 0, "\(up.stderr)")
+        let before = bytes(path)
+        let bump = try await workspace.modelctl.run("bump", "7")
+        #expect(bump.status == 65, "\(bump.stderr)")
+        #expect(bump.stderr.contains("there is no row 7; nothing changed"))
+        #expect(bytes(path) == before, "the failing bump changed the file (set-up objects installed)")
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
+    }
+
+    @Test func aFailingBumpAfterSchemaDriftDoesNotReinstallTriggers() async throws {
+        let (workspace, path) = try await seeded()
+        // The table rebuilt by hand: its triggers are gone with the old table.
+        #expect(try await ModelCtlProcess.sqlite3(path, "CREATE TABLE rows_new (id INTEGER PRIMARY KEY, title TEXT NOT NULL, count INTEGER NOT NULL); INSERT INTO rows_new SELECT id, title, count FROM rows; DROP TABLE rows; ALTER TABLE rows_new RENAME TO rows; PRAGMA wal_checkpoint(TRUNCATE)") == 0)
+        let before = bytes(path)
+        let tooMuch = try await workspace.modelctl.run("bump", "7", "--by", "9223372036854775807", "--times", "2", "--db", path)
+        #expect(tooMuch.status == 65, "\(tooMuch.stderr)")
+        #expect(tooMuch.stderr.contains("overflows"))
+        let missing = try await workspace.modelctl.run("bump", "100000", "--db", path)
+        #expect(missing.status == 65, "\(missing.stderr)")
+        #expect(bytes(path) == before, "a failing bump changed the file")
+    }
+
     @Test func seedRefusesAnotherApplicationsFile() async throws {
         let workspace = try Workspace()
         let path = workspace.modelctl.path("theirs.sqlite")

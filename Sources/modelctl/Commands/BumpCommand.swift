@@ -35,20 +35,49 @@ struct BumpCommand: AsyncParsableCommand {
         try await reportingErrors(operation: "bump", path: options.path) {
             try options.requireExistingDatabase(for: "bump")
             try options.requireWritableDemoDatabase(for: "bump")
+            // Refused before a store opens (and installs its change log) on the file.
+            switch try committedRow() {
+            case .missing: throw noSuchRow
+            case .count(let count): try requireNoOverflow(from: count)
+            case .unlike: break  // the store's schema check refuses it, before it writes
+            }
             try await bump()
+        }
+    }
+
+    private enum CommittedRow {
+        case count(Int64)
+        case missing
+        /// The table is not what the models say (no integer `count` column).
+        case unlike
+    }
+
+    /// The row as committed, read on a read-only connection.
+    private func committedRow() throws -> CommittedRow {
+        let result = try DatabaseReader(path: options.path).query("SELECT * FROM rows WHERE id = ?", [.integer(id)])
+        guard let column = result.columns.firstIndex(of: "count") else { return .unlike }
+        guard let row = result.rows.first else { return .missing }
+        guard case .integer(let count) = row[column] else { return .unlike }
+        return .count(count)
+    }
+
+    private var noSuchRow: CLIError {
+        CLIError(.dataError, "bump \(options.path): there is no row \(id); nothing changed (see `modelctl query`)")
+    }
+
+    private func requireNoOverflow(from count: Int64) throws {
+        let (total, overflowsTotal) = by.multipliedReportingOverflow(by: Int64(times))
+        guard !overflowsTotal, !count.addingReportingOverflow(total).overflow else {
+            throw CLIError(.dataError, "bump \(options.path): adding \(by) × \(times) to row \(id)'s count \(count) overflows a 64-bit integer; nothing changed")
         }
     }
 
     @MainActor private func bump() async throws {
         let interruption = Interruption()
         let store = try ModelStore(.file(options.path), models: [Row.self], configuration: options.storeConfiguration)
-        guard let row = try store.find(Row.self, key: id) else {
-            throw CLIError(.dataError, "bump \(options.path): there is no row \(id); nothing changed (see `modelctl query`)")
-        }
-        let (total, overflowsTotal) = by.multipliedReportingOverflow(by: Int64(times))
-        guard !overflowsTotal, !row.count.addingReportingOverflow(total).overflow else {
-            throw CLIError(.dataError, "bump \(options.path): adding \(by) × \(times) to row \(id)'s count \(row.count) overflows a 64-bit integer; nothing changed")
-        }
+        // Checked again: the row may have changed since the read-only check.
+        guard let row = try store.find(Row.self, key: id) else { throw noSuchRow }
+        try requireNoOverflow(from: row.count)
         // One unit: all the bumps commit, or (interrupted, or failing) none of them.
         do {
             try store.transaction {
