@@ -77,11 +77,16 @@ protocol EngineWriter: AnyObject {
     /// after writing it notes where the log and the database's version stand, so that a commit
     /// by someone else right after this one is never missed.
     ///
-    /// - Parameter willCommit: Called inside the transaction, just before it commits, with
-    ///   what it will report; a ``StoreError`` it throws fails the transaction.
+    /// - Parameters:
+    ///   - rows: Rows to insert after the units, in the same transaction, taken chunk by chunk
+    ///     as the store sends them (a bulk insert); their keys are the caller's, or assigned by
+    ///     the database where a key is NULL and the table assigns keys.
+    ///   - willCommit: Called inside the transaction, just before it commits, with what it will
+    ///     report; a ``StoreError`` it throws fails the transaction.
     /// - Throws: ``EngineFailure``: which unit and operation failed, or that the transaction as
-    ///   a whole did. Nothing is committed then.
-    func commit(_ units: [WriteUnit], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit
+    ///   a whole did (a streamed row it refused, too). Nothing is committed then. Cancelled
+    ///   rows throw `CancellationError`.
+    func commit(_ units: [WriteUnit], rows: BulkRows?, willCommit: (CommitReport) throws -> Void) throws -> EngineCommit
 
     /// The current rows of a table by primary key, in model column order; `nil` for a key with
     /// no row.

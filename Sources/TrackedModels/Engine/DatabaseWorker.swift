@@ -187,6 +187,8 @@ final class DatabaseWorker: @unchecked Sendable {
     }
 
     private func run(_ batch: WriteBatch) -> BatchOutcome.Result {
+        // Whatever happens, a sender of streamed rows must not wait for a taker that is gone.
+        defer { batch.rows?.close() }
         guard !isHalted else { return .skipped }
         guard let engine else {
             isHalted = true
@@ -203,7 +205,7 @@ final class DatabaseWorker: @unchecked Sendable {
         )
         while true {
             let units = batch.units.filter { rejected[$0.id] == nil && !held.contains($0.id) }
-            if units.isEmpty {
+            if units.isEmpty, batch.rows == nil {
                 // Everything was refused or held: there is nothing to commit.
                 isHalted = true
                 statistics.withLock { $0.rejectedChanges += rejected.count }
@@ -213,7 +215,7 @@ final class DatabaseWorker: @unchecked Sendable {
                 return .committed(report)
             }
             do {
-                let commit = try engine.commit(units) { report in
+                let commit = try engine.commit(units, rows: batch.rows) { report in
                     if let fault = faultBeforeCommit?() { throw fault }
                     publishAssignedKeys(report.assignedKeys, tables: insertTables)
                 }
@@ -232,14 +234,16 @@ final class DatabaseWorker: @unchecked Sendable {
             } catch let failure as EngineFailure {
                 withdrawAssignedKeys(tables: insertTables)
                 switch failure {
-                case .operation(let unitIndex, let operation, let error) where error.refusesTheChange:
+                // A batch with streamed rows commits whole or not at all.
+                case .operation(let unitIndex, let operation, let error) where error.refusesTheChange && batch.rows == nil:
                     let unit = units[unitIndex]
                     rejected[unit.id] = (error, operation)
                     hold(after: unit, in: batch, rejected: rejected, held: &held)
                     continue
                 default:
                     let error = failure.error
-                    if error.mayPass, attempt < maxBusyRetries {
+                    // Streamed rows already taken cannot be taken again.
+                    if error.mayPass, attempt < maxBusyRetries, batch.rows?.hasStarted != true {
                         attempt += 1
                         statistics.withLock { $0.busyRetries += 1 }
                         logger.debug("the database is busy; retrying the commit", metadata: ["attempt": "\(attempt)", "error": "\(error.message)"])
@@ -250,6 +254,9 @@ final class DatabaseWorker: @unchecked Sendable {
                     isHalted = true
                     return .failed(error)
                 }
+            } catch is CancellationError {
+                isHalted = true
+                return .cancelled
             } catch {
                 statistics.withLock { $0.failures += 1 }
                 isHalted = true

@@ -197,6 +197,12 @@ final class ModelRegistrar {
         outbox.postReset(table: table, origin: .local)
     }
 
+    /// Rows no object holds were inserted in bulk and committed: the table's subscribers
+    /// re-read (a reset), as after `deleteAll`.
+    func didInsertInBulk(table: Int) {
+        outbox.postReset(table: table, origin: .local)
+    }
+
     // MARK: - Values from the database
 
     /// Applies what a commit of this store's changes produced: keys the database assigned, and

@@ -36,6 +36,63 @@ extension ModelStore {
         }
     }
 
+    /// Inserts many rows in one transaction, streamed: the way to load thousands or millions
+    /// of rows. Returns once they are committed.
+    ///
+    /// The objects are read for their values as the sequence yields them and sent to the
+    /// database in chunks, inside one transaction, so memory holds a few thousand rows however
+    /// many the sequence yields. Every change pending before the call commits first, in the same
+    /// transaction: `deleteAll` followed by a bulk insert replaces a table as one unit.
+    ///
+    /// Unlike ``insert(contentsOf:)``, the objects do not become this store's: they stay
+    /// detached (changing them stores nothing), and the identity map and subscribers of rows
+    /// never see them one by one. Fetch the rows to work with them. The table's subscribers
+    /// hear one ``ChangeEvent/Kind/reset`` once the rows are committed, and live results
+    /// re-read. A `nil` key the database assigns is assigned; the objects are not told it.
+    ///
+    /// ```swift
+    /// try store.deleteAll(Row.self)
+    /// try await store.bulkInsert(contentsOf: (0..<1_000_000).lazy.map {
+    ///     Row(id: $0, title: "Row \($0)", count: 0)
+    /// })   // the old rows are gone, and the new ones are in, or neither
+    /// ```
+    ///
+    /// The synchronous ``insert(contentsOf:)`` keeps its name for objects the program goes on
+    /// using; an asynchronous overload of it would change the meaning of every call of it made
+    /// from asynchronous code.
+    ///
+    /// - Throws: Why nothing committed (a row the database refuses, such as a duplicate key, is
+    ///   named): no row of the sequence is stored, and every change that was pending stays
+    ///   pending, in order. `CancellationError` when the task is cancelled while rows are still
+    ///   being sent: the transaction rolls back.
+    public func bulkInsert<Model: TrackedModel>(contentsOf objects: some Sequence<Model>) async throws {
+        try checkOpen("bulkInsert")
+        let table = try registrar.tableIndex(of: Model.self)
+        let rows = BulkRows(table: table)
+        try await writeBehind.commit(streaming: rows) {
+            var chunk: [[SQLValue]] = []
+            for object in objects {
+                precondition(!object._$tracking.isAttached, "this \(Model.self) is already stored; bulk-insert new objects only")
+                chunk.append(object._$values())
+                guard chunk.count == Self.bulkChunk else { continue }
+                guard !Task.isCancelled else { break }
+                guard await rows.send(chunk) else { return }  // the transaction failed: nothing more to send
+                chunk = []
+            }
+            if Task.isCancelled {
+                rows.cancel()
+                return
+            }
+            if !chunk.isEmpty { _ = await rows.send(chunk) }
+            rows.finish()
+        }
+        registrar.didInsertInBulk(table: table)
+    }
+
+    /// Rows per chunk of a bulk insert: large enough that handing one over costs nothing per
+    /// row, small enough that a cancellation is acted on at once.
+    private static var bulkChunk: Int { 2_048 }
+
     /// Waits until an inserted object's row is committed and returns its primary key, which
     /// SQLite assigns for an optional integer key left `nil`.
     ///

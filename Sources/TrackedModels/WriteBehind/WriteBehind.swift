@@ -36,6 +36,8 @@ final class WriteBehind {
     @exclusivity(unchecked) private(set) var pending = PendingChanges()
     private var inFlight: [InFlight] = []
     private var waiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+    /// The batch whose rows the store is sending, and its outcome once it finished.
+    private var streaming: (sequence: UInt64, outcome: Result<Void, any Error>?)?
     private var lastSubmitted: UInt64 = 0
     private var lastFinished: UInt64 = 0
     private var lastInsertRequest: UInt64 = 0
@@ -159,6 +161,30 @@ final class WriteBehind {
         worker.submit(WriteBatch(sequence: lastSubmitted, units: units.map(\.unit)))
     }
 
+    /// Commits every pending change (refused ones tried again) and then `rows`, as the store
+    /// sends them, in one transaction: whole, or nothing. Returns once it committed.
+    ///
+    /// - Parameter send: Sends the rows, then finishes or cancels them.
+    /// - Throws: Why nothing committed (every pending change stays pending, in order), or
+    ///   `CancellationError` when `send` cancelled the rows.
+    func commit(streaming rows: BulkRows, send: () async -> Void) async throws {
+        precondition(!pending.isInTransaction, "a bulk insert cannot run inside store.transaction { }")
+        let units = pending.takeReady(retryingRejected: true)
+        lastSubmitted += 1
+        let sequence = lastSubmitted
+        inFlight.append(InFlight(sequence: sequence, units: units))
+        cellsInFlightCache = nil
+        worker.submit(WriteBatch(sequence: sequence, units: units.map(\.unit), rows: rows))
+        streaming = (sequence, nil)
+        defer { streaming = nil }
+        await send()
+        // The batch may have finished while the rows were sent.
+        if let outcome = streaming?.outcome { return try outcome.get() }
+        try await withCheckedThrowingContinuation { continuation in
+            waiters.append((sequence, continuation))
+        }
+    }
+
     /// Takes a batch's outcome, in the order batches were submitted.
     func finish(_ outcome: BatchOutcome) -> Finished {
         guard let batch = inFlight.first, batch.sequence == outcome.sequence else {
@@ -201,6 +227,10 @@ final class WriteBehind {
             publish(error)
             if error.mayPass { applyPolicy() }
             return Finished()
+        case .cancelled:
+            handBack(inFlight.flatMap(\.units))
+            resumeWaiters { _ in .failure(CancellationError()) }
+            return Finished()
         case .skipped:
             return Finished()
         }
@@ -223,7 +253,8 @@ final class WriteBehind {
         return result
     }
 
-    private func resumeWaiters(_ result: (UInt64) -> Result<Void, StoreError>?) {
+    private func resumeWaiters(_ result: (UInt64) -> Result<Void, any Error>?) {
+        if let sequence = streaming?.sequence, streaming?.outcome == nil { streaming?.outcome = result(sequence) }
         var waiting: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
         for waiter in waiters {
             switch result(waiter.sequence) {

@@ -126,6 +126,9 @@ extension WriteOperation {
 struct WriteBatch: Sendable {
     var sequence: UInt64
     var units: [WriteUnit]
+    /// Rows streamed in after the units, in the same transaction (a bulk insert): the batch
+    /// then commits whole or not at all.
+    var rows: BulkRows?
 }
 
 /// What the worker reports for a batch.
@@ -138,6 +141,8 @@ struct BatchOutcome: Sendable {
         /// Not attempted, because an earlier batch did not commit whole; the store puts its
         /// units back in order.
         case skipped
+        /// Nothing committed: the sender of the batch's streamed rows cancelled them.
+        case cancelled
     }
 
     var sequence: UInt64

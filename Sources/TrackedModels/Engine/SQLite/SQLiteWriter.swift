@@ -33,7 +33,7 @@ final class SQLiteWriter: EngineWriter {
         self.walFile = walFile
     }
 
-    func commit(_ units: [WriteUnit], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit {
+    func commit(_ units: [WriteUnit], rows: BulkRows?, willCommit: (CommitReport) throws -> Void) throws -> EngineCommit {
         let connection = try open()
         let logPosition = changeLog?.position
         do {
@@ -55,6 +55,13 @@ final class SQLiteWriter: EngineWriter {
                     } catch let error as SQLiteError {
                         throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error.storeError)
                     }
+                }
+            }
+            if let rows {
+                do {
+                    try insert(rows, on: connection, into: &commit.report)
+                } catch let error as SQLiteError {
+                    throw EngineFailure.transaction(error.storeError)
                 }
             }
             do {
@@ -197,6 +204,30 @@ final class SQLiteWriter: EngineWriter {
             report.counterValues = report.counterValues.filter { $0.key.row.table != table }
         }
         report.statementCount += 1
+    }
+
+    /// Inserts streamed rows as they arrive, with one prepared statement per form.
+    private func insert(_ rows: BulkRows, on connection: Connection, into report: inout CommitReport) throws {
+        let schema = tables[rows.table]
+        let keyed = try statement(.insert(table: rows.table, assignsKey: false), on: connection)
+        let keyless = schema.assignsPrimaryKey ? try statement(.insert(table: rows.table, assignsKey: true), on: connection) : nil
+        while let chunk = try rows.next() {
+            for values in chunk {
+                do {
+                    if let keyless, values[schema.primaryKeyIndex] == .null {
+                        var arguments = values
+                        arguments.remove(at: schema.primaryKeyIndex)
+                        try keyless.run(arguments)
+                    } else {
+                        try keyed.run(values)
+                    }
+                } catch let error as SQLiteError {
+                    let row = values[schema.primaryKeyIndex] == .null ? "a new row" : "row \(values[schema.primaryKeyIndex])"
+                    throw SQLiteError(code: error.code, message: "inserting \(row) into \(schema.name): \(error.message)", sql: error.sql)
+                }
+            }
+            report.statementCount += chunk.count
+        }
     }
 
     private func statement(_ shape: StatementShape, on connection: Connection) throws -> Statement {
