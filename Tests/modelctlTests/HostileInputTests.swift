@@ -55,6 +55,53 @@ import Testing
         #expect(count.stdout == "count\r\n0\r\n")
     }
 
+    @Test(arguments: [(Int32(SIGINT), Int32(130)), (Int32(SIGTERM), Int32(143))])
+    func aSignalWhileALongSeedInsertsRollsItBackWithinASecond(_ signal: Int32, _ status: Int32) async throws {
+        let (workspace, path) = try await seeded()
+        let process = try workspace.modelctl.start(["seed", "--reset", "--rows", "10000000"])
+        try await Task.sleep(for: .milliseconds(1_500))
+        let sent = ContinuousClock.now
+        kill(process.processIdentifier, signal)
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                process.waitUntilExit()
+                continuation.resume()
+            }
+        }
+        let stopped = ContinuousClock.now - sent
+        #expect(stopped < .seconds(1), "stopped \(stopped) after the signal")
+        #expect(process.terminationStatus == status)
+        let rows = try await workspace.modelctl.run("query", "SELECT count(*) AS n, min(title) AS first FROM rows", "--format", "csv", "--db", path)
+        #expect(rows.stdout == "n,first\r\n100,Row 0\r\n", "the interrupted seed committed something: \(rows.stdout)")
+    }
+
+    /// The peak resident memory of a seed, read from `/proc` while it runs (in kB).
+    private func peakMemoryOfSeed(rows: Int, in workspace: Workspace) async throws -> Int {
+        let process = try workspace.modelctl.start(["seed", "--reset", "--rows", String(rows)])
+        var peak = 0
+        while process.isRunning {
+            if let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+               let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") {
+                peak = max(peak, kilobytes)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(process.terminationStatus == 0)
+        return peak
+    }
+
+    @Test func seedingAMillionRowsTakesNoMoreMemoryThanAHundredThousand() async throws {
+        let workspace = try Workspace()
+        let small = try await peakMemoryOfSeed(rows: 100_000, in: workspace)
+        let large = try await peakMemoryOfSeed(rows: 1_000_000, in: workspace)
+        // Holding every row took 1.3 GB for a million; streamed, the peak stays where it was.
+        #expect(small > 0 && large > 0, "no memory figure was read from /proc")
+        #expect(large - small < 30_000, "a million rows peaked at \(large) kB, a hundred thousand at \(small) kB")
+        let count = try await workspace.modelctl.run("query", "SELECT count(*) FROM rows", "--format", "csv")
+        #expect(count.stdout == "count(*)\r\n1000000\r\n")
+    }
+
     // MARK: - Input mangled or accepted silently (class 6)
 
     @Test func emptyOrCommentOnlySQLIsAUsageError() async throws {
@@ -247,6 +294,18 @@ import Testing
         let missing = try await workspace.modelctl.run("bump", "100000", "--db", path)
         #expect(missing.status == 65, "\(missing.stderr)")
         #expect(bytes(path) == before, "a failing bump changed the file")
+    }
+
+    @Test func aSeedRefusedForExistingRowsChangesNothing() async throws {
+        let workspace = try Workspace()
+        let path = workspace.modelctl.path("model.sqlite")
+        #expect(try await workspace.modelctl.run("migrate", "up", "--to", "1").status == 0)
+        #expect(try await ModelCtlProcess.sqlite3(path, "INSERT INTO rows VALUES (1, 'kept', 5); PRAGMA wal_checkpoint(TRUNCATE)") == 0)
+        let before = bytes(path)
+        let seed = try await workspace.modelctl.run("seed")
+        #expect(seed.status == 65, "\(seed.stderr)")
+        #expect(seed.stderr.contains("already has 1 rows; pass --reset"))
+        #expect(bytes(path) == before, "the refused seed migrated the file or installed the change log")
     }
 
     @Test func seedRefusesAnotherApplicationsFile() async throws {

@@ -151,7 +151,7 @@ import Testing
 
     @Test func benchPrintsTheHeadlineJSON() async throws {
         let workspace = try Workspace()
-        let bench = try await workspace.modelctl.run("bench", "--rows", "50", "--bumps", "200", "--commits", "5", "--memory-rows", "2000", "--json")
+        let bench = try await workspace.modelctl.run("bench", "--rows", "50", "--bumps", "200", "--commits", "5", "--memory-rows", "2000", "--bulk-rows", "20000", "--json")
         #expect(bench.status == 0, "\(bench.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(bench.stdout.utf8)) as? [String: Any])
         #expect(report["rows"] as? Int == 50)
@@ -176,5 +176,12 @@ import Testing
         let memory = try #require(report["memory"] as? [String: Any])
         #expect(memory["rows"] as? Int == 2_000)
         #expect((memory["fetched_mb"] as? Double ?? 0) > 0)
+        let bulk = try #require(report["bulk_insert"] as? [String: Any])
+        #expect(bulk["rows"] as? Int == 20_000)
+        // Physical sanity: the bulk insert does the raw loop's database work and more.
+        let bulkRate = try #require(bulk["bulk_rows_per_second"] as? Double)
+        let rawWithLog = try #require(bulk["raw_with_log_rows_per_second"] as? Double)
+        #expect(bulkRate > 0 && bulkRate <= rawWithLog * 1.2, "bulk \(bulkRate) rows/s against the raw loop's \(rawWithLog)")
+        #expect((bulk["raw_rows_per_second"] as? Double ?? 0) > 0)
     }
 }

@@ -24,6 +24,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Rows fetched and dropped for the memory figures (0 skips them).")
     var memoryRows = 1_000_000
 
+    @Option(parsing: .unconditional, help: "Rows bulk-inserted, against a raw INSERT loop (0 skips it).")
+    var bulkRows = 1_000_000
+
     @Flag(help: "Print one JSON object instead of a table.")
     var json = false
 
@@ -32,6 +35,7 @@ struct BenchCommand: AsyncParsableCommand {
         guard (1...100_000_000).contains(bumps) else { throw ValidationError("--bumps must be from 1 to 100,000,000, not \(bumps)") }
         guard (1...100_000).contains(commits) else { throw ValidationError("--commits must be from 1 to 100,000, not \(commits)") }
         guard (0...10_000_000).contains(memoryRows) else { throw ValidationError("--memory-rows must be from 0 to 10,000,000, not \(memoryRows)") }
+        guard (0...10_000_000).contains(bulkRows) else { throw ValidationError("--bulk-rows must be from 0 to 10,000,000, not \(bulkRows)") }
     }
 
     func run() async throws {
@@ -62,15 +66,18 @@ struct BenchCommand: AsyncParsableCommand {
         sparse.bumps = bumps
         let sparseList = try await sparse.run(in: folder)
         let memory = memoryRows > 0 ? try await MemoryBenchmark(rows: memoryRows).run(in: folder) : nil
+        let bulk = bulkRows > 0 ? try await BulkInsertBenchmark(rows: bulkRows).run(in: folder) : nil
         if json {
             var object = report.json.dropLast() + ", \"live_list\": \(liveList.json), \"sparse_list\": \(sparseList.json)"
             if let memory { object += ", \"memory\": \(memory.json)" }
+            if let bulk { object += ", \"bulk_insert\": \(bulk.json)" }
             print(object + "}")
         } else {
             print(report.table)
             print(liveList.table)
             print(sparseList.table)
             if let memory { print(memory.table) }
+            if let bulk { print(bulk.table) }
         }
     }
 }

@@ -30,46 +30,74 @@ struct SeedCommand: AsyncParsableCommand {
         try await reportingErrors(operation: "seed", path: options.path) {
             try options.refuseFolder(for: "seed")
             try options.requireWritableDemoDatabase(for: "seed", allowingEmpty: true)
+            try refuseExistingRows()
             try await seed()
         }
     }
 
+    /// Refuses a table that already has rows (without `--reset`) reading only, before anything
+    /// is migrated or set up in the file.
+    private func refuseExistingRows() throws {
+        guard !reset, FileManager.default.fileExists(atPath: options.path) else { return }
+        let reader = try DatabaseReader(path: options.path)
+        let tables = try reader.query("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rows'")
+        guard tables.rows.first?.first == .integer(1),
+              case .integer(let existing)? = try reader.query("SELECT count(*) FROM rows").rows.first?.first
+        else { return }
+        try refuse(existing: existing)
+    }
+
+    private func refuse(existing: Int64) throws {
+        guard existing > 0, !reset else { return }
+        throw CLIError(.dataError, "seed \(options.path): table rows already has \(existing) rows; pass --reset to replace them")
+    }
+
+    /// Migrates, then streams the rows into one transaction with the old rows' deletion.
+    ///
+    /// A signal while migrating lets the migration under way finish (each is its own unit),
+    /// then stops before any row: exit 130/143. A signal while rows are inserted rolls the whole
+    /// seed back, old rows kept: exit 130/143. A signal once every row is handed over, during the
+    /// final commit, comes too late to stop it: the seed is committed and says so (exit 0).
     @MainActor private func seed() async throws {
         let interruption = Interruption()
         let start = ContinuousClock.now
         try options.migrator().migrate(databaseAt: options.path)
-        let store = try ModelStore(.file(options.path), models: [Row.self], configuration: options.storeConfiguration)
-        let existing = try store.count(Row.self)
-        if existing > 0, !reset {
-            throw CLIError(.dataError, "seed \(options.path): table rows already has \(existing) rows; pass --reset to replace them")
-        }
-        let progress = ProgressBar(total: rows, label: "preparing")
-        var objects: [Row] = []
-        objects.reserveCapacity(rows)
-        for id in 0..<rows {
-            if interruption.received != nil { break }
-            objects.append(Row(id: Int64(id), title: "Row \(id)", count: 0))
-            progress.update(id + 1)
-        }
-        progress.finish(note: "committing")
         if let status = interruption.exitStatus {
-            try await store.close()
-            FileHandle.standardError.write(Data("modelctl: seed interrupted before commit; nothing was written\n".utf8))
+            FileHandle.standardError.write(Data("modelctl: seed interrupted after migrating; no row was inserted\n".utf8))
             throw ExitCode(status)
         }
+        let store = try ModelStore(.file(options.path), models: [Row.self], configuration: options.storeConfiguration)
+        let existing = try store.count(Row.self)
+        try refuse(existing: Int64(existing))
         // One unit: the old rows go only if the new ones commit.
-        try store.transaction {
-            if existing > 0 { try store.deleteAll(Row.self) }
-            try store.insert(contentsOf: objects)
+        if existing > 0 { try store.deleteAll(Row.self) }
+        let progress = ProgressBar(total: rows, label: "seeding")
+        let count = rows
+        let insertion = Task {
+            try await store.bulkInsert(contentsOf: (0..<count).lazy.map { id in
+                progress.update(id + 1)
+                return Row(id: Int64(id), title: "Row \(id)", count: 0)
+            })
         }
+        interruption.whenSignalled { insertion.cancel() }
         do {
-            try await store.flush()
+            try await insertion.value
         } catch {
             // Nothing of a failed seed may commit later, when the store goes away.
             store.discardPendingChanges()
+            try? await store.close()
+            if error is CancellationError, let status = interruption.exitStatus {
+                FileHandle.standardError.write(Data("\nmodelctl: seed interrupted; nothing was written\n".utf8))
+                throw ExitCode(status)
+            }
             throw error
         }
+        progress.finish(note: "committed")
         try await store.close()
+        interruption.stop()
+        if interruption.received != nil {
+            FileHandle.standardError.write(Data("modelctl: a signal came during the final commit, too late to stop it; the seed is committed\n".utf8))
+        }
         let elapsed = ContinuousClock.now - start
         print("seeded \(rows) rows into \(options.path) in \(elapsed.formatted(.units(allowed: [.seconds, .milliseconds], width: .narrow)))")
     }

@@ -72,7 +72,8 @@ struct WatchCommand: AsyncParsableCommand {
 
     @MainActor private func watch() async throws {
         let (items, sink) = AsyncStream.makeStream(of: Item.self)
-        let interruption = Interruption { sink.yield(.stop) }
+        let interruption = Interruption()
+        interruption.whenSignalled { sink.yield(.stop) }
         let store = try ModelStore(.file(options.path), models: [Row.self], configuration: options.storeConfiguration)
         // Hold the watched rows: the store knows the values of objects someone holds, so their
         // events carry old values.

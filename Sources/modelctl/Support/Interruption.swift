@@ -8,23 +8,19 @@ final class Interruption {
     private let flag = SignalFlag()
     private var sources: [any DispatchSourceSignal] = []
 
-    /// - Parameter onSignal: Called on a background queue when a signal arrives.
-    init(onSignal: @escaping @Sendable () -> Void = {}) {
+    init() {
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler(handler: Self.handler(flag: flag, signalNumber: signalNumber, onSignal: onSignal))
+            source.setEventHandler(handler: Self.handler(flag: flag, signalNumber: signalNumber))
             source.resume()
             sources.append(source)
         }
     }
 
     /// The handler is made outside any actor: it runs on a dispatch queue.
-    private nonisolated static func handler(flag: SignalFlag, signalNumber: Int32, onSignal: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
-        {
-            flag.set(signalNumber)
-            onSignal()
-        }
+    private nonisolated static func handler(flag: SignalFlag, signalNumber: Int32) -> @Sendable () -> Void {
+        { flag.set(signalNumber) }
     }
 
     /// Stops listening; a signal after this has its default effect.
@@ -33,6 +29,11 @@ final class Interruption {
         sources.removeAll()
         signal(SIGINT, SIG_DFL)
         signal(SIGTERM, SIG_DFL)
+    }
+
+    /// Runs `action` on a background queue when a signal arrives (at once if one already has).
+    func whenSignalled(_ action: @escaping @Sendable () -> Void) {
+        flag.whenSet(action)
     }
 
     /// The signal received, if any.
@@ -45,8 +46,18 @@ final class Interruption {
 /// The last signal received, set from the signal sources' queue.
 private final class SignalFlag: Sendable {
     private let signalNumber = Atomic<Int32>(0)
+    private let actions = Mutex<[@Sendable () -> Void]>([])
 
-    func set(_ number: Int32) { signalNumber.store(number, ordering: .relaxed) }
+    func set(_ number: Int32) {
+        signalNumber.store(number, ordering: .relaxed)
+        for action in actions.withLock({ $0 }) { action() }
+    }
+
+    func whenSet(_ action: @escaping @Sendable () -> Void) {
+        actions.withLock { $0.append(action) }
+        if value != nil { action() }
+    }
+
     var value: Int32? {
         let number = signalNumber.load(ordering: .relaxed)
         return number == 0 ? nil : number
