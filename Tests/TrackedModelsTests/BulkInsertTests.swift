@@ -136,6 +136,28 @@ import Testing
         token.cancel()
     }
 
+    @Test func anotherStoreHearsOneResetAndTheLogHoldsOneEntry() async throws {
+        let fixture = try await fixture(rows: 10)
+        let watcher = try ModelStore(.file(fixture.path), models: [Row.self], configuration: Stores.configuration())
+        let list = try watcher.results(for: FetchDescriptor<Row>(predicate: #Predicate { $0.count == 3 }, sortBy: [SortDescriptor(\.id)]))
+        var kinds: [ChangeEvent.Kind] = []
+        let token = try watcher.subscribe(to: .table(Row.self)) { kinds.append($0.kind) }
+        guard case .integer(let logged) = try fixture.peek.value("SELECT count(*) FROM trackedmodels_changes") else { throw CancellationError() }
+        try await fixture.store.bulkInsert(contentsOf: rows(10..<50_010))
+        #expect(try fixture.peek.value("SELECT count(*) FROM trackedmodels_changes") == .integer(logged + 1))
+        try await watcher.refreshExternalChanges()
+        #expect(kinds == [.reset])
+        #expect(list.count == (10..<50_010).count { $0 % 7 == 3 })
+        #expect(list.map(\.id) == (try watcher.fetch(FetchDescriptor<Row>(predicate: #Predicate { $0.count == 3 }, sortBy: [SortDescriptor(\.id)]))).map(\.id))
+        // The insert trigger is back: a single insert is logged as one row again.
+        try fixture.peek.execute("INSERT INTO rows (id, title, count) VALUES (-1, 'by hand', 3)")
+        try await watcher.refreshExternalChanges()
+        #expect(kinds == [.reset, .insert])
+        #expect(list.first?.id == -1)
+        token.cancel()
+        try await watcher.close()
+    }
+
     @Test func writesMadeWhileRowsStreamCommitAfterThem() async throws {
         let fixture = try await fixture(rows: 5)
         let row = try #require(try fixture.store.find(Row.self, key: 2))

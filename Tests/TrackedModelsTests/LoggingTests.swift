@@ -77,7 +77,7 @@ struct LogRecorder {
             try await other.flush()
         }
         try await store.refreshExternalChanges()
-        #expect(recorder.records(at: .notice).contains { $0.message.contains("fell behind") && $0.metadata["table"] == "rows" })
+        #expect(recorder.records(at: .notice).contains { $0.message.contains("known only as a whole") && $0.metadata["table"] == "rows" })
         #expect(recorder.records(at: .debug).contains { $0.message.contains("pruned the change log") })
         try await other.close()
     }

@@ -77,7 +77,7 @@ import Testing
 
     /// The peak resident memory of a seed, read from `/proc` while it runs (in kB).
     private func peakMemoryOfSeed(rows: Int, in workspace: Workspace) async throws -> Int {
-        let process = try workspace.modelctl.start(["seed", "--reset", "--rows", String(rows)])
+        let process = try workspace.modelctl.start(["seed", "--rows", String(rows), "--db", "seed-\(rows).sqlite"])
         var peak = 0
         while process.isRunning {
             if let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
@@ -98,7 +98,7 @@ import Testing
         // Holding every row took 1.3 GB for a million; streamed, the peak stays where it was.
         #expect(small > 0 && large > 0, "no memory figure was read from /proc")
         #expect(large - small < 30_000, "a million rows peaked at \(large) kB, a hundred thousand at \(small) kB")
-        let count = try await workspace.modelctl.run("query", "SELECT count(*) FROM rows", "--format", "csv")
+        let count = try await workspace.modelctl.run("query", "SELECT count(*) FROM rows", "--format", "csv", "--db", "seed-1000000.sqlite")
         #expect(count.stdout == "count(*)\r\n1000000\r\n")
     }
 

@@ -15,7 +15,8 @@ struct ExternalChangeBatch: Sendable {
     }
 
     var rows: [Row] = []
-    /// Tables whose log entries were pruned before they were read: reload and reset them.
+    /// Tables to reload and reset: another connection inserted rows into them in bulk, or
+    /// their log entries were pruned before they were read.
     var resetTables: [Int] = []
 
     var isEmpty: Bool { rows.isEmpty && resetTables.isEmpty }

@@ -25,8 +25,9 @@ public struct ChangeEvent: Sendable, Hashable {
         case insert
         /// The row was deleted.
         case delete
-        /// The store lost track of what changed (it fell behind another process's changes) and
-        /// reloaded: re-read whatever you show. The key is `.null`.
+        /// The table changed as a whole (`deleteAll`, a bulk insert, or another process's
+        /// changes the store fell behind) and the store reloaded: re-read whatever you show.
+        /// The key is `.null`.
         case reset
     }
 

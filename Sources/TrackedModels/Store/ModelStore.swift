@@ -203,7 +203,7 @@ extension ModelStore: MailboxTarget {
         case .worker(.externalChanges(let batch)):
             registrar.applyExternal(batch)
             for table in batch.resetTables {
-                logger.notice("fell behind other connections' changes (the log was pruned past this store's position); reloading the table and announcing a reset", metadata: ["table": "\(registrar.schemas[table].name)"])
+                logger.notice("another connection's changes to the table are known only as a whole (rows inserted in bulk, or log entries pruned before this store read them); reloading the table and announcing a reset", metadata: ["table": "\(registrar.schemas[table].name)"])
                 worker.reload(table: table, keys: registrar.identityMap.objects(table: table).map(\.key), announcingReset: true)
             }
         case .worker(.rowsReloaded(let table, let rows, let announcingReset)):

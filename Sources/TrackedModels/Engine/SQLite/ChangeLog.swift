@@ -24,6 +24,28 @@ enum ChangeLog {
         case delete = 2
     }
 
+    /// The `kind` of an entry that stands for the whole table (`row_key` is NULL): rows were
+    /// inserted in bulk, and readers reload the table.
+    static let tableReset: Int64 = 3
+
+    /// Runs `body`, which inserts rows in bulk inside the caller's write transaction, with the
+    /// table's insert trigger dropped; then creates the trigger again as it was and logs one
+    /// reset of the table. Other stores reload the table once instead of reading one entry per
+    /// row, and the bulk insert writes no log rows. (DDL is transactional in SQLite: no other
+    /// connection ever sees the table without its trigger.)
+    static func insertingInBulk(into table: String, on connection: Connection, _ body: () throws -> Void) throws {
+        let name = "trackedmodels_\(table)_insert_v\(version)"
+        guard case .text(let definition) = try connection.scalar("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", [.text(name)]) else {
+            try body()  // nobody keeps a log of this file
+            return
+        }
+        try connection.execute("DROP TRIGGER \(quoteIdentifier(name))")
+        try body()
+        try connection.execute(definition)
+        try connection.cachedStatement("INSERT INTO \(Self.table) (tbl, row_key, kind, mask) VALUES (?, NULL, ?, -1)")
+            .run([.text(table), .integer(tableReset)])
+    }
+
     /// Which model column each bit of a table's mask stands for.
     struct Layout: Sendable {
         /// By bit position (the table's column order): the model column, if the model has it.

@@ -211,6 +211,12 @@ final class SQLiteWriter: EngineWriter {
         let schema = tables[rows.table]
         let keyed = try statement(.insert(table: rows.table, assignsKey: false), on: connection)
         let keyless = schema.assignsPrimaryKey ? try statement(.insert(table: rows.table, assignsKey: true), on: connection) : nil
+        try ChangeLog.insertingInBulk(into: schema.name, on: connection) {
+            try insert(rows, schema: schema, keyed: keyed, keyless: keyless, into: &report)
+        }
+    }
+
+    private func insert(_ rows: BulkRows, schema: TableSchema, keyed: Statement, keyless: Statement?, into report: inout CommitReport) throws {
         while let chunk = try rows.next() {
             for values in chunk {
                 do {
