@@ -158,6 +158,73 @@ import Testing
         try await watcher.close()
     }
 
+    @Test func aBulkInsertBehindAPartlyRefusedBatchFailsInsteadOfReportingSuccess() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        try Peek(path).execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, title TEXT NOT NULL, count INTEGER NOT NULL CHECK (count < 100))")
+        var configuration = Stores.configuration()
+        configuration.pendingThreshold = 1  // every change is submitted at once
+        let store = try await Stores.rows(3, at: .file(path), configuration: configuration)
+        let row = try #require(try store.find(Row.self, key: 1))
+        row.count = 500  // refused by the CHECK, in a batch already handed to the worker
+        do {
+            try await store.bulkInsert(contentsOf: rows(10..<5_000))
+            Issue.record("the bulk insert reported success")
+        } catch let error as StoreError {
+            #expect(error.code == .changeRejected)
+        }
+        let peek = try Peek(path)
+        #expect(try peek.value("SELECT count(*) FROM rows") == 3)
+    }
+
+    @Test func aChangeRefusedForGoodStopsABulkInsertBeforeItStarts() async throws {
+        let fixture = try await fixture(rows: 5)
+        let row = try #require(try fixture.store.find(Row.self, key: 2))
+        try fixture.peek.execute("DELETE FROM rows WHERE id = 2")
+        row.title = "its row is gone"
+        await #expect(throws: StoreError.self) { try await fixture.store.flush() }
+        try fixture.store.deleteAll(Row.self)  // held behind the refused change
+        do {
+            try await fixture.store.bulkInsert(contentsOf: rows(100..<200))
+            Issue.record("the bulk insert committed without the deleteAll held behind a refused change")
+        } catch let error as StoreError {
+            #expect(error.code == .changeRejected)
+        }
+        #expect(try fixture.peek.value("SELECT count(*) FROM rows") == 4)
+        #expect(fixture.store.pendingChanges.count == 2)
+    }
+
+    @Test func twoBulkInsertsAtOnceEachHearTheirOwnOutcome() async throws {
+        let fixture = try await fixture()
+        let store = fixture.store
+        let good = Task { try await store.bulkInsert(contentsOf: rows(0..<30_000)) }
+        let bad = Task { try await store.bulkInsert(contentsOf: Array(rows(30_000..<40_000)) + [Row(id: 35_000, title: "twice", count: 0)]) }
+        try await good.value
+        await #expect(throws: StoreError.self) { try await bad.value }
+        #expect(try fixture.peek.value("SELECT count(*) FROM rows") == 30_000)
+    }
+
+    @Test func aCancelledBulkInsertDoesNotFailAnotherTasksFlush() async throws {
+        let fixture = try await fixture(rows: 5)
+        let store = fixture.store
+        let row = try #require(try store.find(Row.self, key: 3))
+        let started = AsyncStream.makeStream(of: Void.self)
+        let insertion = Task {
+            try await store.bulkInsert(contentsOf: (10..<Int64.max).lazy.map { id in
+                if id == 20_000 { started.continuation.yield() }
+                return Row(id: id, title: "endless", count: 0)
+            })
+        }
+        for await _ in started.stream { break }
+        row.title = "flushed by another task"
+        let flushing = Task { try await store.flush() }
+        insertion.cancel()
+        await #expect(throws: CancellationError.self) { try await insertion.value }
+        try await flushing.value
+        #expect(try fixture.peek.value("SELECT title FROM rows WHERE id = 3") == "flushed by another task")
+        #expect(try fixture.peek.value("SELECT count(*) FROM rows") == 5)
+    }
+
     @Test func writesMadeWhileRowsStreamCommitAfterThem() async throws {
         let fixture = try await fixture(rows: 5)
         let row = try #require(try fixture.store.find(Row.self, key: 2))

@@ -97,7 +97,9 @@ import Testing
         let large = try await peakMemoryOfSeed(rows: 1_000_000, in: workspace)
         // Holding every row took 1.3 GB for a million; streamed, the peak stays where it was.
         #expect(small > 0 && large > 0, "no memory figure was read from /proc")
-        #expect(large - small < 30_000, "a million rows peaked at \(large) kB, a hundred thousand at \(small) kB")
+        // Seen: about 31 MB for both alone; up to 33 MB apart with the whole suite running
+        // (the shorter seed's peak can fall after its last sample).
+        #expect(large - small < 60_000, "a million rows peaked at \(large) kB, a hundred thousand at \(small) kB")
         let count = try await workspace.modelctl.run("query", "SELECT count(*) FROM rows", "--format", "csv", "--db", "seed-1000000.sqlite")
         #expect(count.stdout == "count(*)\r\n1000000\r\n")
     }

@@ -197,21 +197,17 @@ final class ModelRegistrar {
         outbox.postReset(table: table, origin: .local)
     }
 
-    /// Rows no object holds were inserted in bulk and committed: the table's subscribers
-    /// re-read (a reset), as after `deleteAll`.
-    func didInsertInBulk(table: Int) {
-        outbox.postReset(table: table, origin: .local)
-    }
-
     // MARK: - Values from the database
 
-    /// Applies what a commit of this store's changes produced: keys the database assigned, and
-    /// committed counter totals (which include other processes' increments, so those are
+    /// Applies what a commit of this store's changes produced: keys the database assigned, rows
+    /// inserted in bulk, and committed counter totals (which include other processes' increments, so those are
     /// heard as `.external`).
     func applyCommitted(_ finished: WriteBehind.Finished) {
         for (request, key) in finished.assignedKeys.sorted(by: { $0.key < $1.key }) {
             assignKey(key, toInsert: request)
         }
+        // Rows no object holds were inserted in bulk: the table's subscribers re-read.
+        if let table = finished.bulkInsertedTable { outbox.postReset(table: table, origin: .local) }
         guard !finished.counters.isEmpty else { return }
         let mark = outbox.beginGroup()
         for (cell, value) in finished.counters {

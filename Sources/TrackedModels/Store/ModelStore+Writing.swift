@@ -79,14 +79,10 @@ extension ModelStore {
                 guard await rows.send(chunk) else { return }  // the transaction failed: nothing more to send
                 chunk = []
             }
-            if Task.isCancelled {
-                rows.cancel()
-                return
-            }
-            if !chunk.isEmpty { _ = await rows.send(chunk) }
-            rows.finish()
+            if !Task.isCancelled, !chunk.isEmpty { guard await rows.send(chunk) else { return } }
+            // Cancelled while the last rows waited for room: still in time to roll back.
+            if Task.isCancelled { rows.cancel() } else { rows.finish() }
         }
-        registrar.didInsertInBulk(table: table)
     }
 
     /// Rows per chunk of a bulk insert: large enough that handing one over costs nothing per

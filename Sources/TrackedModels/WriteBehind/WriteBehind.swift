@@ -21,6 +21,8 @@ final class WriteBehind {
     private struct InFlight {
         var sequence: UInt64
         var units: [PendingChanges.Unit]
+        /// The table a bulk insert streams rows into with this batch.
+        var bulkTable: Int?
     }
 
     /// What a finished batch means for the objects.
@@ -29,6 +31,8 @@ final class WriteBehind {
         var counters: [(cell: CellReference, value: SQLValue)] = []
         /// Keys the database assigned, by insert request.
         var assignedKeys: [UInt64: SQLValue] = [:]
+        /// The table a bulk insert committed rows into, which its subscribers re-read.
+        var bulkInsertedTable: Int?
     }
 
     // Unchecked exclusivity: only this class's methods access it, and none of them calls out
@@ -36,8 +40,10 @@ final class WriteBehind {
     @exclusivity(unchecked) private(set) var pending = PendingChanges()
     private var inFlight: [InFlight] = []
     private var waiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
-    /// The batch whose rows the store is sending, and its outcome once it finished.
-    private var streaming: (sequence: UInt64, outcome: Result<Void, any Error>?)?
+    /// Bulk inserts waiting for their batch's outcome, by sequence; and outcomes that came
+    /// before their bulk insert waited (while it was still sending rows).
+    private var bulkWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+    private var bulkOutcomes: [UInt64: Result<Void, any Error>] = [:]
     private var lastSubmitted: UInt64 = 0
     private var lastFinished: UInt64 = 0
     private var lastInsertRequest: UInt64 = 0
@@ -166,23 +172,41 @@ final class WriteBehind {
     ///
     /// - Parameter send: Sends the rows, then finishes or cancels them.
     /// - Throws: Why nothing committed (every pending change stays pending, in order), or
-    ///   `CancellationError` when `send` cancelled the rows.
+    ///   `CancellationError` when `send` cancelled the rows. A change the database refused for
+    ///   good, or one held behind it, would be left out of the transaction: then nothing is
+    ///   submitted, and this throws what `flush()` throws.
     func commit(streaming rows: BulkRows, send: () async -> Void) async throws {
         precondition(!pending.isInTransaction, "a bulk insert cannot run inside store.transaction { }")
         let units = pending.takeReady(retryingRejected: true)
+        if let stuck = pending.all.first(where: { $0.rejection != nil }) {
+            pending.restore(units)
+            rows.close()
+            throw rejectionError(stuck, among: pending.all.count { $0.rejection != nil })
+        }
         lastSubmitted += 1
         let sequence = lastSubmitted
-        inFlight.append(InFlight(sequence: sequence, units: units))
+        inFlight.append(InFlight(sequence: sequence, units: units, bulkTable: rows.table))
         cellsInFlightCache = nil
         worker.submit(WriteBatch(sequence: sequence, units: units.map(\.unit), rows: rows))
-        streaming = (sequence, nil)
-        defer { streaming = nil }
         await send()
-        // The batch may have finished while the rows were sent.
-        if let outcome = streaming?.outcome { return try outcome.get() }
+        if let outcome = bulkOutcomes.removeValue(forKey: sequence) { return try outcome.get() }
         try await withCheckedThrowingContinuation { continuation in
-            waiters.append((sequence, continuation))
+            bulkWaiters[sequence] = continuation
         }
+    }
+
+    /// Hands a bulk insert its batch's outcome, now or when it waits for it.
+    private func settleBulk(_ sequence: UInt64, _ outcome: Result<Void, any Error>) {
+        if let waiter = bulkWaiters.removeValue(forKey: sequence) {
+            waiter.resume(with: outcome)
+        } else {
+            bulkOutcomes[sequence] = outcome
+        }
+    }
+
+    /// Fails the bulk inserts of batches handed back uncommitted.
+    private func failBulkInserts(in batches: some Sequence<InFlight>, with error: any Error) {
+        for batch in batches where batch.bulkTable != nil { settleBulk(batch.sequence, .failure(error)) }
     }
 
     /// Takes a batch's outcome, in the order batches were submitted.
@@ -196,7 +220,10 @@ final class WriteBehind {
             cellsInFlightCache = nil
             lastFinished = batch.sequence
             resumeWaiters { $0 <= batch.sequence ? .success(()) : nil }
-            return finished(report)
+            if batch.bulkTable != nil { settleBulk(batch.sequence, .success(())) }
+            var result = finished(report)
+            result.bulkInsertedTable = batch.bulkTable
+            return result
         case .committed(let report):
             // Some units were rejected: they and the units held behind them stay pending, in
             // order, in front of the batches the worker now skips.
@@ -215,25 +242,49 @@ final class WriteBehind {
                     ])
                 }
             }
+            failBulkInserts(in: inFlight.dropFirst(), with: StoreError(
+                code: .changeRejected,
+                message: "the database refused a change made before the bulk insert, so the bulk insert was not attempted; nothing of it was committed. See store.pendingChanges, then insert again"
+            ))
             handBack(returned + inFlight.dropFirst().flatMap(\.units))
             resumeWaiters { _ in .success(()) }
             return finished(report)
+        case .failed(let error) where batch.bulkTable != nil:
+            // The bulk insert's own failure (a refused row, a full disk): it is told; flushes
+            // waiting on the changes handed back submit them again.
+            logger.warning("a bulk insert failed; the changes pending before it stay pending", metadata: [
+                "error": "\(error.message)", "code": "\(error.code)",
+            ])
+            endBulkBatch(batch, with: error)
         case .failed(let error):
             logger.warning("a commit failed; every change stays pending, in order", metadata: [
                 "error": "\(error.message)", "code": "\(error.code)", "changes": "\(inFlight.reduce(0) { $0 + $1.units.count })",
             ])
+            failBulkInserts(in: inFlight, with: error)
             handBack(inFlight.flatMap(\.units))
             resumeWaiters { _ in .failure(error) }
             publish(error)
             if error.mayPass { applyPolicy() }
             return Finished()
         case .cancelled:
-            handBack(inFlight.flatMap(\.units))
-            resumeWaiters { _ in .failure(CancellationError()) }
-            return Finished()
+            endBulkBatch(batch, with: CancellationError())
         case .skipped:
             return Finished()
         }
+        return Finished()
+    }
+
+    /// A bulk batch that did not commit: it is told why; the batches behind it were skipped
+    /// and are handed back with it, and their bulk inserts (if any) fail too.
+    private func endBulkBatch(_ batch: InFlight, with error: any Error) {
+        settleBulk(batch.sequence, .failure(error))
+        failBulkInserts(in: inFlight.dropFirst(), with: StoreError(
+            code: .engineFailure,
+            message: "a bulk insert submitted before this one did not commit, so this one was not attempted; nothing of it was committed. Insert again"
+        ))
+        handBack(inFlight.flatMap(\.units))
+        resumeWaiters { _ in .success(()) }
+        applyPolicy()
     }
 
     /// Puts units back in front of the pending ones and lets the worker take batches again.
@@ -253,8 +304,7 @@ final class WriteBehind {
         return result
     }
 
-    private func resumeWaiters(_ result: (UInt64) -> Result<Void, any Error>?) {
-        if let sequence = streaming?.sequence, streaming?.outcome == nil { streaming?.outcome = result(sequence) }
+    private func resumeWaiters(_ result: (UInt64) -> Result<Void, StoreError>?) {
         var waiting: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
         for waiter in waiters {
             switch result(waiter.sequence) {

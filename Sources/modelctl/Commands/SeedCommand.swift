@@ -66,7 +66,11 @@ struct SeedCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("modelctl: seed interrupted after migrating; no row was inserted\n".utf8))
             throw ExitCode(status)
         }
-        let store = try ModelStore(.file(options.path), models: [Row.self], configuration: options.storeConfiguration)
+        var configuration = options.storeConfiguration
+        // The seed commits only as its one unit: nothing flushes on its own, so the old rows'
+        // deletion, handed back by a cancelled insert, cannot commit alone before it is discarded.
+        configuration.flushInterval = .seconds(86_400)
+        let store = try ModelStore(.file(options.path), models: [Row.self], configuration: configuration)
         let existing = try store.count(Row.self)
         try refuse(existing: Int64(existing))
         // One unit: the old rows go only if the new ones commit.
@@ -87,7 +91,7 @@ struct SeedCommand: AsyncParsableCommand {
             store.discardPendingChanges()
             try? await store.close()
             if error is CancellationError, let status = interruption.exitStatus {
-                FileHandle.standardError.write(Data("\nmodelctl: seed interrupted; nothing was written\n".utf8))
+                FileHandle.standardError.write(Data("\nmodelctl: seed interrupted; no row was inserted or deleted\n".utf8))
                 throw ExitCode(status)
             }
             throw error
