@@ -178,9 +178,10 @@ import Testing
         #expect((memory["fetched_mb"] as? Double ?? 0) > 0)
         let bulk = try #require(report["bulk_insert"] as? [String: Any])
         #expect(bulk["rows"] as? Int == 20_000)
-        // Physical sanity: the bulk insert does the raw loop's database work and more.
+        // Physical sanity: the bulk insert does the raw loop's database work and more; making
+        // the objects on one thread while the worker inserts on another can at most halve it.
         let bulkRate = try #require(bulk["bulk_rows_per_second"] as? Double)
         let raw = try #require(bulk["raw_rows_per_second"] as? Double)
-        #expect(bulkRate > 0 && bulkRate <= raw * 1.2, "bulk \(bulkRate) rows/s against the raw loop's \(raw)")
+        #expect(bulkRate > 0 && bulkRate <= raw * 2.2, "bulk \(bulkRate) rows/s against the raw loop's \(raw)")
     }
 }

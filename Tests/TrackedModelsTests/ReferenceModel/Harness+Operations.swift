@@ -30,7 +30,8 @@ extension Harness {
         case 83..<87: try externalInsert(step.a, step.b)
         case 87..<89: try externalDelete(step.a)
         case 89..<91: try externalReplace(step.a, step.b)
-        case 91..<95: try await busyFlush()
+        case 91..<93: try await busyFlush()
+        case 93..<95: try await bulkInsert(step.a, step.b)
         default: try await faultyFlush(step.a)
         }
         syncAttachment()
@@ -217,6 +218,31 @@ extension Harness {
         if !outcome.problems.isEmpty { throw Divergence(message: outcome.problems.joined(separator: "; ")) }
         if outcome.refused, thrown == nil { throw Divergence(message: "flush succeeded, but a change the database refuses is pending") }
         if !outcome.refused, let thrown { throw Divergence(message: "flush threw \(thrown), but every change can commit") }
+    }
+
+    /// A bulk insert of up to three rows (keys often taken, values sometimes refused): it
+    /// commits them with every pending change, or nothing.
+    func bulkInsert(_ a: UInt64, _ b: UInt64) async throws {
+        let store = try live
+        var random = Xoshiro(seed: a ^ (b << 3))
+        let rows = (0..<Int(random.next() % 4)).map { _ in
+            var values = Values.row(seed: random.next() % 1_000_000)
+            values[0] = .integer(Values.key(seed: random.next() % 1_000_000))
+            return values
+        }
+        note("bulkInsert \(rows.map { "(\($0.map(\.describedExactly).joined(separator: ", ")))" }.joined(separator: " "))")
+        var thrown: (any Error)?
+        do {
+            try await store.bulkInsert(contentsOf: rows.map { values in Item(key: try Int64(sqlValue: values[0]), values: values) })
+        } catch {
+            thrown = error
+        }
+        let refusal = reference.bulkInsert(rows, fileKeys: try fileKeys()) { number in newObjects[number]?.id }
+        if let thrown, refusal == nil { throw Divergence(message: "bulkInsert threw \(thrown), but everything can commit") }
+        if thrown == nil, let refusal { throw Divergence(message: "bulkInsert succeeded, but \(refusal)") }
+        guard refusal == nil else { return }
+        nameNewRows()
+        mayReset = true
     }
 
     /// Gives inserts the keys SQLite assigned (as their objects show them).

@@ -382,6 +382,31 @@ struct Reference {
         return (hasRefusedUnits, problems)
     }
 
+    /// What a bulk insert commits: every pending unit, then `rows`, in one transaction, or
+    /// nothing at all. A unit refused for good (and those held behind it) stops it before it
+    /// starts, as it would be left out of the transaction.
+    ///
+    /// - Returns: Why nothing committed; nil when everything did.
+    mutating func bulkInsert(_ rows: [[SQLValue]], fileKeys: Set<Int64>, keyOf: (Int) -> Int64?) -> String? {
+        if units.contains(where: \.isRefusedForGood) { return "a change refused for good is pending" }
+        var scratch = file
+        var largest = largestKeyEver
+        for unit in units {
+            if let refusal = commit(unit, onto: &scratch, largestKey: &largest, keyOf: keyOf, fileKeys: fileKeys) { return refusal }
+        }
+        for values in rows {
+            if let refusal = refusal(of: values) { return refusal }
+            guard case .integer(let key) = values[0] else { return "a bulk row without a key" }
+            if scratch[key] != nil { return "key \(key) exists" }
+            scratch[key] = values
+            largest = max(largest ?? key, key)
+        }
+        units = []
+        file = scratch
+        largestKeyEver = largest
+        return nil
+    }
+
     /// Why a commit fails whole: an AUTOINCREMENT table that once held the largest key cannot
     /// give another row a key (SQLITE_FULL).
     static let full = "database or disk is full"
