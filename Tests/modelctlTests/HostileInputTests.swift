@@ -408,6 +408,20 @@ import Testing
         #expect(bytes(database) == before)
     }
 
+    @Test(arguments: [["query", "SELECT count(*) FROM rows"], ["migrate", "status"], ["check"]])
+    func aReadOnlyCommandOfAnotherUserLeavesNoSidecarFiles(_ arguments: [String]) async throws {
+        let (workspace, path) = try await seeded()
+        // A shared folder, and a file only its owner may write.
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: workspace.modelctl.directory.path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+        let result = try await runUnprivileged(workspace, arguments + ["--db", path])
+        #expect(result.status == 0, "\(arguments): \(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"), "\(arguments) left a -wal file")
+        #expect(!FileManager.default.fileExists(atPath: path + "-shm"), "\(arguments) left a -shm file")
+        let bump = try await workspace.modelctl.run("bump", "1", "--db", path)
+        #expect(bump.status == 0, "\(bump.stderr)")
+    }
+
     @Test func sidecarFilesOfAnotherUserAreNamed() async throws {
         let (workspace, path) = try await seeded()
         try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: workspace.modelctl.directory.path)

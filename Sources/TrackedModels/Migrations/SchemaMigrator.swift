@@ -41,7 +41,7 @@ public struct SchemaMigrator: Sendable {
     /// Reads where a database stands, without changing it (and leaving no `-wal` or `-shm` file
     /// behind). A database without the bookkeeping table is at version 0.
     public func status(databaseAt path: String) throws -> Status {
-        status(of: try SQLiteMigrationStorage.reading(at: path, busyTimeout: busyTimeout).appliedMigrations())
+        status(of: try SQLiteMigrationStorage.appliedMigrations(readingAt: path, busyTimeout: busyTimeout))
     }
 
     /// The migrations ``migrate(databaseAt:upTo:)`` would apply, in order, without applying them

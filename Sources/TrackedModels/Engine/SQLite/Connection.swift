@@ -16,8 +16,9 @@ package enum OpenMode: Sendable {
     case readOnly
     /// For reading only, leaving no `-wal` or `-shm` file behind: read-write with
     /// `PRAGMA query_only` where the file is writable (the last connection to close a WAL
-    /// database removes those files; a read-only one cannot), read-only where it is not. Never
-    /// creates the database.
+    /// database removes those files; a read-only one cannot); where it is not, read-only when
+    /// those files exist, else the file as it is (SQLite's `immutable`), checked afterwards by
+    /// ``Connection/readIsConsistent``. Never creates the database.
     case reading
     case readWrite
     case readWriteCreate
@@ -40,6 +41,8 @@ package final class Connection {
     private var statementCache = StatementCache<String>(capacity: 64)
     /// How many savepoints are open inside the current transaction.
     var savepointDepth = 0
+    /// For a connection that reads the file as it is: the file as it was when it was opened.
+    private var immutableFingerprint: FileFingerprint?
 
     /// Opens a connection.
     ///
@@ -56,21 +59,35 @@ package final class Connection {
         if access(filename, W_OK) == 0 {
             try self.init(opening: filename, mode: .readWrite, busyTimeout: busyTimeout)
             try execute("PRAGMA query_only = 1")
-        } else {
+        } else if FileManager.default.fileExists(atPath: filename + "-wal") || FileManager.default.fileExists(atPath: filename + "-shm") {
             try self.init(opening: filename, mode: .readOnly, busyTimeout: busyTimeout)
+        } else {
+            // Nobody has the file open (the last connection to close removes both files). A
+            // read-only connection would create them, owned by this user, and the file's owner
+            // could not write them afterwards: read the file as it is, without locks, and let
+            // the reader check afterwards that nobody wrote it meanwhile.
+            let fingerprint = FileFingerprint(path: filename)
+            try self.init(opening: filename, mode: .readOnly, busyTimeout: busyTimeout, immutable: true)
+            immutableFingerprint = fingerprint
         }
     }
 
-    private init(opening filename: String, mode: OpenMode, busyTimeout: Duration) throws {
+    private init(opening filename: String, mode: OpenMode, busyTimeout: Duration, immutable: Bool = false) throws {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         switch mode {
         case .readOnly, .reading: flags |= SQLITE_OPEN_READONLY
         case .readWrite: flags |= SQLITE_OPEN_READWRITE
         case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         }
+        var name = filename
+        if immutable {
+            // Related SQLite documentation: <https://www.sqlite.org/uri.html#uriimmutable>
+            name = "file:" + (filename.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? filename) + "?immutable=1"
+            flags |= SQLITE_OPEN_URI
+        }
         if Self.isInMemory(filename) { flags |= SQLITE_OPEN_URI }
         var handle: OpaquePointer?
-        let code = sqlite3_open_v2(filename, &handle, flags, nil)
+        let code = sqlite3_open_v2(name, &handle, flags, nil)
         guard let handle, code == SQLITE_OK else {
             // "Whether or not an error occurs when it is opened, resources associated with the
             // database connection handle should be released by passing it to sqlite3_close()
@@ -89,6 +106,15 @@ package final class Connection {
     deinit {
         statementCache.removeAll()
         sqlite3_close_v2(handle)
+    }
+
+    /// Whether what this connection read can be trusted: always for a connection that takes
+    /// SQLite's locks; for one that reads the file as it is, whether nobody has written the
+    /// file, nor opened it for writing, since it was opened. (Such a reader is never told of a
+    /// change; read again on a new connection when this is false.)
+    package var readIsConsistent: Bool {
+        guard let immutableFingerprint else { return true }
+        return !FileManager.default.fileExists(atPath: filename + "-wal") && FileFingerprint(path: filename) == immutableFingerprint
     }
 
     /// A unique name for a private in-memory database that several connections of this process
@@ -215,4 +241,34 @@ private func compareLocalizedStandard(_: UnsafeMutableRawPointer?, _ lengthA: In
 
 extension Character {
     fileprivate var isWhitespaceOrSemicolon: Bool { isWhitespace || self == ";" }
+}
+
+/// A file's identity, size and last change, to tell whether it was written between two looks.
+private struct FileFingerprint: Equatable {
+    var device: UInt64 = 0
+    var inode: UInt64 = 0
+    var size: Int64 = 0
+    var modified: timespec = timespec()
+    var changed: timespec = timespec()
+
+    init(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        #if canImport(Darwin)
+        modified = info.st_mtimespec
+        changed = info.st_ctimespec
+        #else
+        modified = info.st_mtim
+        changed = info.st_ctim
+        #endif
+    }
+
+    static func == (left: FileFingerprint, right: FileFingerprint) -> Bool {
+        left.device == right.device && left.inode == right.inode && left.size == right.size
+            && left.modified.tv_sec == right.modified.tv_sec && left.modified.tv_nsec == right.modified.tv_nsec
+            && left.changed.tv_sec == right.changed.tv_sec && left.changed.tv_nsec == right.changed.tv_nsec
+    }
 }

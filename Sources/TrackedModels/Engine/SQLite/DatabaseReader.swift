@@ -11,13 +11,15 @@
 /// print(result.columns, result.rows.count)
 /// ```
 public final class DatabaseReader {
-    private let connection: Connection
+    private var connection: Connection
+    private let busyTimeout: Duration
 
     /// Opens a database read-only.
     ///
     /// - Throws: ``StoreError`` with code ``StoreError/Code/cannotOpen`` when there is no such
     ///   file.
     public init(path: String, busyTimeout: Duration = .seconds(5)) throws {
+        self.busyTimeout = busyTimeout
         connection = try translatingSQLiteErrors {
             try Connection(filename: Connection.absoluteFilename(path), mode: .reading, busyTimeout: busyTimeout)
         }
@@ -40,7 +42,19 @@ public final class DatabaseReader {
     ///   statement that would write (nothing has run then), or what SQLite reported, with its
     ///   ``SQLiteError`` attached.
     public func query(_ sql: String, _ arguments: [SQLValue] = [], limit: Int? = nil) throws -> Result {
-        try translatingSQLiteErrors { try run(sql, arguments, limit: limit) }
+        try translatingSQLiteErrors {
+            // A file another user cannot write is read without sidecar files, and so without
+            // locks: if someone wrote it meanwhile, read it again on a new connection.
+            // (A page torn by that write may even fail the read.)
+            for _ in 0..<3 {
+                do {
+                    let result = try run(sql, arguments, limit: limit)
+                    if connection.readIsConsistent { return result }
+                } catch where !connection.readIsConsistent {}
+                connection = try Connection(filename: connection.filename, mode: .reading, busyTimeout: busyTimeout)
+            }
+            throw SQLiteError(code: .busy, message: "another connection kept writing the database while it was read; try again")
+        }
     }
 
     private func run(_ sql: String, _ arguments: [SQLValue], limit: Int?) throws -> Result {

@@ -4,12 +4,20 @@ import Foundation
 struct SQLiteMigrationStorage: MigrationStorage {
     private let connection: Connection
 
-    /// Opens a file to read its migrations, leaving no `-wal` or `-shm` file behind; never
-    /// creates it.
-    static func reading(at path: String, busyTimeout: Duration) throws -> SQLiteMigrationStorage {
-        try translatingSQLiteErrors {
-            SQLiteMigrationStorage(connection: try Connection(filename: Connection.absoluteFilename(path), mode: .reading, busyTimeout: busyTimeout))
+    /// Reads a file's applied migrations, leaving no `-wal` or `-shm` file behind; never
+    /// creates it. (A file read without locks, because this user cannot write it, is read
+    /// again if someone wrote it meanwhile.)
+    static func appliedMigrations(readingAt path: String, busyTimeout: Duration) throws -> [AppliedMigration] {
+        for _ in 0..<3 {
+            let storage = try translatingSQLiteErrors {
+                SQLiteMigrationStorage(connection: try Connection(filename: Connection.absoluteFilename(path), mode: .reading, busyTimeout: busyTimeout))
+            }
+            do {
+                let applied = try storage.appliedMigrations()
+                if storage.connection.readIsConsistent { return applied }
+            } catch where !storage.connection.readIsConsistent {}  // a page torn by that write
         }
+        throw SQLiteError(code: .busy, message: "another connection kept writing the database while its migrations were read; try again").storeError
     }
 
     /// Opens (or creates) a file to migrate it, in WAL mode.
