@@ -56,10 +56,15 @@ import Testing
     }
 
     @Test(arguments: [(Int32(SIGINT), Int32(130)), (Int32(SIGTERM), Int32(143))])
-    func aSignalWhileALongSeedInsertsRollsItBackWithinASecond(_ signal: Int32, _ status: Int32) async throws {
+    func aSignalWhileALongSeedWritesRollsItBackWithinASecond(_ signal: Int32, _ status: Int32) async throws {
         let (workspace, path) = try await seeded()
         let process = try workspace.modelctl.start(["seed", "--reset", "--rows", "10000000"])
-        try await Task.sleep(for: .milliseconds(1_500))
+        // Signalled once the seed is writing rows into the file (its WAL past 4 MB).
+        let writing = ContinuousClock.now
+        while process.isRunning, ((try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0) < 4 << 20 {
+            guard ContinuousClock.now - writing < .seconds(120) else { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
         let sent = ContinuousClock.now
         kill(process.processIdentifier, signal)
         await withCheckedContinuation { continuation in
@@ -123,11 +128,15 @@ import Testing
         #expect(result.stdout == "-5\n")
     }
 
-    @Test func watchingARowThatDoesNotExistSaysSo() async throws {
-        let (workspace, _) = try await seeded()
+    @Test func watchingARowThatDoesNotExistSaysSoAndChangesNothing() async throws {
+        let workspace = try Workspace()
+        let path = workspace.modelctl.path("model.sqlite")
+        #expect(try await workspace.modelctl.run("migrate", "up").status == 0)
+        let before = bytes(path)
         let result = try await workspace.modelctl.run("watch", "--row", "5000", "--timeout", "30")
         #expect(result.status == 65)
         #expect(result.stderr.contains("there is no row 5000"))
+        #expect(bytes(path) == before, "the failing watch installed the change log")
     }
 
     @Test func anArgumentThatIsNotUTF8IsRefused() async throws {

@@ -65,6 +65,19 @@ struct WatchCommand: AsyncParsableCommand {
         }
     }
 
+    /// Refuses a watched row that does not exist, reading only: before a store opens (and
+    /// installs its change log) on the file.
+    private func refuseMissingRows() throws {
+        let reader = try DatabaseReader(path: options.path)
+        for id in rows where try reader.query("SELECT 1 FROM rows WHERE id = ?", [.integer(id)]).rows.isEmpty {
+            throw noSuchRow(id)
+        }
+    }
+
+    private func noSuchRow(_ id: Int64) -> CLIError {
+        CLIError(.dataError, "watch \(options.path): there is no row \(id), so nothing would ever be printed; pick an existing row (see `modelctl query`)")
+    }
+
     private enum Item: Sendable {
         case event(ChangeEvent)
         case stop
@@ -74,13 +87,12 @@ struct WatchCommand: AsyncParsableCommand {
         let (items, sink) = AsyncStream.makeStream(of: Item.self)
         let interruption = Interruption()
         interruption.whenSignalled { sink.yield(.stop) }
+        try refuseMissingRows()
         let store = try ModelStore(.file(options.path), models: [Row.self], configuration: options.storeConfiguration)
         // Hold the watched rows: the store knows the values of objects someone holds, so their
         // events carry old values.
         let watched = rows.isEmpty ? try store.fetch(Row.self) : try rows.compactMap { try store.find(Row.self, key: $0) }
-        if let missing = rows.first(where: { id in !watched.contains { $0.id == id } }) {
-            throw CLIError(.dataError, "watch \(options.path): there is no row \(missing), so nothing would ever be printed; pick an existing row (see `modelctl query`)")
-        }
+        if let missing = rows.first(where: { id in !watched.contains { $0.id == id } }) { throw noSuchRow(missing) }
         let keyPaths = try columnKeyPaths()
         let wanted = Set(keyPaths.compactMap { Row._$columnIndex(of: $0) })
         var tokens: [FeedToken] = []
