@@ -52,9 +52,14 @@ extension ModelStore {
     ///
     /// ```swift
     /// try store.deleteAll(Row.self)
-    /// try await store.bulkInsert(contentsOf: (0..<1_000_000).lazy.map {
-    ///     Row(id: $0, title: "Row \($0)", count: 0)
-    /// })   // the old rows are gone, and the new ones are in, or neither
+    /// do {
+    ///     try await store.bulkInsert(contentsOf: (0..<1_000_000).lazy.map {
+    ///         Row(id: $0, title: "Row \($0)", count: 0)
+    ///     })   // the old rows are gone, and the new ones are in
+    /// } catch {
+    ///     store.discardPendingChanges()   // or neither: the deleteAll is given up too
+    ///     throw error
+    /// }
     /// ```
     ///
     /// The synchronous ``insert(contentsOf:)`` keeps its name for objects the program goes on
@@ -63,7 +68,8 @@ extension ModelStore {
     ///
     /// - Throws: Why nothing committed (a row the database refuses, such as a duplicate key, is
     ///   named): no row of the sequence is stored, and every change that was pending stays
-    ///   pending, in order. `CancellationError` when the task is cancelled while rows are still
+    ///   pending, in order, until the next ``flush()`` or change (discard them to give up a
+    ///   replacement). `CancellationError` when the task is cancelled while rows are still
     ///   being sent: the transaction rolls back.
     public func bulkInsert<Model: TrackedModel>(contentsOf objects: some Sequence<Model>) async throws {
         try checkOpen("bulkInsert")

@@ -282,9 +282,10 @@ final class WriteBehind {
             code: .engineFailure,
             message: "a bulk insert submitted before this one did not commit, so this one was not attempted; nothing of it was committed. Insert again"
         ))
+        // The changes handed back wait for the next flush (or write): not a timer of their own,
+        // so that a caller who gives up (discardPendingChanges) is in time.
         handBack(inFlight.flatMap(\.units))
         resumeWaiters { _ in .success(()) }
-        applyPolicy()
     }
 
     /// Puts units back in front of the pending ones and lets the worker take batches again.

@@ -54,8 +54,8 @@ struct SeedCommand: AsyncParsableCommand {
 
     /// Migrates, then streams the rows into one transaction with the old rows' deletion.
     ///
-    /// A signal while migrating lets the migration under way finish (each is its own unit),
-    /// then stops before any row: exit 130/143. A signal while rows are inserted rolls the whole
+    /// A signal while migrating lets the migrations finish (each is its own unit), then stops
+    /// before any row: exit 130/143. A signal while rows are inserted rolls the whole
     /// seed back, old rows kept: exit 130/143. A signal once every row is handed over, during the
     /// final commit, comes too late to stop it: the seed is committed and says so (exit 0).
     @MainActor private func seed() async throws {

@@ -59,14 +59,16 @@ package final class Connection {
         if access(filename, W_OK) == 0 {
             try self.init(opening: filename, mode: .readWrite, busyTimeout: busyTimeout)
             try execute("PRAGMA query_only = 1")
-        } else if FileManager.default.fileExists(atPath: filename + "-wal") || FileManager.default.fileExists(atPath: filename + "-shm") {
+        } else if !Self.isWAL(filename) || FileManager.default.fileExists(atPath: filename + "-wal") || FileManager.default.fileExists(atPath: filename + "-shm") {
+            // A rollback-journal file gets no sidecar from a reader (and a hot journal is
+            // refused, not read); a WAL file's sidecars are there already.
             try self.init(opening: filename, mode: .readOnly, busyTimeout: busyTimeout)
         } else {
-            // Nobody has the file open (the last connection to close removes both files). A
+            // Nobody has the WAL file open (the last connection to close removes both files). A
             // read-only connection would create them, owned by this user, and the file's owner
             // could not write them afterwards: read the file as it is, without locks, and let
             // the reader check afterwards that nobody wrote it meanwhile.
-            let fingerprint = FileFingerprint(path: filename)
+            let fingerprint = FileFingerprint.settled(path: filename)
             try self.init(opening: filename, mode: .readOnly, busyTimeout: busyTimeout, immutable: true)
             immutableFingerprint = fingerprint
         }
@@ -82,7 +84,7 @@ package final class Connection {
         var name = filename
         if immutable {
             // Related SQLite documentation: <https://www.sqlite.org/uri.html#uriimmutable>
-            name = "file:" + (filename.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? filename) + "?immutable=1"
+            name = "file://" + (filename.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? filename) + "?immutable=1"
             flags |= SQLITE_OPEN_URI
         }
         if Self.isInMemory(filename) { flags |= SQLITE_OPEN_URI }
@@ -106,6 +108,16 @@ package final class Connection {
     deinit {
         statementCache.removeAll()
         sqlite3_close_v2(handle)
+    }
+
+    /// Whether a file's header says WAL mode (bytes 18 and 19 are 2).
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/fileformat2.html#database_header>
+    private static func isWAL(_ filename: String) -> Bool {
+        guard let file = FileHandle(forReadingAtPath: filename) else { return false }
+        defer { try? file.close() }
+        let header = (try? file.read(upToCount: 20)) ?? Data()
+        return header.count == 20 && header[18] == 2 && header[19] == 2
     }
 
     /// Whether what this connection read can be trusted: always for a connection that takes
@@ -264,6 +276,22 @@ private struct FileFingerprint: Equatable {
         modified = info.st_mtim
         changed = info.st_ctim
         #endif
+    }
+
+    /// The fingerprint once the file's last change is older than a timestamp tick. File times
+    /// come from a coarse clock (milliseconds on Linux): a write in the same tick as the
+    /// previous one would leave them as they were ("racy git"). Gives up waiting after 0.2 s.
+    static func settled(path: String) -> FileFingerprint {
+        var fingerprint = FileFingerprint(path: path)
+        for _ in 0..<10 {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let age = Double(now.tv_sec - fingerprint.modified.tv_sec) + Double(now.tv_nsec - fingerprint.modified.tv_nsec) / 1e9
+            guard age < 0.02 else { break }
+            usleep(20_000)
+            fingerprint = FileFingerprint(path: path)
+        }
+        return fingerprint
     }
 
     static func == (left: FileFingerprint, right: FileFingerprint) -> Bool {

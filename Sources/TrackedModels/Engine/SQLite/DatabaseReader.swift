@@ -46,12 +46,12 @@ public final class DatabaseReader {
             // A file another user cannot write is read without sidecar files, and so without
             // locks: if someone wrote it meanwhile, read it again on a new connection.
             // (A page torn by that write may even fail the read.)
-            for _ in 0..<3 {
+            for attempt in 1...3 {
                 do {
                     let result = try run(sql, arguments, limit: limit)
                     if connection.readIsConsistent { return result }
                 } catch where !connection.readIsConsistent {}
-                connection = try Connection(filename: connection.filename, mode: .reading, busyTimeout: busyTimeout)
+                if attempt < 3 { connection = try Connection(filename: connection.filename, mode: .reading, busyTimeout: busyTimeout) }
             }
             throw SQLiteError(code: .busy, message: "another connection kept writing the database while it was read; try again")
         }

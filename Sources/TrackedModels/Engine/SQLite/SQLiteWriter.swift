@@ -211,13 +211,15 @@ final class SQLiteWriter: EngineWriter {
         let schema = tables[rows.table]
         let keyed = try statement(.insert(table: rows.table, assignsKey: false), on: connection)
         let keyless = schema.assignsPrimaryKey ? try statement(.insert(table: rows.table, assignsKey: true), on: connection) : nil
+        guard let first = try rows.next() else { return }  // no row: no trigger to swap, no reset
         try ChangeLog.insertingInBulk(into: schema.name, on: connection) {
-            try insert(rows, schema: schema, keyed: keyed, keyless: keyless, into: &report)
+            try insert(first, rows, schema: schema, keyed: keyed, keyless: keyless, into: &report)
         }
     }
 
-    private func insert(_ rows: BulkRows, schema: TableSchema, keyed: Statement, keyless: Statement?, into report: inout CommitReport) throws {
-        while let chunk = try rows.next() {
+    private func insert(_ first: [[SQLValue]], _ rows: BulkRows, schema: TableSchema, keyed: Statement, keyless: Statement?, into report: inout CommitReport) throws {
+        var chunk = first
+        while true {
             for values in chunk {
                 do {
                     if let keyless, values[schema.primaryKeyIndex] == .null {
@@ -233,6 +235,8 @@ final class SQLiteWriter: EngineWriter {
                 }
             }
             report.statementCount += chunk.count
+            guard let following = try rows.next() else { return }
+            chunk = following
         }
     }
 
