@@ -177,6 +177,27 @@ import Testing
         #expect(try peek.value("SELECT count(*) FROM rows") == 3)
     }
 
+    @Test func aPendingChangeRefusedInTheBulkTransactionIsMarkedAsAFlushMarksIt() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("model.sqlite")
+        try Peek(path).execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, title TEXT NOT NULL, count INTEGER NOT NULL CHECK (count < 100))")
+        let store = try await Stores.rows(3, at: .file(path))
+        let row = try #require(try store.find(Row.self, key: 1))
+        row.count = 500
+        do {
+            try await store.bulkInsert(contentsOf: rows(10..<5_000))
+            Issue.record("the bulk insert committed with a refused change")
+        } catch let error as StoreError {
+            #expect(error.code == .changeRejected)
+            #expect(error.constraint == .check)
+        }
+        let refused = try #require(store.pendingChanges.first)
+        #expect(refused.error != nil, "the refused change is not marked")
+        try store.discard(refused)
+        try await store.bulkInsert(contentsOf: rows(10..<5_000))
+        #expect(try Peek(path).value("SELECT count(*) FROM rows") == 4_993)
+    }
+
     @Test func aChangeRefusedForGoodStopsABulkInsertBeforeItStarts() async throws {
         let fixture = try await fixture(rows: 5)
         let row = try #require(try fixture.store.find(Row.self, key: 2))

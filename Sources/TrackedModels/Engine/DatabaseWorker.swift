@@ -240,6 +240,9 @@ final class DatabaseWorker: @unchecked Sendable {
                     rejected[unit.id] = (error, operation)
                     hold(after: unit, in: batch, rejected: rejected, held: &held)
                     continue
+                case .operation(let unitIndex, let operation, let error) where error.refusesTheChange:
+                    isHalted = true
+                    return .refused(unit: units[unitIndex].id, operation: operation, error)
                 default:
                     let error = failure.error
                     // Streamed rows already taken cannot be taken again.

@@ -230,16 +230,7 @@ final class WriteBehind {
             var returned = batch.units.filter { report.rejected[$0.id] != nil || report.held.contains($0.id) }
             for index in returned.indices {
                 if let rejection = report.rejected[returned[index].id] {
-                    returned[index].rejection = PendingChanges.Rejection(error: rejection.error, operation: rejection.operation)
-                    returned[index].isRetryDue = false
-                    publish(rejection.error)
-                    let operation = returned[index].unit.operations[rejection.operation]
-                    logger.warning("the database refused a change; it stays pending until replaced or discarded", metadata: [
-                        "table": "\(schemas[operation.table].name)",
-                        "row": "\(operation.row.map { "\($0.key)" } ?? "new")",
-                        "change": "\(operation.description(tables: schemas, showingTypes: true))",
-                        "error": "\(rejection.error.message)",
-                    ])
+                    markRefused(&returned[index], error: rejection.error, operation: rejection.operation)
                 }
             }
             failBulkInserts(in: inFlight.dropFirst(), with: StoreError(
@@ -266,12 +257,32 @@ final class WriteBehind {
             publish(error)
             if error.mayPass { applyPolicy() }
             return Finished()
+        case .refused(let unit, let operation, let error):
+            // A change made before the bulk insert, refused in its transaction: marked as a
+            // plain flush marks it, and the bulk insert fails with it.
+            guard let index = inFlight[0].units.firstIndex(where: { $0.id == unit }) else { return Finished() }
+            markRefused(&inFlight[0].units[index], error: error, operation: operation)
+            endBulkBatch(batch, with: rejectionError(inFlight[0].units[index], among: 1))
         case .cancelled:
             endBulkBatch(batch, with: CancellationError())
         case .skipped:
             return Finished()
         }
         return Finished()
+    }
+
+    /// Marks a unit the database refused: it stays pending until replaced or discarded.
+    private func markRefused(_ unit: inout PendingChanges.Unit, error: StoreError, operation index: Int) {
+        unit.rejection = PendingChanges.Rejection(error: error, operation: index)
+        unit.isRetryDue = false
+        publish(error)
+        let operation = unit.unit.operations[index]
+        logger.warning("the database refused a change; it stays pending until replaced or discarded", metadata: [
+            "table": "\(schemas[operation.table].name)",
+            "row": "\(operation.row.map { "\($0.key)" } ?? "new")",
+            "change": "\(operation.description(tables: schemas, showingTypes: true))",
+            "error": "\(error.message)",
+        ])
     }
 
     /// A bulk batch that did not commit: it is told why; the batches behind it were skipped

@@ -143,6 +143,9 @@ struct BatchOutcome: Sendable {
         case skipped
         /// Nothing committed: the sender of the batch's streamed rows cancelled them.
         case cancelled
+        /// Nothing committed: the database refused an operation of a unit in a batch with
+        /// streamed rows (which commits whole or not at all).
+        case refused(unit: UInt64, operation: Int, StoreError)
     }
 
     var sequence: UInt64

@@ -384,15 +384,22 @@ struct Reference {
 
     /// What a bulk insert commits: every pending unit, then `rows`, in one transaction, or
     /// nothing at all. A unit refused for good (and those held behind it) stops it before it
-    /// starts, as it would be left out of the transaction.
+    /// starts, as it would be left out of the transaction; a unit refused in it is marked.
     ///
     /// - Returns: Why nothing committed; nil when everything did.
     mutating func bulkInsert(_ rows: [[SQLValue]], fileKeys: Set<Int64>, keyOf: (Int) -> Int64?) -> String? {
         if units.contains(where: \.isRefusedForGood) { return "a change refused for good is pending" }
         var scratch = file
         var largest = largestKeyEver
-        for unit in units {
-            if let refusal = commit(unit, onto: &scratch, largestKey: &largest, keyOf: keyOf, fileKeys: fileKeys) { return refusal }
+        for index in units.indices {
+            guard let refusal = commit(units[index], onto: &scratch, largestKey: &largest, keyOf: keyOf, fileKeys: fileKeys) else { continue }
+            // The first unit the database refuses is marked, as a flush marks it; a commit that
+            // fails whole (a full AUTOINCREMENT table) marks nothing.
+            if refusal != Self.full, !refusal.hasPrefix("no key") {
+                units[index].isRefused = true
+                units[index].isRefusedForGood = refusal.hasSuffix(Self.gone)
+            }
+            return refusal
         }
         for values in rows {
             if let refusal = refusal(of: values) { return refusal }
