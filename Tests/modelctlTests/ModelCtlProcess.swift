@@ -42,6 +42,15 @@ struct ModelCtlProcess {
         }
     }
 
+    /// Whether a started process has exited (a zombie not yet reaped counts), read from
+    /// `/proc/PID/stat`; without `/proc`, whether it can no longer be signalled.
+    static func hasExited(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return kill(pid, 0) != 0 }
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        guard let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].split(separator: " ").first == "Z"
+    }
+
     func path(_ name: String) -> String {
         directory.appendingPathComponent(name).path
     }
