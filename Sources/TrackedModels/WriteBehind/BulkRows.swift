@@ -10,9 +10,10 @@ import Synchronization
 ///
 /// ```swift
 /// let rows = BulkRows(table: 0)
-/// writeBehind.submit(streaming: rows)            // the worker takes chunks as they come
-/// guard await rows.send([[.integer(1), .text("Row 1"), .integer(0)]]) else { ... }
-/// rows.finish()                                  // no more: the worker commits
+/// try await writeBehind.commit(streaming: rows) {     // the worker takes chunks as they come
+///     guard await rows.send([[.integer(1), .text("Row 1"), .integer(0)]]) else { return }
+///     rows.finish()                                   // no more: the worker commits
+/// }
 /// ```
 final class BulkRows: Sendable {
     // Sendable: every mutable state is in the Mutex; the semaphore is thread-safe.
@@ -81,9 +82,6 @@ final class BulkRows: Sendable {
         state.withLock { $0.isCancelled = true }
         arrivals.signal()
     }
-
-    /// Whether ``cancel()`` was called.
-    var isCancelled: Bool { state.withLock { $0.isCancelled } }
 
     // MARK: - The worker
 

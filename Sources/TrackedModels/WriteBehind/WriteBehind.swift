@@ -260,7 +260,9 @@ final class WriteBehind {
         case .refused(let unit, let operation, let error):
             // A change made before the bulk insert, refused in its transaction: marked as a
             // plain flush marks it, and the bulk insert fails with it.
-            guard let index = inFlight[0].units.firstIndex(where: { $0.id == unit }) else { return Finished() }
+            guard let index = inFlight[0].units.firstIndex(where: { $0.id == unit }) else {
+                preconditionFailure("the worker refused unit \(unit), which batch \(batch.sequence) does not hold")
+            }
             markRefused(&inFlight[0].units[index], error: error, operation: operation)
             endBulkBatch(batch, with: rejectionError(inFlight[0].units[index], among: 1))
         case .cancelled:

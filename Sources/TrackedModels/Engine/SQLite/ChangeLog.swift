@@ -34,7 +34,7 @@ enum ChangeLog {
     /// row, and the bulk insert writes no log rows. (DDL is transactional in SQLite: no other
     /// connection ever sees the table without its trigger.)
     static func insertingInBulk(into table: String, on connection: Connection, _ body: () throws -> Void) throws {
-        let name = "trackedmodels_\(table)_insert_v\(version)"
+        let name = triggerName(table: table, kind: "insert")
         guard case .text(let definition) = try connection.scalar("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", [.text(name)]) else {
             try body()  // nobody keeps a log of this file
             return
@@ -44,6 +44,11 @@ enum ChangeLog {
         try connection.execute(definition)
         try connection.cachedStatement("INSERT INTO \(Self.table) (tbl, row_key, kind, mask) VALUES (?, NULL, ?, -1)")
             .run([.text(table), .integer(tableReset)])
+    }
+
+    /// A trigger's name: `trackedmodels_<table>_<kind>_v<version>`.
+    private static func triggerName(table: String, kind: String) -> String {
+        "trackedmodels_\(table)_\(kind)_v\(version)"
     }
 
     /// Which model column each bit of a table's mask stands for.
@@ -102,7 +107,7 @@ enum ChangeLog {
             ? "-1"
             : differences.enumerated().map { bit, difference in bit == 0 ? "(\(difference))" : "((\(difference)) << \(bit))" }
                 .joined(separator: " | ")
-        func name(_ kind: String) -> String { "trackedmodels_\(table)_\(kind)_v\(version)" }
+        func name(_ kind: String) -> String { triggerName(table: table, kind: kind) }
         func insert(_ keyValue: String, _ kind: Kind, _ mask: String) -> String {
             "INSERT INTO \(Self.table) (tbl, row_key, kind, mask) VALUES (\(tableLiteral), \(keyValue), \(kind.rawValue), \(mask));"
         }

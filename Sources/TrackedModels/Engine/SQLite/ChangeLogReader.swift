@@ -51,11 +51,12 @@ final class ChangeLogReader {
                   case .integer(let kindValue) = entry[3], case .integer(let mask) = entry[4]
             else { continue }
             position = max(position, sequence)
-            if kindValue == ChangeLog.tableReset, let table = tableIndexByName[name] {
+            guard let table = tableIndexByName[name] else { continue }
+            if kindValue == ChangeLog.tableReset {
                 if !batch.resetTables.contains(table) { batch.resetTables.append(table) }
                 continue
             }
-            guard let table = tableIndexByName[name], let kind = ChangeLog.Kind(rawValue: kindValue) else { continue }
+            guard let kind = ChangeLog.Kind(rawValue: kindValue) else { continue }
             let row = RowReference(table: table, key: entry[2])
             if let previous = merged[row] {
                 let kind: ChangeLog.Kind = switch (previous.kind, kind) {

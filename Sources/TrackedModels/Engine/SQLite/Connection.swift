@@ -110,6 +110,25 @@ package final class Connection {
         sqlite3_close_v2(handle)
     }
 
+    /// Runs `read` on `connection` (opened with ``OpenMode/reading``), and again on a new
+    /// connection to the same file when ``readIsConsistent`` says someone wrote the file
+    /// meanwhile (a page torn by that write may even fail the read); at most three times.
+    ///
+    /// ```swift
+    /// var connection = try Connection(filename: path, mode: .reading, busyTimeout: .seconds(5))
+    /// let count = try Connection.readConsistently(&connection, busyTimeout: .seconds(5)) { try $0.scalar("SELECT count(*) FROM rows") }
+    /// ```
+    package static func readConsistently<Result>(_ connection: inout Connection, busyTimeout: Duration, _ read: (Connection) throws -> Result) throws -> Result {
+        for attempt in 1...3 {
+            do {
+                let result = try read(connection)
+                if connection.readIsConsistent { return result }
+            } catch where !connection.readIsConsistent {}
+            if attempt < 3 { connection = try Connection(filename: connection.filename, mode: .reading, busyTimeout: busyTimeout) }
+        }
+        throw SQLiteError(code: .busy, message: "another connection kept writing the database while it was read; try again")
+    }
+
     /// Whether a file's header says WAL mode (bytes 18 and 19 are 2).
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/fileformat2.html#database_header>

@@ -42,22 +42,13 @@ public final class DatabaseReader {
     ///   statement that would write (nothing has run then), or what SQLite reported, with its
     ///   ``SQLiteError`` attached.
     public func query(_ sql: String, _ arguments: [SQLValue] = [], limit: Int? = nil) throws -> Result {
+        // A file another user cannot write is read without locks: read again if it changed.
         try translatingSQLiteErrors {
-            // A file another user cannot write is read without sidecar files, and so without
-            // locks: if someone wrote it meanwhile, read it again on a new connection.
-            // (A page torn by that write may even fail the read.)
-            for attempt in 1...3 {
-                do {
-                    let result = try run(sql, arguments, limit: limit)
-                    if connection.readIsConsistent { return result }
-                } catch where !connection.readIsConsistent {}
-                if attempt < 3 { connection = try Connection(filename: connection.filename, mode: .reading, busyTimeout: busyTimeout) }
-            }
-            throw SQLiteError(code: .busy, message: "another connection kept writing the database while it was read; try again")
+            try Connection.readConsistently(&connection, busyTimeout: busyTimeout) { try Self.run(sql, arguments, limit: limit, on: $0) }
         }
     }
 
-    private func run(_ sql: String, _ arguments: [SQLValue], limit: Int?) throws -> Result {
+    private static func run(_ sql: String, _ arguments: [SQLValue], limit: Int?, on connection: Connection) throws -> Result {
         var statements: [Statement] = []
         try connection.forEachStatement(in: sql) { statement in
             guard statement.isReadOnly else {

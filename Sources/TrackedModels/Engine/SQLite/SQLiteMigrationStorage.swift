@@ -8,16 +8,10 @@ struct SQLiteMigrationStorage: MigrationStorage {
     /// creates it. (A file read without locks, because this user cannot write it, is read
     /// again if someone wrote it meanwhile.)
     static func appliedMigrations(readingAt path: String, busyTimeout: Duration) throws -> [AppliedMigration] {
-        for _ in 0..<3 {
-            let storage = try translatingSQLiteErrors {
-                SQLiteMigrationStorage(connection: try Connection(filename: Connection.absoluteFilename(path), mode: .reading, busyTimeout: busyTimeout))
-            }
-            do {
-                let applied = try storage.appliedMigrations()
-                if storage.connection.readIsConsistent { return applied }
-            } catch where !storage.connection.readIsConsistent {}  // a page torn by that write
+        try translatingSQLiteErrors {
+            var connection = try Connection(filename: Connection.absoluteFilename(path), mode: .reading, busyTimeout: busyTimeout)
+            return try Connection.readConsistently(&connection, busyTimeout: busyTimeout) { try SQLiteMigrationStorage(connection: $0).appliedMigrations() }
         }
-        throw SQLiteError(code: .busy, message: "another connection kept writing the database while its migrations were read; try again").storeError
     }
 
     /// Opens (or creates) a file to migrate it, in WAL mode.
