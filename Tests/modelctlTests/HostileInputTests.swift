@@ -58,7 +58,13 @@ import Testing
     func aSignalStopsALongBumpWithinASecondAndCommitsNothing(_ signal: Int32, _ status: Int32) async throws {
         let (workspace, path) = try await seeded()
         let process = try workspace.modelctl.start(["bump", "7", "--times", "1000000000"])
-        try await Task.sleep(for: .milliseconds(700))
+        // Signalled once it listens (a debug build on a busy machine may take a while to get
+        // there), and then into its bumps.
+        let started = ContinuousClock.now
+        while process.isRunning, !ModelCtlProcess.handlesInterrupts(process.processIdentifier), ContinuousClock.now - started < .seconds(60) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try await Task.sleep(for: .milliseconds(500))
         let stopped = try await signalAndTimeExit(process, signal)
         #expect(stopped < .seconds(1), "stopped \(stopped) after the signal")
         #expect(process.terminationStatus == status)
@@ -397,11 +403,17 @@ import Testing
 
     /// Runs modelctl as a user whom permissions apply to: `nobody` through runuser when the
     /// tests run as root (root ignores permissions), else the current user.
+    ///
+    /// `nobody` runs a copy of the binary in the workspace: the build folder may be where it
+    /// cannot reach (a clone under `/root`, say).
     private func runUnprivileged(_ workspace: Workspace, _ arguments: [String]) async throws -> ModelCtlProcess.Output {
         guard getuid() == 0 else { return try await workspace.modelctl.run(arguments) }
         let runuser = try #require(["/usr/sbin/runuser", "/sbin/runuser"].first { FileManager.default.isExecutableFile(atPath: $0) }, "runuser is missing; apt-get install util-linux")
+        let binary = workspace.modelctl.path("modelctl-copy")
+        try FileManager.default.copyItem(atPath: ModelCtlProcess.executable.path, toPath: binary)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: binary)
         let quoted = arguments.map { "'" + $0 + "'" }.joined(separator: " ")
-        return try await workspace.modelctl.runShell("exec \(runuser) -u nobody -- \"$MODELCTL\" \(quoted)")
+        return try await workspace.modelctl.runShell("exec \(runuser) -u nobody -- '\(binary)' \(quoted)")
     }
 
     @Test func aFolderThatIsNotWritableIsNamed() async throws {

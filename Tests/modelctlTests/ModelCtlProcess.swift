@@ -51,6 +51,18 @@ struct ModelCtlProcess {
         return stat[stat.index(after: close)...].split(separator: " ").first == "Z"
     }
 
+    /// Whether a started process has taken SIGINT and SIGTERM over (ignored or caught, by the
+    /// `SigIgn` and `SigCgt` masks of `/proc/PID/status`): before that, a signal kills it.
+    static func handlesInterrupts(_ pid: Int32) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return false }
+        func mask(_ name: String) -> UInt64 {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return 0 }
+            return UInt64(line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces), radix: 16) ?? 0
+        }
+        let wanted: UInt64 = 1 << (UInt64(SIGINT) - 1) | 1 << (UInt64(SIGTERM) - 1)
+        return (mask("SigIgn") | mask("SigCgt")) & wanted == wanted
+    }
+
     func path(_ name: String) -> String {
         directory.appendingPathComponent(name).path
     }
@@ -117,7 +129,8 @@ final class Workspace: Sendable {
 
     init() throws {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("modelctlTests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        // Searchable by every user whatever the umask: some tests run modelctl as `nobody`.
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         modelctl = ModelCtlProcess(directory: url)
     }
 

@@ -33,16 +33,22 @@ struct BumpCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(operation: "bump", path: options.path) {
-            try options.requireExistingDatabase(for: "bump")
-            try options.requireWritableDemoDatabase(for: "bump")
-            // Refused before a store opens (and installs its change log) on the file.
-            switch try committedRow() {
-            case .missing: throw noSuchRow
-            case .count(let count): try requireNoOverflow(from: count)
-            case .unlike: break  // the store's schema check refuses it, before it writes
-            }
-            try await bump()
+            try await checkAndBump()
         }
+    }
+
+    @MainActor private func checkAndBump() async throws {
+        // Listening from the start: a signal while the file is checked stops the bump too.
+        let interruption = Interruption()
+        try options.requireExistingDatabase(for: "bump")
+        try options.requireWritableDemoDatabase(for: "bump")
+        // Refused before a store opens (and installs its change log) on the file.
+        switch try committedRow() {
+        case .missing: throw noSuchRow
+        case .count(let count): try requireNoOverflow(from: count)
+        case .unlike: break  // the store's schema check refuses it, before it writes
+        }
+        try await bump(interruption)
     }
 
     private enum CommittedRow {
@@ -61,6 +67,11 @@ struct BumpCommand: AsyncParsableCommand {
         return .count(count)
     }
 
+    private func interrupted(_ status: Int32) -> ExitCode {
+        FileHandle.standardError.write(Data("modelctl: bump interrupted; nothing was bumped\n".utf8))
+        return ExitCode(status)
+    }
+
     private var noSuchRow: CLIError {
         CLIError(.dataError, "bump \(options.path): there is no row \(id); nothing changed (see `modelctl query`)")
     }
@@ -72,8 +83,8 @@ struct BumpCommand: AsyncParsableCommand {
         }
     }
 
-    @MainActor private func bump() async throws {
-        let interruption = Interruption()
+    @MainActor private func bump(_ interruption: Interruption) async throws {
+        if let status = interruption.exitStatus { throw interrupted(status) }
         let store = try ModelStore(.file(options.path), models: [Row.self], configuration: options.storeConfiguration)
         // Checked again: the row may have changed since the read-only check.
         guard let row = try store.find(Row.self, key: id) else { throw noSuchRow }
@@ -88,8 +99,7 @@ struct BumpCommand: AsyncParsableCommand {
             }
         } catch is CancellationError {
             try await store.close()
-            FileHandle.standardError.write(Data("modelctl: bump interrupted; nothing was bumped\n".utf8))
-            throw ExitCode(interruption.exitStatus ?? 130)
+            throw interrupted(interruption.exitStatus ?? 130)
         }
         do {
             try await store.flush()
