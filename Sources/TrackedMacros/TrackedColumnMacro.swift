@@ -29,7 +29,7 @@ extension TrackedColumnMacro: AccessorMacro {
             get {
                 _$tracking.access(column: \(raw: index))
                 access(keyPath: \\.\(raw: name))
-                return _\(raw: name)
+                return TrackedModels._$read(_\(raw: name), column: \(raw: index), tracking: _$tracking) { _\(raw: name) = $0 }
             }
             """,
             """

@@ -91,15 +91,19 @@ extension TrackedMacro: MemberMacro {
         }
         let access = accessModifier(of: declaration)
         let module = moduleName
+        // The same code for a column value and a to-one relationship (a property whose type is
+        // an optional model): the library's overloads of each call tell them apart by type.
         let schemaColumns = columns.map { column in
-            "\(module).ColumnSchema(name: \(literal(column.columnName)), property: \(literal(column.name)), \(column.type!.trimmedDescription).self\(column.isPrimaryKey ? ", isPrimaryKey: true" : ""))"
+            let name = column.explicitColumnName.map(literal) ?? "nil"
+            return "\(module).ColumnSchema(name: \(name), property: \(literal(column.name)), \(column.type!.trimmedDescription).self\(column.isPrimaryKey ? ", isPrimaryKey: true" : ""))"
         }
         let decodes = columns.enumerated().map { "self._\($1.name) = try row.decode(at: \($0))" }
-        let values = columns.map { "self._\($0.name).sqlValue" }
+        let values = columns.enumerated().map { "\(module)._$storedValue(self._\($1.name), column: \($0), tracking: self._$tracking)" }
         let assigns = columns.enumerated().map { index, column in
-            "case \(index): let decoded: \(column.type!.trimmedDescription) = try \(module)._$decode(value)\n"
+            "case \(index): let decoded: \(column.type!.trimmedDescription) = try \(module)._$decode(value, current: self._\(column.name), column: \(index), tracking: self._$tracking)\n"
                 + "withMutation(keyPath: \\.\(column.name)) { self._\(column.name) = decoded }"
         }
+        let related = columns.enumerated().map { "case \($0): \(module)._$relatedObject(self._\($1.name))" }
         guard let key = columns.first(where: \.isPrimaryKey) else { return [] }
         let keyPaths = columns.enumerated().map { "case \\\(className).\($1.name): \($0)" }
 
@@ -117,6 +121,7 @@ extension TrackedMacro: MemberMacro {
             """
             \(raw: access)required init(_$row row: \(raw: module).ModelRow) throws {
                 \(raw: decodes.joined(separator: "\n"))
+                self._$tracking.adoptForeignKeys(from: row)
             }
             """,
             """
@@ -129,6 +134,14 @@ extension TrackedMacro: MemberMacro {
                 switch index {
                 \(raw: assigns.joined(separator: "\n"))
                 default: break
+                }
+            }
+            """,
+            """
+            \(raw: access)func _$relatedObject(column index: Swift.Int) -> (any \(raw: module).TrackedModel)? {
+                switch index {
+                \(raw: related.joined(separator: "\n"))
+                default: nil
                 }
             }
             """,

@@ -27,9 +27,9 @@ import Testing
                 public static let _$schema = TrackedModels.TableSchema(
                     name: "rows",
                     columns: [
-                        TrackedModels.ColumnSchema(name: "id", property: "id", Int64.self, isPrimaryKey: true),
+                        TrackedModels.ColumnSchema(name: nil, property: "id", Int64.self, isPrimaryKey: true),
                         TrackedModels.ColumnSchema(name: "label", property: "title", String.self),
-                        TrackedModels.ColumnSchema(name: "count", property: "count", Int.self)
+                        TrackedModels.ColumnSchema(name: nil, property: "count", Int.self)
                     ]
                 )
 
@@ -37,31 +37,45 @@ import Testing
                     self._id = try row.decode(at: 0)
                     self._title = try row.decode(at: 1)
                     self._count = try row.decode(at: 2)
+                    self._$tracking.adoptForeignKeys(from: row)
                 }
 
                 public func _$values() -> [TrackedModels.SQLValue] {
-                    [self._id.sqlValue, self._title.sqlValue, self._count.sqlValue]
+                    [TrackedModels._$storedValue(self._id, column: 0, tracking: self._$tracking), TrackedModels._$storedValue(self._title, column: 1, tracking: self._$tracking), TrackedModels._$storedValue(self._count, column: 2, tracking: self._$tracking)]
                 }
 
                 public func _$assign(_ value: TrackedModels.SQLValue, toColumn index: Swift.Int) throws {
                     switch index {
                     case 0:
-                        let decoded: Int64 = try TrackedModels._$decode(value)
+                        let decoded: Int64 = try TrackedModels._$decode(value, current: self._id, column: 0, tracking: self._$tracking)
                         withMutation(keyPath: \\.id) {
                             self._id = decoded
                         }
                     case 1:
-                        let decoded: String = try TrackedModels._$decode(value)
+                        let decoded: String = try TrackedModels._$decode(value, current: self._title, column: 1, tracking: self._$tracking)
                         withMutation(keyPath: \\.title) {
                             self._title = decoded
                         }
                     case 2:
-                        let decoded: Int = try TrackedModels._$decode(value)
+                        let decoded: Int = try TrackedModels._$decode(value, current: self._count, column: 2, tracking: self._$tracking)
                         withMutation(keyPath: \\.count) {
                             self._count = decoded
                         }
                     default:
                         break
+                    }
+                }
+
+                public func _$relatedObject(column index: Swift.Int) -> (any TrackedModels.TrackedModel)? {
+                    switch index {
+                    case 0:
+                        TrackedModels._$relatedObject(self._id)
+                    case 1:
+                        TrackedModels._$relatedObject(self._title)
+                    case 2:
+                        TrackedModels._$relatedObject(self._count)
+                    default:
+                        nil
                     }
                 }
 
@@ -121,7 +135,9 @@ import Testing
                     get {
                         _$tracking.access(column: 2)
                         access(keyPath: \\.count)
-                        return _count
+                        return TrackedModels._$read(_count, column: 2, tracking: _$tracking) {
+                            _count = $0
+                        }
                     }
                     set {
                         guard !TrackedModels._$isSameStoredValue(_count, newValue) else {

@@ -12,8 +12,9 @@ struct StoredProperty {
     /// `@ObservationIgnored`: neither stored nor observed. (`@Transient` is observed.)
     let isObservationIgnored: Bool
     let isPrimaryKey: Bool
-    /// The `@Column("name")` argument, or the property's name.
-    let columnName: String
+    /// The `@Column("name")` argument, if any: otherwise the library names the column (the
+    /// property's name, or `list_id` for a to-one relationship `list`).
+    let explicitColumnName: String?
 
     /// The stored properties of a class body, in order. Computed and static properties are not
     /// among them.
@@ -39,7 +40,7 @@ struct StoredProperty {
         isObservationIgnored = declaration.hasAttribute("ObservationIgnored")
         isTransient = declaration.hasAttribute("Transient") || isObservationIgnored
         isPrimaryKey = declaration.hasAttribute("PrimaryKey")
-        columnName = declaration.attribute("Column")?.firstStringArgument ?? identifier.identifier.trimmedDescription
+        explicitColumnName = declaration.attribute("Column")?.firstStringArgument
     }
 
     var isColumn: Bool { !isTransient }

@@ -12,7 +12,7 @@
 /// belongs to the store's isolation domain, like the objects that report to it.
 final class ModelRegistrar {
     let schemas: [TableSchema]
-    private let types: [any TrackedModel.Type]
+    let types: [any TrackedModel.Type]
     private let tableIndexByType: [ObjectIdentifier: Int]
     private let primaryKeyColumns: [Int]
     private(set) var identityMap: IdentityMap
@@ -31,6 +31,11 @@ final class ModelRegistrar {
     // neither calls out while mutating it.
     @exclusivity(unchecked) private var transactionLevels: [TransactionLevel] = []
     private var undoLog: [UndoStep] = []
+    /// Loads a row's object through the store, for a to-one relationship read; set by the store.
+    var loadObject: ((_ table: Int, _ key: SQLValue) -> (any TrackedModel)?)?
+    /// Children whose to-one column waits for the key the database assigns to an insert, by
+    /// insert request.
+    var childrenWaitingForKey: [UInt64: [WaitingChild]] = [:]
 
     init(models: [any TrackedModel.Type], writeBehind: WriteBehind) {
         schemas = models.map { $0._$schema }
@@ -77,7 +82,10 @@ final class ModelRegistrar {
 
     private func detach(_ object: any TrackedModel, table: Int) {
         let tracking = object._$tracking
-        if let request = tracking.insertRequest { unkeyedInserts.removeValue(forKey: request) }
+        if let request = tracking.insertRequest {
+            unkeyedInserts.removeValue(forKey: request)
+            childrenWaitingForKey.removeValue(forKey: request)
+        }
         if tracking.key != .null, identityMap.object(table: table, key: tracking.key) === object {
             identityMap.remove(table: table, key: tracking.key)
         }
@@ -91,6 +99,7 @@ final class ModelRegistrar {
         }
         for (_, entry) in unkeyedInserts { entry.object._$tracking.detach() }
         unkeyedInserts.removeAll()
+        childrenWaitingForKey.removeAll()
     }
 
     /// Called by an object's tracking when the object goes away.
@@ -148,17 +157,26 @@ final class ModelRegistrar {
 
     /// The program inserted an object. A supplied key puts it in the identity map at once; a key
     /// the database assigns does so when the insert commits.
+    /// What the object's to-one relationships point at is inserted first, when this store does
+    /// not manage it yet.
     func userDidInsert(_ object: some TrackedModel, table: Int) throws {
-        let values = object._$values()
+        var values = object._$values()
         let suppliedKey = values[primaryKeyColumns[table]]
-        if schemas[table].assignsPrimaryKey, suppliedKey == .null {
+        let assignsKey = schemas[table].assignsPrimaryKey && suppliedKey == .null
+        if !assignsKey, identityMap.object(table: table, key: suppliedKey) != nil {
+            throw StoreError.duplicateKey(types[table], key: suppliedKey)
+        }
+        let relationships = schemas[table].relationshipColumns
+        if !relationships.isEmpty {
+            insertTargets(of: object, table: table)
+            values = object._$values()
+            for column in relationships { object._$tracking.foreignKeys[column] = values[column] }
+        }
+        if assignsKey {
             let request = writeBehind.recordInsert(table: table, values: values, key: nil, of: object)
             object._$tracking.attach(to: self, table: table, key: .null, insertRequest: request)
             unkeyedInserts[request] = (object, table, [])
         } else {
-            if identityMap.object(table: table, key: suppliedKey) != nil {
-                throw StoreError.duplicateKey(types[table], key: suppliedKey)
-            }
             attach(object, table: table, key: suppliedKey)
             _ = writeBehind.recordInsert(table: table, values: values, key: suppliedKey, of: object)
             outbox.postInsert(table: table, key: suppliedKey, values: values, origin: .local)
@@ -230,6 +248,7 @@ final class ModelRegistrar {
             // insert waits to commit. That object or that delete keeps the row; this object only
             // learns its key.
             object._$tracking.detach()
+            childrenWaitingForKey[request] = nil
             return
         }
         attach(object, table: table, key: key)
@@ -241,6 +260,7 @@ final class ModelRegistrar {
                 of: object, hint: &object._$tracking.pendingUnit
             )
         }
+        storeKey(key, of: object, forChildrenOf: request)
     }
 
     /// The unkeyed insert, if any, that the database gave this row's key.

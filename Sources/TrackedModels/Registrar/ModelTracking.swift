@@ -28,11 +28,20 @@ public final class ModelTracking {
     // Unchecked exclusivity: only `PendingChanges.write` accesses it, once per write, and
     // nothing it calls reaches this object.
     @exclusivity(unchecked) var pendingUnit = PendingChanges.UnitHint()
+    /// The keys that the object's to-one relationships hold, by column, once known (empty for
+    /// a model without relationships).
+    var foreignKeys: [Int: SQLValue] = [:]
 
     public init() {}
 
     deinit {
         registrar?.objectWentAway(table: table, key: key)
+    }
+
+    /// Takes the keys of the to-one relationships of a row read from the database. Only the
+    /// generated initializer calls this.
+    public func adoptForeignKeys(from row: ModelRow) {
+        for column in row.schema.relationshipColumns { foreignKeys[column] = row.values[column] }
     }
 
     /// Reports a read of a column (for dependency capture).

@@ -22,6 +22,9 @@ public protocol TrackedModel: AnyObject, Observable {
     func _$assign(_ value: SQLValue, toColumn index: Int) throws
     /// The column a key path names, or `nil` for a key path that is not a column.
     static func _$columnIndex(of keyPath: AnyKeyPath) -> Int?
+    /// The object a to-one relationship's column points at, if the property holds it (not
+    /// yet loaded, or not a relationship: `nil`).
+    func _$relatedObject(column index: Int) -> (any TrackedModel)?
 }
 
 extension TrackedModel {

@@ -14,9 +14,13 @@ public struct TableSchema: Sendable, Hashable {
     /// The position of the primary key in ``columns``.
     public let primaryKeyIndex: Int
 
+    /// The columns of to-one relationships, in column order.
+    let relationshipColumns: [Int]
+
     public init(name: String, columns: [ColumnSchema]) {
         self.name = name
         self.columns = columns
+        relationshipColumns = columns.indices.filter { columns[$0].reference != nil }
         guard let index = columns.firstIndex(where: \.isPrimaryKey) else {
             preconditionFailure("table \(name) has no primary key column; mark one property with @PrimaryKey")
         }
@@ -67,13 +71,44 @@ public struct ColumnSchema: Sendable, Hashable {
     public let type: ColumnType
     public let isOptional: Bool
     public let isPrimaryKey: Bool
+    /// For a to-one relationship, the model it points at: the column holds that model's key.
+    public let reference: Reference?
 
-    public init<Value: ColumnValue>(name: String, property: String, _ valueType: Value.Type, isPrimaryKey: Bool = false) {
-        self.name = name
+    /// The model a to-one relationship's foreign-key column points at.
+    public struct Reference: Sendable, Hashable {
+        /// The model type, by identity (the store finds its table among its models).
+        public let model: ObjectIdentifier
+        /// The model type's name, for messages.
+        public let modelName: String
+    }
+
+    /// A column that stores a ``ColumnValue``.
+    ///
+    /// - Parameter name: The column's name; `nil` for the property's name.
+    public init<Value: ColumnValue>(name: String?, property: String, _ valueType: Value.Type, isPrimaryKey: Bool = false) {
+        self.name = name ?? property
         self.property = property
         self.type = Value.columnType
         self.isOptional = Value.isOptional
         self.isPrimaryKey = isPrimaryKey
+        self.reference = nil
+    }
+
+    /// The foreign-key column of a to-one relationship: it holds the key of a `Target` row, or
+    /// NULL.
+    ///
+    /// - Parameter name: The column's name; `nil` for the property's name followed by `_id`
+    ///   (`list_id` for `var list: TodoList?`).
+    public init<Target: TrackedModel>(name: String?, property: String, _ valueType: Target?.Type, isPrimaryKey: Bool = false) {
+        precondition(!isPrimaryKey, "a relationship cannot be the primary key; mark a column property with @PrimaryKey")
+        self.name = name ?? property + "_id"
+        self.property = property
+        // The key's type, not the target's schema: reading that here would recurse for a model
+        // that points at itself.
+        self.type = Target.PrimaryKeyValue.columnType
+        self.isOptional = true
+        self.isPrimaryKey = false
+        self.reference = Reference(model: ObjectIdentifier(Target.self), modelName: String(describing: Target.self))
     }
 }
 

@@ -39,7 +39,7 @@ public final class ModelStore {
     let mailbox: StoreMailbox<StoreMessage>
     private let isolation: any Actor
     /// The configuration's logger, with the file's path as metadata.
-    private let logger: Logger
+    let logger: Logger
     private let isMainActor: Bool
     private(set) var isClosed = false
     /// Callers of ``refreshExternalChanges()`` waiting for their poll, by poll.
@@ -80,6 +80,7 @@ public final class ModelStore {
         self.isolation = isolation
         isMainActor = isolation === MainActor.shared
         let schemas = models.map { $0._$schema }
+        try Self.checkRelationships(of: models)
         filename = DatabaseEngine.name(of: location)
         var logger = configuration.logger
         logger[metadataKey: "file"] = "\(filename)"
@@ -108,6 +109,7 @@ public final class ModelStore {
             }
         )
         registrar = ModelRegistrar(models: models, writeBehind: writeBehind)
+        registrar.loadObject = { [unowned self] table, key in loadRelatedObject(table: table, key: key) }
         mailbox.start(delivering: self)
         worker.start()
     }

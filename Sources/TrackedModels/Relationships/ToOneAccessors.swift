@@ -1,0 +1,79 @@
+// What the accessors `@Tracked` generates call for a to-one relationship (`var list: TodoList?`):
+// the overloads of ColumnAccessors.swift for a property whose type is an optional model.
+//
+// The column holds the target's key. The property's backing storage caches the target object
+// once loaded; the key itself lives in the object's ``ModelTracking``, so that a row read from
+// the database does not load what it points at until the program reads the property.
+
+/// A target's key: the one its store knows it by, else the key it was made with (`.null` while
+/// the database has yet to assign it).
+func foreignKey(of target: some TrackedModel) -> SQLValue {
+    let tracking = target._$tracking
+    return tracking.isAttached ? tracking.key : target._$primaryKey
+}
+
+/// Keeps the key a to-one column holds in the database; the target object is loaded when read.
+public func _$decode<Target: TrackedModel>(_ value: SQLValue, current: Target?, column: Int, tracking: ModelTracking) throws -> Target? {
+    _ = try Target.PrimaryKeyValue?(sqlValue: value)
+    tracking.foreignKeys[column] = value
+    guard let current, value != .null, foreignKey(of: current) == value else { return nil }
+    return current
+}
+
+/// The key a to-one relationship stores: its target's, or the one read from the database
+/// while the target is not loaded.
+public func _$storedValue<Target: TrackedModel>(_ value: Target?, column: Int, tracking: ModelTracking) -> SQLValue {
+    guard let value else { return tracking.foreignKeys[column] ?? .null }
+    return foreignKey(of: value)
+}
+
+/// The target of a to-one relationship: the cached object, or the row its key names, loaded
+/// through the store (identity-mapped) and cached.
+///
+/// A cached target that has left the store (its row deleted) is looked up again by key; an
+/// object that has left its store keeps what it had.
+public func _$read<Target: TrackedModel>(_ value: Target?, column: Int, tracking: ModelTracking, cache: (Target?) -> Void) -> Target? {
+    if let value, value._$tracking.isAttached || !tracking.isAttached { return value }
+    guard let registrar = tracking.registrar else { return value }
+    let key = tracking.foreignKeys[column] ?? .null
+    let target = key == .null ? nil : registrar.relatedObject(Target.self, key: key)
+    if target !== value { cache(target) }
+    return target
+}
+
+/// The object a to-one relationship points at, if it holds one.
+public func _$relatedObject<Target: TrackedModel>(_ value: Target?) -> (any TrackedModel)? {
+    value
+}
+
+/// The generated setter's test for a to-one relationship: the same object.
+public func _$isSameStoredValue<Target: TrackedModel>(_ old: Target?, _ new: Target?) -> Bool {
+    old === new
+}
+
+extension ModelTracking {
+    /// Reports the program's assignment of a to-one relationship. Only the generated setter
+    /// calls this.
+    ///
+    /// A target the store does not manage yet is inserted with it; a target whose key the
+    /// database has yet to assign is stored once it has one.
+    public func userDidSet<Target: TrackedModel>(_ object: some TrackedModel, column: Int, from oldValue: Target?, to newValue: Target?) {
+        let old = foreignKeys[column] ?? oldValue.map(foreignKey(of:)) ?? .null
+        var new = newValue.map(foreignKey(of:)) ?? .null
+        if let registrar, let newValue {
+            new = registrar.userDidRelate(object, column: column, to: newValue)
+        }
+        foreignKeys[column] = new
+        if old != new { reportSet(object, column: column, from: old, to: new) }
+    }
+}
+
+extension ModelRow {
+    /// Decodes a to-one relationship's column: checks that it holds a key of the target's type,
+    /// and leaves the target to be loaded when the property is read (the generated initializer
+    /// hands the keys to the object's tracking: ``ModelTracking/adoptForeignKeys(from:)``).
+    public func decode<Target: TrackedModel>(at index: Int) throws -> Target? {
+        let _: Target.PrimaryKeyValue? = try decode(at: index)
+        return nil
+    }
+}

@@ -1,0 +1,214 @@
+import Foundation
+import Observation
+import Testing
+import TrackedModelsTesting
+@testable import TrackedModels
+
+@Tracked(table: "lists")
+final class TodoList {
+    @PrimaryKey var id: Int64?
+    var title: String
+}
+
+/// A row of a list, with a to-one relationship to its list and one to another entry.
+@Tracked(table: "entries")
+final class Entry {
+    @PrimaryKey var id: Int64?
+    var title: String
+    var list: TodoList?
+    @Column("parent_entry") var parent: Entry?
+}
+
+/// To-one relationships: a foreign-key column holding the target's key, loaded lazily and
+/// identity-mapped, written behind like any column, and observed through the chain.
+@MainActor
+@Suite struct RelationshipTests {
+    final class Counter: @unchecked Sendable {
+        var fired = 0
+    }
+
+    /// A store on a file with two lists (keys 1 and 2) and an entry (key 1) in list 1.
+    private func listsAndAnEntry(in directory: TemporaryDirectory) async throws -> ModelStore {
+        let store = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+        let groceries = TodoList(id: 1, title: "Groceries")
+        try store.insert(groceries)
+        try store.insert(TodoList(id: 2, title: "Chores"))
+        try store.insert(Entry(id: 1, title: "Milk", list: groceries))
+        try await store.flush()
+        return store
+    }
+
+    @Test func aToOneIsItsTargetsKeyInAColumnNamedAfterIt() async throws {
+        let columns = Entry._$schema.columns
+        #expect(columns.map(\.name) == ["id", "title", "list_id", "parent_entry"])
+        #expect(columns[2].type == .integer && columns[2].isOptional)
+        #expect(columns[2].reference?.modelName == "TodoList")
+        let directory = try TemporaryDirectory()
+        let store = try await listsAndAnEntry(in: directory)
+        let peek = try Peek(directory.path("db.sqlite"))
+        #expect(try peek.value("SELECT list_id FROM entries WHERE id = 1") == .integer(1))
+        try await store.close()
+    }
+
+    @Test func aLoadedTargetIsTheIdentityMappedObject() async throws {
+        let directory = try TemporaryDirectory()
+        try await listsAndAnEntry(in: directory).close()
+        let store = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+        let entry = try #require(try store.find(Entry.self, key: 1))
+        let list = try #require(entry.list)
+        #expect(list === (try store.find(TodoList.self, key: 1)))
+        #expect(list.title == "Groceries")
+        try store.insert(Entry(id: 2, title: "Eggs", list: list))
+        let second = try #require(try store.find(Entry.self, key: 2))
+        #expect(second.list === entry.list)
+        try await store.close()
+    }
+
+    @Test func assigningATargetWritesItsKeyBehind() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await listsAndAnEntry(in: directory)
+        let entry = try #require(try store.find(Entry.self, key: 1))
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+        entry.list = chores
+        #expect(store.hasPendingChanges)
+        try await store.flush()
+        let peek = try Peek(directory.path("db.sqlite"))
+        #expect(try peek.value("SELECT list_id FROM entries WHERE id = 1") == .integer(2))
+        entry.list = nil
+        try await store.flush()
+        #expect(try peek.value("SELECT list_id FROM entries WHERE id = 1") == .null)
+        try await store.close()
+    }
+
+    @Test func aChildOfANewParentWhoseKeySQLiteAssignsGetsThatKey() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+        let list = TodoList(id: nil, title: "New")
+        let entry = Entry(id: nil, title: "First", list: list)
+        // Inserting the child inserts the parent it points at, first.
+        try store.insert(entry)
+        let other = Entry(id: nil, title: "Second")
+        try store.insert(other)
+        let later = TodoList(id: nil, title: "Later")
+        other.list = later
+        #expect(entry.list === list && other.list === later)
+        try await store.flush()
+        let listKey = try #require(list.id)
+        let laterKey = try #require(later.id)
+        let peek = try Peek(directory.path("db.sqlite"))
+        #expect(try peek.value("SELECT list_id FROM entries WHERE id = ?", [.integer(try #require(entry.id))]) == .integer(listKey))
+        #expect(try peek.value("SELECT list_id FROM entries WHERE id = ?", [.integer(try #require(other.id))]) == .integer(laterKey))
+        #expect(try peek.value("SELECT count(*) FROM lists") == .integer(2))
+        try await store.close()
+    }
+
+    @Test func readingTheTargetsTitleDependsOnTheKeyAndThatTitleOnly() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await listsAndAnEntry(in: directory)
+        let entry = try #require(try store.find(Entry.self, key: 1))
+        let groceries = try #require(try store.find(TodoList.self, key: 1))
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+        func observe(_ counter: Counter) {
+            withObservationTracking { _ = entry.list?.title } onChange: { counter.fired += 1 }
+        }
+        let other = Counter()
+        observe(other)
+        chores.title = "Other chores"
+        entry.title = "Oat milk"
+        #expect(other.fired == 0)
+        let title = Counter()
+        observe(title)
+        groceries.title = "Food"
+        #expect(title.fired == 1)
+        let reparent = Counter()
+        observe(reparent)
+        entry.list = chores
+        #expect(reparent.fired == 1)
+        try await store.close()
+    }
+
+    @Test func feedsHearAReparentOnTheKeyColumn() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await listsAndAnEntry(in: directory)
+        let entry = try #require(try store.find(Entry.self, key: 1))
+        let probe = NotificationProbe(store: store)
+        try probe.subscribe("list", to: .object(entry, \Entry.list))
+        try probe.subscribe("title", to: .object(entry, \Entry.title))
+        entry.list = try store.find(TodoList.self, key: 2)
+        #expect(probe.counts == ["list": 1])
+        let event = try #require(probe.events(of: "list").first)
+        #expect(event.changes.first?.old == .integer(1))
+        #expect(event.changes.first?.new == .integer(2))
+        try await store.close()
+    }
+
+    @Test func anotherConnectionsReparentReachesTheObjectAndItsObservers() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await listsAndAnEntry(in: directory)
+        let entry = try #require(try store.find(Entry.self, key: 1))
+        #expect(entry.list?.title == "Groceries")
+        let counter = Counter()
+        withObservationTracking { _ = entry.list } onChange: { counter.fired += 1 }
+        try Peek(directory.path("db.sqlite")).execute("UPDATE entries SET list_id = 2 WHERE id = 1")
+        try await store.refreshExternalChanges()
+        #expect(counter.fired == 1)
+        #expect(entry.list?.title == "Chores")
+        #expect(entry.list === (try store.find(TodoList.self, key: 2)))
+        try await store.close()
+    }
+
+    @Test func aThrowingTransactionTakesTheReparentBack() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await listsAndAnEntry(in: directory)
+        let entry = try #require(try store.find(Entry.self, key: 1))
+        let groceries = try #require(entry.list)
+        struct Failure: Error {}
+        #expect(throws: Failure.self) {
+            try store.transaction {
+                entry.list = TodoList(id: nil, title: "Inserted with it")
+                throw Failure()
+            }
+        }
+        #expect(entry.list === groceries)
+        #expect(!store.hasPendingChanges)
+        try await store.flush()
+        let peek = try Peek(directory.path("db.sqlite"))
+        #expect(try peek.value("SELECT list_id FROM entries WHERE id = 1") == .integer(1))
+        #expect(try peek.value("SELECT count(*) FROM lists") == .integer(2))
+        try await store.close()
+    }
+
+    @Test func anEntryPointsAtAnotherEntry() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await listsAndAnEntry(in: directory)
+        let entry = try #require(try store.find(Entry.self, key: 1))
+        let child = Entry(id: nil, title: "Whole milk", parent: entry)
+        try store.insert(child)
+        try await store.close()
+        let reopened = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+        let children = try reopened.fetch(Entry.self, where: "parent_entry = 1")
+        #expect(children.map(\.title) == ["Whole milk"])
+        #expect(children.first?.parent?.title == "Milk")
+        #expect(children.first?.parent?.parent == nil)
+        try await reopened.close()
+    }
+
+    @Test func aDeletedTargetIsNoLongerReached() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await listsAndAnEntry(in: directory)
+        let entry = try #require(try store.find(Entry.self, key: 1))
+        let groceries = try #require(entry.list)
+        try store.delete(groceries)
+        #expect(entry.list == nil)
+        try await store.close()
+    }
+
+    @Test func aTargetModelThatIsNotRegisteredIsRefusedAtOpen() async throws {
+        #expect {
+            _ = try ModelStore(.inMemory, models: [Entry.self], configuration: Stores.configuration())
+        } throws: { error in
+            let error = try #require(error as? StoreError)
+            return error.code == .modelNotRegistered && error.message.contains("Entry.list points at TodoList")
+        }
+    }
+}
