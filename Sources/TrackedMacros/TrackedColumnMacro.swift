@@ -34,7 +34,7 @@ extension TrackedColumnMacro: AccessorMacro {
             """,
             """
             set {
-                guard !TrackedModels._$isSameStoredValue(_\(raw: name), newValue) else { return }
+                guard !TrackedModels._$isSameStoredValue(_\(raw: name), newValue, column: \(raw: index), tracking: _$tracking) else { return }
                 let oldValue = _\(raw: name)
                 withMutation(keyPath: \\.\(raw: name)) {
                     _\(raw: name) = newValue

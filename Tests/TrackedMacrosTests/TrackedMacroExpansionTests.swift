@@ -140,7 +140,7 @@ import Testing
                         }
                     }
                     set {
-                        guard !TrackedModels._$isSameStoredValue(_count, newValue) else {
+                        guard !TrackedModels._$isSameStoredValue(_count, newValue, column: 2, tracking: _$tracking) else {
                             return
                         }
                         let oldValue = _count

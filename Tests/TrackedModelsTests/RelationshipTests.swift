@@ -28,7 +28,7 @@ final class Entry {
     }
 
     /// A store on a file with two lists (keys 1 and 2) and an entry (key 1) in list 1.
-    private func listsAndAnEntry(in directory: TemporaryDirectory) async throws -> ModelStore {
+    func listsAndAnEntry(in directory: TemporaryDirectory) async throws -> ModelStore {
         let store = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
         let groceries = TodoList(id: 1, title: "Groceries")
         try store.insert(groceries)
@@ -210,5 +210,19 @@ final class Entry {
             let error = try #require(error as? StoreError)
             return error.code == .modelNotRegistered && error.message.contains("Entry.list points at TodoList")
         }
+    }
+}
+
+extension RelationshipTests {
+    @Test func clearingATargetNotYetLoadedStoresNull() async throws {
+        let directory = try TemporaryDirectory()
+        try await listsAndAnEntry(in: directory).close()
+        let store = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+        let entry = try #require(try store.find(Entry.self, key: 1))
+        entry.list = nil
+        #expect(store.hasPendingChanges)
+        try await store.flush()
+        #expect(try Peek(directory.path("db.sqlite")).value("SELECT list_id FROM entries WHERE id = 1") == .null)
+        try await store.close()
     }
 }

@@ -46,9 +46,13 @@ public func _$relatedObject<Target: TrackedModel>(_ value: Target?) -> (any Trac
     value
 }
 
-/// The generated setter's test for a to-one relationship: the same object.
-public func _$isSameStoredValue<Target: TrackedModel>(_ old: Target?, _ new: Target?) -> Bool {
-    old === new
+/// The generated setter's test for a to-one relationship: the same object, or, while the
+/// target is not loaded, the key the column holds (`nil` over no key, or an object of that key).
+public func _$isSameStoredValue<Target: TrackedModel>(_ old: Target?, _ new: Target?, column: Int, tracking: ModelTracking) -> Bool {
+    guard old == nil else { return old === new }
+    let key = tracking.foreignKeys[column] ?? .null
+    guard let new else { return key == .null }
+    return key != .null && foreignKey(of: new) == key
 }
 
 extension ModelTracking {

@@ -36,30 +36,31 @@ extension ColumnValue {
 /// The generated setter's test: whether assigning `new` over `old` changes nothing stored. It
 /// is `==`, but for the types whose `==` is coarser than what they store: text compares by
 /// Unicode scalars ("é" and "e\u{301}" are stored differently), and every NaN is the same.
-@inlinable public func _$isSameStoredValue<Value: ColumnValue>(_ old: Value, _ new: Value) -> Bool {
+/// (`column` and `tracking` serve the overload for a to-one relationship.)
+@inlinable public func _$isSameStoredValue<Value: ColumnValue>(_ old: Value, _ new: Value, column: Int, tracking: ModelTracking) -> Bool {
     old == new
 }
 
-@inlinable public func _$isSameStoredValue(_ old: String, _ new: String) -> Bool {
+@inlinable public func _$isSameStoredValue(_ old: String, _ new: String, column: Int, tracking: ModelTracking) -> Bool {
     old == new && old.utf8.elementsEqual(new.utf8)
 }
 
-@inlinable public func _$isSameStoredValue(_ old: String?, _ new: String?) -> Bool {
+@inlinable public func _$isSameStoredValue(_ old: String?, _ new: String?, column: Int, tracking: ModelTracking) -> Bool {
     switch (old, new) {
     case (nil, nil): true
-    case (let old?, let new?): _$isSameStoredValue(old, new)
+    case (let old?, let new?): _$isSameStoredValue(old, new, column: column, tracking: tracking)
     default: false
     }
 }
 
-@inlinable public func _$isSameStoredValue(_ old: Double, _ new: Double) -> Bool {
+@inlinable public func _$isSameStoredValue(_ old: Double, _ new: Double, column: Int, tracking: ModelTracking) -> Bool {
     old == new || (old.isNaN && new.isNaN)
 }
 
-@inlinable public func _$isSameStoredValue(_ old: Double?, _ new: Double?) -> Bool {
+@inlinable public func _$isSameStoredValue(_ old: Double?, _ new: Double?, column: Int, tracking: ModelTracking) -> Bool {
     switch (old, new) {
     case (nil, nil): true
-    case (let old?, let new?): _$isSameStoredValue(old, new)
+    case (let old?, let new?): _$isSameStoredValue(old, new, column: column, tracking: tracking)
     default: false
     }
 }

@@ -110,6 +110,13 @@ public struct ColumnSchema: Sendable, Hashable {
         self.isPrimaryKey = false
         self.reference = Reference(model: ObjectIdentifier(Target.self), modelName: String(describing: Target.self))
     }
+
+    /// A to-one relationship that is not optional: refused, since a row's foreign key may name
+    /// no row (a target deleted, or another process's write).
+    @available(*, unavailable, message: "a to-one relationship must be optional: declare it as `Target?`")
+    public init<Target: TrackedModel>(name: String?, property: String, _ valueType: Target.Type, isPrimaryKey: Bool = false) {
+        fatalError("unavailable")
+    }
 }
 
 /// Quotes an identifier for SQL: `rows` becomes `"rows"`, embedded quotes are doubled.

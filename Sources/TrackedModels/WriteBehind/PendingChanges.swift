@@ -396,11 +396,22 @@ struct PendingChanges {
         return ready
     }
 
-    /// Puts units that did not commit back in front of everything pending, in their order.
+    /// Puts units that did not commit back among those pending, in program order: before the
+    /// units made after them, after the ones (refused, say) that stayed while they were away.
     mutating func restore(_ returned: [Unit]) {
         guard !returned.isEmpty else { return }
         precondition(transactionUnit == nil, "units are handed back only between transactions")
-        units = returned + units
+        var merged: [Unit] = []
+        merged.reserveCapacity(returned.count + units.count)
+        var back = returned[...]
+        for unit in units {
+            while let first = back.first, first.id < unit.id {
+                merged.append(first)
+                back = back.dropFirst()
+            }
+            merged.append(unit)
+        }
+        units = merged + back
         reindex()
     }
 

@@ -30,6 +30,7 @@ extension Harness {
             guard Values.same(object._$values(), expected) else {
                 throw Divergence(message: "the object of row \(key) shows \(describe(object._$values())); expected \(describe(expected))")
             }
+            try checkLink(of: object, row: "row \(key)", expected: expected)
         }
         for (number, object) in newObjects {
             guard object._$tracking.isAttached else { throw Divergence(message: "inserted object new#\(number) is detached") }
@@ -41,6 +42,19 @@ extension Harness {
         }
         for object in detached where object._$tracking.isAttached {
             throw Divergence(message: "an object the store no longer manages (row \(object.id.map { "\($0)" } ?? "nil")) is still attached")
+        }
+    }
+
+    /// An object's `link` is the object of the row its key names (the one `find` gives), or
+    /// nil when no row shows that key.
+    private func checkLink(of object: Item, row: String, expected: [SQLValue]?) throws {
+        let store = try live
+        var target: Item?
+        if case .integer(let key)? = expected?[Item.Column.link.rawValue], reference.shown(.key(key)) != nil {
+            target = try store.find(Item.self, key: key)
+        }
+        guard object.link === target else {
+            throw Divergence(message: "\(row).link is \(object.link.map { "the item \($0.id.map { "\($0)" } ?? "nil")" } ?? "nil"); expected \(target.map { "the item \($0.id.map { "\($0)" } ?? "nil")" } ?? "nil")")
         }
     }
 
@@ -110,7 +124,7 @@ extension Harness {
     /// by the evaluator through every step) must agree.
     private func checkGeneratedQuery(_ store: ModelStore, _ shown: [Int64: [SQLValue]]) throws {
         try scratch.execute("DELETE FROM items")
-        let insert = try scratch.cachedStatement("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)")
+        let insert = try scratch.cachedStatement("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
         for (key, values) in shown {
             var row = values
             row[0] = .integer(key)
@@ -202,7 +216,7 @@ extension Harness {
     /// The file, read through the other connection, holds exactly the reference's rows.
     private func checkFile() throws {
         var rows: [Int64: [SQLValue]] = [:]
-        for row in try other.makeStatement("SELECT id, title, count, note, score, payload, flag FROM items").rows() {
+        for row in try other.makeStatement("SELECT id, title, count, note, score, payload, flag, link_id FROM items").rows() {
             guard case .integer(let key) = row[0] else { throw Divergence(message: "the file holds a row whose key is \(row[0].describedExactly)") }
             rows[key] = row
         }

@@ -45,6 +45,7 @@ extension Harness {
         guard !held.isEmpty else { return }
         let object = held[Int(a % UInt64(held.count))]
         let column = Item.Column.assignable[Int(b % UInt64(Item.Column.assignable.count))]
+        guard column != .link else { return try relate(object, b / 8) }
         let value = Values.value(for: column, seed: b / 8)
         let row = row(of: object)
         note("set \(row.map { "\($0)" } ?? "detached object \(object.id.map { "\($0)" } ?? "nil")").\(column) \(value.describedExactly)")
@@ -54,6 +55,26 @@ extension Harness {
         // The setter stores nothing when the value is the same stored value.
         if managed, let row, !Values.same(before, value) {
             reference.write(.set(value), column: column.rawValue, of: row)
+        }
+    }
+
+    /// Points an object's `link` at the item of a key (the object the program holds, else the
+    /// one `find` gives), or at nothing when there is none.
+    private func relate(_ object: Item, _ seed: UInt64) throws {
+        let store = try live
+        var target: Item?
+        if case .integer(let key) = Values.value(for: .link, seed: seed) {
+            target = try objects[key] ?? store.find(Item.self, key: key)
+            if let target { hold(target) }
+        }
+        let value = target?.id.map { SQLValue.integer($0) } ?? .null
+        let row = row(of: object)
+        note("relate \(row.map { "\($0)" } ?? "detached object \(object.id.map { "\($0)" } ?? "nil")").link to \(value.describedExactly)")
+        let managed = isManaged(object)
+        let before = object._$values()[Item.Column.link.rawValue]
+        object.link = target
+        if managed, let row, !Values.same(before, value) {
+            reference.write(.set(value), column: Item.Column.link.rawValue, of: row)
         }
     }
 
@@ -400,13 +421,14 @@ extension Harness {
         let key = Values.key(seed: a)
         var values = Values.row(seed: b)
         values[0] = .integer(key)
+        values[Item.Column.link.rawValue] = Values.value(for: .link, seed: b >> 20)
         note("other connection: INSERT \(key): \(values.dropFirst().map(\.describedExactly).joined(separator: ", "))")
         let expected = reference.external(inserting: key) { rows in
             guard rows[key] == nil else { return false }
             rows[key] = values
             return true
         }
-        let committed = otherCommits("INSERT INTO items (id, title, count, note, score, payload, flag) VALUES (?, ?, ?, ?, ?, ?, ?)", values)
+        let committed = otherCommits("INSERT INTO items (id, title, count, note, score, payload, flag, link_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
         if committed != expected { throw Divergence(message: "the other connection's insert \(committed ? "committed" : "failed"); the reference expected otherwise") }
     }
 
@@ -423,7 +445,7 @@ extension Harness {
         do {
             try other.execute("BEGIN IMMEDIATE")
             try other.makeStatement("DELETE FROM items WHERE id = ?").run([.integer(key)])
-            try other.makeStatement("INSERT INTO items (id, title, count, note, score, payload, flag) VALUES (?, ?, ?, ?, ?, ?, ?)").run(values)
+            try other.makeStatement("INSERT INTO items (id, title, count, note, score, payload, flag, link_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)").run(values)
             try other.execute("COMMIT")
             committed = true
         } catch {

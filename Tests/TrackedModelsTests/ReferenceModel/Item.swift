@@ -2,8 +2,8 @@ import Foundation
 import PropertyBased
 import TrackedModels
 
-/// The model the reference-model test drives: one column of each kind of value, and a key that
-/// the program supplies or SQLite assigns.
+/// The model the reference-model test drives: one column of each kind of value, a key that the
+/// program supplies or SQLite assigns, and a to-one relationship to another item.
 @Tracked(table: "items")
 final class Item {
     @PrimaryKey var id: Int64?
@@ -13,20 +13,22 @@ final class Item {
     var score: Double
     var payload: Data?
     var flag: Bool
+    @Column("link_id") var link: Item?
 
     /// The columns in schema order, as the reference names them.
     enum Column: Int, CaseIterable, CustomStringConvertible {
-        case id, title, count, note, score, payload, flag
+        case id, title, count, note, score, payload, flag, link
 
         var description: String { "\(Item._$schema.columns[rawValue].name)" }
         /// The columns a program assigns (all but the key).
-        static let assignable: [Column] = [.title, .count, .note, .score, .payload, .flag]
+        static let assignable: [Column] = [.title, .count, .note, .score, .payload, .flag, .link]
     }
 
-    /// Assigns a value through the property's setter, as a program would.
+    /// Assigns a value through the property's setter, as a program would (a relationship is
+    /// assigned an object: `Harness.relate`).
     func assign(_ value: SQLValue, to column: Column) {
         switch column {
-        case .id: preconditionFailure("the key is not assigned")
+        case .id, .link: preconditionFailure("\(column) is not assigned a value")
         case .title: title = try! String(sqlValue: value)
         case .count: count = try! Int(sqlValue: value)
         case .note: note = try! String?(sqlValue: value)
@@ -80,6 +82,7 @@ struct TableDeclaration: CustomStringConvertible {
     var scoreType: String
     var payloadType: String
     var flagType: String
+    var linkType = "INTEGER"
     var hasDefaults: Bool
 
     /// Whether SQLite assigns the key of a row inserted without one: the key is the rowid.
@@ -108,6 +111,7 @@ struct TableDeclaration: CustomStringConvertible {
         columns.append("\"score\" \(scoreType) NOT NULL\(defaulting("0.5"))")
         columns.append("\"payload\" \(payloadType)")
         columns.append("\"flag\" \(flagType) NOT NULL\(defaulting("0"))")
+        columns.append("\"link_id\" \(linkType)")
         if key == .tableConstraint { columns.append("PRIMARY KEY (\"id\")") }
         return "CREATE TABLE \"items\" (\(columns.joined(separator: ", ")))\(key == .withoutRowID ? " WITHOUT ROWID" : "")"
     }
@@ -143,6 +147,7 @@ struct TableDeclaration: CustomStringConvertible {
         payloadType = ["BLOB", ""].randomElement(using: &random)!
         flagType = ["INTEGER", "BOOLEAN", "INT"].randomElement(using: &random)!
         hasDefaults = random.chance(1, in: 2)
+        linkType = ["INTEGER", "INT", "BIGINT"].randomElement(using: &random)!
     }
 
     init(

@@ -29,7 +29,7 @@ import Testing
         }
         let connection = try Connection(filename: Connection.inMemoryFilename(), mode: .readWriteCreate, busyTimeout: .seconds(1))
         try connection.execute(schema.createTableSQL)
-        let insert = try connection.makeStatement("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)")
+        let insert = try connection.makeStatement("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
         for row in rows { try insert.run(row) }
 
         var generator = ExpressionGenerator(seed: querySeed, rows: rows)

@@ -16,14 +16,17 @@ enum Values {
         case .score: return .real(seed == 0 ? 0 : double(&random))
         case .payload: return seed % 4 == 1 ? .null : .blob(data(seed: seed / 4))
         case .flag: return .integer(Int64(seed % 2))
+        case .link: return seed % 3 == 0 ? .null : .integer(key(seed: seed / 3))
         }
     }
 
-    /// A whole row's values (the key left NULL), each column from its own part of the seed.
+    /// A whole row's values (the key and the link left NULL), each column from its own part of
+    /// the seed.
     static func row(seed: UInt64) -> [SQLValue] {
         var random = Xoshiro(seed: seed)
         return Item.Column.allCases.map { column in
-            column == .id ? .null : value(for: column, seed: seed == 0 ? 0 : random.next() % 1_000_000)
+            // A new item points at nothing: the program relates it by assigning an object.
+            column == .id || column == .link ? .null : value(for: column, seed: seed == 0 ? 0 : random.next() % 1_000_000)
         }
     }
 
