@@ -104,6 +104,9 @@ extension TrackedMacro: MemberMacro {
                 + "withMutation(keyPath: \\.\(column.name)) { self._\(column.name) = decoded }"
         }
         let related = columns.enumerated().map { "case \($0): \(module)._$relatedObject(self._\($1.name))" }
+        let relating = columns.enumerated().map { index, column in
+            "case \(index): withMutation(keyPath: \\.\(column.name)) { \(module)._$setRelatedObject(object, in: &self._\(column.name)) }"
+        }
         guard let key = columns.first(where: \.isPrimaryKey) else { return [] }
         let keyPaths = columns.enumerated().map { "case \\\(className).\($1.name): \($0)" }
 
@@ -143,6 +146,19 @@ extension TrackedMacro: MemberMacro {
                 \(raw: related.joined(separator: "\n"))
                 default: nil
                 }
+            }
+            """,
+            """
+            \(raw: access)func _$setRelatedObject(_ object: (any \(raw: module).TrackedModel)?, column index: Swift.Int) {
+                switch index {
+                \(raw: relating.joined(separator: "\n"))
+                default: break
+                }
+            }
+            """,
+            """
+            \(raw: access)var _$primaryKey: \(raw: module).SQLValue {
+                \(raw: module)._$storedValue(self._\(raw: key.name), column: \(raw: columns.firstIndex(where: \.isPrimaryKey)!), tracking: self._$tracking)
             }
             """,
             "\(raw: access)typealias PrimaryKeyValue = \(raw: key.nonOptionalType)",

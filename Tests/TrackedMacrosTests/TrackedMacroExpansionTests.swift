@@ -79,6 +79,29 @@ import Testing
                     }
                 }
 
+                public func _$setRelatedObject(_ object: (any TrackedModels.TrackedModel)?, column index: Swift.Int) {
+                    switch index {
+                    case 0:
+                        withMutation(keyPath: \\.id) {
+                            TrackedModels._$setRelatedObject(object, in: &self._id)
+                        }
+                    case 1:
+                        withMutation(keyPath: \\.title) {
+                            TrackedModels._$setRelatedObject(object, in: &self._title)
+                        }
+                    case 2:
+                        withMutation(keyPath: \\.count) {
+                            TrackedModels._$setRelatedObject(object, in: &self._count)
+                        }
+                    default:
+                        break
+                    }
+                }
+
+                public var _$primaryKey: TrackedModels.SQLValue {
+                    TrackedModels._$storedValue(self._id, column: 0, tracking: self._$tracking)
+                }
+
                 public typealias PrimaryKeyValue = Int64
 
                 public static func _$columnIndex(of keyPath: Swift.AnyKeyPath) -> Swift.Int? {

@@ -226,3 +226,72 @@ extension RelationshipTests {
         try await store.close()
     }
 }
+
+/// What a review of the first version found.
+extension RelationshipTests {
+    private func freshStore(in directory: TemporaryDirectory) throws -> ModelStore {
+        try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+    }
+
+    private func stored(_ column: String, of entry: Entry, in directory: TemporaryDirectory) throws -> SQLValue {
+        try Peek(directory.path("db.sqlite")).value("SELECT \(column) FROM entries WHERE id = ?", [.integer(try #require(entry.id))])
+    }
+
+    @Test func aNewEntryThatPointsAtItselfGetsItsOwnKey() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try freshStore(in: directory)
+        let entry = Entry(id: nil, title: "self")
+        entry.parent = entry
+        try store.insert(entry)
+        try await store.flush()
+        #expect(try stored("parent_entry", of: entry, in: directory) == .integer(try #require(entry.id)))
+        #expect(entry.parent === entry)
+        try await store.close()
+    }
+
+    @Test func newEntriesThatPointAtEachOtherGetEachOthersKeys() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try freshStore(in: directory)
+        let first = Entry(id: nil, title: "first")
+        let second = Entry(id: nil, title: "second", parent: first)
+        first.parent = second
+        try store.insert(first)
+        try await store.flush()
+        #expect(try stored("parent_entry", of: first, in: directory) == .integer(try #require(second.id)))
+        #expect(try stored("parent_entry", of: second, in: directory) == .integer(try #require(first.id)))
+        try await store.close()
+    }
+
+    @Test func aThrowingTransactionPutsBackATargetThatWaitsForItsKey() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await listsAndAnEntry(in: directory)
+        let entry = try #require(try store.find(Entry.self, key: 1))
+        let waiting = TodoList(id: nil, title: "Waiting")
+        entry.list = waiting
+        struct Failure: Error {}
+        #expect(throws: Failure.self) {
+            try store.transaction {
+                entry.list = nil
+                entry.list = TodoList(id: nil, title: "Rolled back")
+                throw Failure()
+            }
+        }
+        #expect(entry.list === waiting)
+        try await store.flush()
+        #expect(try stored("list_id", of: entry, in: directory) == .integer(try #require(waiting.id)))
+        #expect(try Peek(directory.path("db.sqlite")).value("SELECT count(*) FROM lists") == .integer(3))
+        try await store.close()
+    }
+
+    @Test func insertingAnEntryWhoseNewListHasATakenKeyThrowsAndInsertsNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await listsAndAnEntry(in: directory)
+        let held = try #require(try store.find(TodoList.self, key: 1))
+        let entry = Entry(id: 5, title: "Duplicate's child", list: TodoList(id: 1, title: "Another list 1"))
+        #expect(throws: StoreError.self) { try store.insert(entry) }
+        #expect(!store.hasPendingChanges)
+        #expect(try store.find(Entry.self, key: 5) == nil)
+        #expect(held.title == "Groceries")
+        try await store.close()
+    }
+}

@@ -22,3 +22,6 @@ public func _$read<Value: ColumnValue>(_ value: Value, column: Int, tracking: Mo
 @inlinable public func _$relatedObject<Value: ColumnValue>(_ value: Value) -> (any TrackedModel)? {
     nil
 }
+
+/// Puts back a relationship's object: a column value has none. Used by generated code.
+@inlinable public func _$setRelatedObject<Value: ColumnValue>(_ object: (any TrackedModel)?, in storage: inout Value) {}

@@ -36,6 +36,15 @@ final class ModelRegistrar {
     /// Children whose to-one column waits for the key the database assigns to an insert, by
     /// insert request.
     var childrenWaitingForKey: [UInt64: [WaitingChild]] = [:]
+    /// Children whose to-one column points at an object whose insert is under way (a cycle of
+    /// new objects), by object, until that insert has its request.
+    var childrenWaitingForInsert: [ObjectIdentifier: [WaitingChild]] = [:]
+    /// Objects whose insert is inserting what they point at.
+    private var insertingObjects: Set<ObjectIdentifier> = []
+
+    func isBeingInserted(_ object: some TrackedModel) -> Bool {
+        insertingObjects.contains(ObjectIdentifier(object))
+    }
 
     init(models: [any TrackedModel.Type], writeBehind: WriteBehind) {
         schemas = models.map { $0._$schema }
@@ -160,22 +169,25 @@ final class ModelRegistrar {
     /// What the object's to-one relationships point at is inserted first, when this store does
     /// not manage it yet.
     func userDidInsert(_ object: some TrackedModel, table: Int) throws {
-        var values = object._$values()
-        let suppliedKey = values[primaryKeyColumns[table]]
+        let suppliedKey = object._$primaryKey
         let assignsKey = schemas[table].assignsPrimaryKey && suppliedKey == .null
         if !assignsKey, identityMap.object(table: table, key: suppliedKey) != nil {
             throw StoreError.duplicateKey(types[table], key: suppliedKey)
         }
         let relationships = schemas[table].relationshipColumns
         if !relationships.isEmpty {
+            try checkTargets(of: object, table: table)
+            insertingObjects.insert(ObjectIdentifier(object))
             insertTargets(of: object, table: table)
-            values = object._$values()
-            for column in relationships { object._$tracking.foreignKeys[column] = values[column] }
+            insertingObjects.remove(ObjectIdentifier(object))
         }
+        let values = object._$values()
+        for column in relationships { object._$tracking.foreignKeys[column] = values[column] }
         if assignsKey {
             let request = writeBehind.recordInsert(table: table, values: values, key: nil, of: object)
             object._$tracking.attach(to: self, table: table, key: .null, insertRequest: request)
             unkeyedInserts[request] = (object, table, [])
+            if !relationships.isEmpty || !childrenWaitingForInsert.isEmpty { childrenWaitForKey(of: object, request: request) }
         } else {
             attach(object, table: table, key: suppliedKey)
             _ = writeBehind.recordInsert(table: table, values: values, key: suppliedKey, of: object)
@@ -202,6 +214,7 @@ final class ModelRegistrar {
         let waiting = unkeyedInserts.filter { $0.value.table == table }
         for (request, entry) in waiting {
             unkeyedInserts[request] = nil
+            childrenWaitingForKey[request] = nil
             entry.object._$tracking.detach()
         }
         writeBehind.recordDeleteAll(table: table)
@@ -434,9 +447,21 @@ final class ModelRegistrar {
         undoLog.append(.assigned(object, column: column, old: old))
     }
 
+    /// The program is about to point a to-one relationship elsewhere: inside a transaction, the
+    /// object it held (a target waiting for its key, say) and its key are remembered, so that
+    /// a transaction that throws puts both back.
+    func willRelate(_ object: some TrackedModel, column: Int, from target: (any TrackedModel)?, key: SQLValue) {
+        guard !transactionLevels.isEmpty else { return }
+        let cell = SavedCell(object: ObjectIdentifier(object), column: column)
+        guard transactionLevels[transactionLevels.count - 1].cellsSaved.insert(cell).inserted else { return }
+        undoLog.append(.related(object, column: column, target: target, key: key))
+    }
+
     /// How to take back one change of a transaction that failed.
     private enum UndoStep {
         case assigned(any TrackedModel, column: Int, old: SQLValue)
+        /// A to-one relationship pointed elsewhere: the object it held, and its key.
+        case related(any TrackedModel, column: Int, target: (any TrackedModel)?, key: SQLValue)
         case inserted(any TrackedModel, table: Int)
         /// An object deleted, with its values then: undoing also takes back what was assigned
         /// to it while it was detached.
@@ -493,6 +518,12 @@ final class ModelRegistrar {
             // transaction's unit: put the value back there too.
             if let request = object._$tracking.insertRequest {
                 _ = writeBehind.record(.set(old), column: column, ofInsert: request)
+            }
+        case .related(let object, let column, let target, let key):
+            object._$tracking.foreignKeys[column] = key
+            object._$setRelatedObject(target, column: column)
+            if let request = object._$tracking.insertRequest {
+                _ = writeBehind.record(.set(key), column: column, ofInsert: request)
             }
         case .inserted(let object, let table):
             detach(object, table: table)

@@ -25,14 +25,14 @@ public protocol TrackedModel: AnyObject, Observable {
     /// The object a to-one relationship's column points at, if the property holds it (not
     /// yet loaded, or not a relationship: `nil`).
     func _$relatedObject(column index: Int) -> (any TrackedModel)?
+    /// Puts back the object a to-one relationship's column held (undoing an assignment),
+    /// notifying Observation; the store keeps the key.
+    func _$setRelatedObject(_ object: (any TrackedModel)?, column index: Int)
+    /// The primary key's stored value (read without going through the other columns).
+    var _$primaryKey: SQLValue { get }
 }
 
 extension TrackedModel {
-    /// The primary key's stored value.
-    var _$primaryKey: SQLValue {
-        _$values()[Self._$schema.primaryKeyIndex]
-    }
-
     /// The column a key path names; traps with a message for a key path that is not a column.
     static func columnIndex(of keyPath: AnyKeyPath) -> Int {
         guard let index = _$columnIndex(of: keyPath) else {

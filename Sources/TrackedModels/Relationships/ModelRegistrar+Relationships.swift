@@ -1,6 +1,6 @@
 extension ModelRegistrar {
-    /// A child whose to-one column waits for its target's key: the database has yet to assign
-    /// it. The child is held weakly: a child that goes away no longer needs the key.
+    /// A child whose to-one column waits for the key the database assigns to its target. The
+    /// child is held weakly: a child that goes away no longer needs the key.
     struct WaitingChild {
         weak var child: (any TrackedModel)?
         var column: Int
@@ -21,29 +21,54 @@ extension ModelRegistrar {
     /// case the column is written when it does.
     func userDidRelate(_ child: some TrackedModel, column: Int, to target: some TrackedModel) -> SQLValue {
         let tracking = target._$tracking
+        let property = "\(type(of: child)).\(child._$schemaColumns[column].property)"
+        if isBeingInserted(target) {
+            // A cycle of new objects (an object that points at itself, say): the target's insert
+            // is under way, and its key, if the database assigns it, comes later.
+            let key = target._$primaryKey
+            if key == .null { childrenWaitingForInsert[ObjectIdentifier(target), default: []].append(WaitingChild(child: child, column: column)) }
+            return key
+        }
         if !tracking.isAttached {
             do {
                 try userDidInsert(target, table: tableIndex(of: type(of: target)))
             } catch {
-                preconditionFailure("\(type(of: child)).\(schemas[child._$tracking.table].columns[column].property): cannot insert the \(type(of: target)) it points at: \(error)")
+                preconditionFailure("\(property): cannot insert the \(type(of: target)) it points at: \(error)")
             }
         }
-        precondition(
-            tracking.registrar === self,
-            "\(type(of: child)).\(schemas[child._$tracking.table].columns[column].property) points at an object of another store; fetch or insert it in this one"
-        )
+        precondition(tracking.registrar === self, "\(property) points at an object of another store; fetch or insert it in this one")
         guard let request = tracking.insertRequest else { return tracking.key }
         childrenWaitingForKey[request, default: []].append(WaitingChild(child: child, column: column))
         return .null
     }
 
-    /// Inserts what the to-one relationships of an object about to be inserted point at, when
-    /// this store does not manage it yet, and notes the columns that wait for a target's key.
+    /// Refuses an insert whose to-one relationships point at a new object with the key of a row
+    /// this store already has, before anything is inserted.
+    func checkTargets(of object: some TrackedModel, table: Int) throws {
+        for column in schemas[table].relationshipColumns {
+            guard let target = object._$relatedObject(column: column), !target._$tracking.isAttached, !isBeingInserted(target),
+                  let targetTable = try? tableIndex(of: type(of: target))
+            else { continue }
+            let key = target._$primaryKey
+            if key != .null, identityMap.object(table: targetTable, key: key) != nil {
+                throw StoreError.duplicateKey(types[targetTable], key: key)
+            }
+        }
+    }
+
+    /// Inserts what the to-one relationships of an object being inserted point at, when this
+    /// store does not manage it yet, and notes the columns that wait for a target's key.
     func insertTargets(of object: some TrackedModel, table: Int) {
         for column in schemas[table].relationshipColumns {
             guard let target = object._$relatedObject(column: column) else { continue }
             _ = userDidRelate(object, column: column, to: target)
         }
+    }
+
+    /// The children that waited for an object's insert to begin now wait for its key.
+    func childrenWaitForKey(of object: some TrackedModel, request: UInt64) {
+        guard let waiting = childrenWaitingForInsert.removeValue(forKey: ObjectIdentifier(object)) else { return }
+        childrenWaitingForKey[request, default: []].append(contentsOf: waiting)
     }
 
     /// Writes the key the database assigned to an insert into the to-one columns that point at
@@ -52,11 +77,17 @@ extension ModelRegistrar {
         guard let waiting = childrenWaitingForKey.removeValue(forKey: request) else { return }
         for entry in waiting {
             guard let child = entry.child, child._$tracking.isAttached,
-                  child._$relatedObject(column: entry.column) === target
+                  child._$relatedObject(column: entry.column) === target,
+                  child._$tracking.foreignKeys[entry.column] == .null
             else { continue }
             let tracking = child._$tracking
             tracking.foreignKeys[entry.column] = key
             userDidSet(child, tracking: tracking, column: entry.column, from: .null, to: key)
         }
     }
+}
+
+extension TrackedModel {
+    /// The columns of the object's table.
+    var _$schemaColumns: [ColumnSchema] { Self._$schema.columns }
 }

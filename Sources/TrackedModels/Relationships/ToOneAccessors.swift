@@ -20,25 +20,31 @@ public func _$decode<Target: TrackedModel>(_ value: SQLValue, current: Target?, 
     return current
 }
 
-/// The key a to-one relationship stores: its target's, or the one read from the database
-/// while the target is not loaded.
+/// The key a to-one relationship stores. A stored object's tracking keeps it (`.null` while the
+/// target waits for the key the database assigns); an object not yet inserted stores its
+/// target's.
 public func _$storedValue<Target: TrackedModel>(_ value: Target?, column: Int, tracking: ModelTracking) -> SQLValue {
-    guard let value else { return tracking.foreignKeys[column] ?? .null }
+    guard !tracking.isAttached, let value else { return tracking.foreignKeys[column] ?? .null }
     return foreignKey(of: value)
 }
 
 /// The target of a to-one relationship: the cached object, or the row its key names, loaded
 /// through the store (identity-mapped) and cached.
 ///
-/// A cached target that has left the store (its row deleted) is looked up again by key; an
-/// object that has left its store keeps what it had.
+/// A cached target that has left the store (its row deleted), or whose key is no longer the
+/// one stored, is looked up again by key; an object that has left its store keeps what it had.
 public func _$read<Target: TrackedModel>(_ value: Target?, column: Int, tracking: ModelTracking, cache: (Target?) -> Void) -> Target? {
-    if let value, value._$tracking.isAttached || !tracking.isAttached { return value }
     guard let registrar = tracking.registrar else { return value }
     let key = tracking.foreignKeys[column] ?? .null
+    if let value, value._$tracking.isAttached, foreignKey(of: value) == key { return value }
     let target = key == .null ? nil : registrar.relatedObject(Target.self, key: key)
     if target !== value { cache(target) }
     return target
+}
+
+/// Puts back the object a to-one relationship held. Used by generated code.
+public func _$setRelatedObject<Target: TrackedModel>(_ object: (any TrackedModel)?, in storage: inout Target?) {
+    storage = object as? Target
 }
 
 /// The object a to-one relationship points at, if it holds one.
@@ -62,11 +68,10 @@ extension ModelTracking {
     /// A target the store does not manage yet is inserted with it; a target whose key the
     /// database has yet to assign is stored once it has one.
     public func userDidSet<Target: TrackedModel>(_ object: some TrackedModel, column: Int, from oldValue: Target?, to newValue: Target?) {
-        let old = foreignKeys[column] ?? oldValue.map(foreignKey(of:)) ?? .null
-        var new = newValue.map(foreignKey(of:)) ?? .null
-        if let registrar, let newValue {
-            new = registrar.userDidRelate(object, column: column, to: newValue)
-        }
+        guard let registrar else { return }
+        let old = foreignKeys[column] ?? .null
+        registrar.willRelate(object, column: column, from: oldValue, key: old)
+        let new = newValue.map { registrar.userDidRelate(object, column: column, to: $0) } ?? .null
         foreignKeys[column] = new
         if old != new { reportSet(object, column: column, from: old, to: new) }
     }

@@ -75,10 +75,18 @@ extension ModelStore {
         try checkOpen("bulkInsert")
         let table = try registrar.tableIndex(of: Model.self)
         let rows = BulkRows(table: table)
+        let relationships = Model._$schema.relationshipColumns
         try await writeBehind.commit(streaming: rows) {
             var chunk: [[SQLValue]] = []
             for object in objects {
                 precondition(!object._$tracking.isAttached, "this \(Model.self) is already stored; bulk-insert new objects only")
+                for column in relationships {
+                    guard let target = object._$relatedObject(column: column) else { continue }
+                    precondition(
+                        target._$tracking.registrar === registrar && target._$tracking.key != .null,
+                        "\(Model.self).\(Model._$schema.columns[column].property) points at a \(type(of: target)) this store has not stored with a key; insert it and await committedKey(of:) before bulk-inserting what points at it"
+                    )
+                }
                 chunk.append(object._$values())
                 guard chunk.count == Self.bulkChunk else { continue }
                 guard !Task.isCancelled else { break }
