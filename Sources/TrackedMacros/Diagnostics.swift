@@ -12,6 +12,9 @@ enum TrackedDiagnostic: DiagnosticMessage {
     case propertyObservers(property: String)
     case lazyColumn(property: String)
     case transientWithoutDefault(property: String)
+    case toManyWithoutInverse(property: String)
+    case toManyNotAnArray(property: String)
+    case toManyWithoutDefault(property: String)
 
     var message: String {
         switch self {
@@ -35,6 +38,12 @@ enum TrackedDiagnostic: DiagnosticMessage {
             "column '\(property)' cannot be lazy; give it a value in the initializer, or mark it @Transient"
         case .transientWithoutDefault(let property):
             "@Transient property '\(property)' needs a default value, because objects read from the database are made without it"
+        case .toManyWithoutInverse(let property):
+            "to-many relationship '\(property)' needs its inverse, the children's to-one that stores it: @Relationship(inverse: \\Child.parent)"
+        case .toManyNotAnArray(let property):
+            "to-many relationship '\(property)' must be an array of the child model, such as '\(property): [Row]'"
+        case .toManyWithoutDefault(let property):
+            "to-many relationship '\(property)' must be a 'var' with the default value '[]': its children are read from the database"
         }
     }
 

@@ -7,6 +7,7 @@ struct TrackedMacrosPlugin: CompilerPlugin {
         TrackedMacro.self,
         TrackedColumnMacro.self,
         TrackedTransientMacro.self,
+        TrackedToManyMacro.self,
         MarkerMacro.self,
     ]
 }

@@ -11,6 +11,7 @@ public struct TrackedMacro {
     static let moduleName = "TrackedModels"
     static let columnMacroName = "_TrackedColumn"
     static let transientMacroName = "_TrackedTransient"
+    static let toManyMacroName = "_TrackedToMany"
 
     /// The class's column properties, or `nil` after diagnosing why it cannot be expanded.
     static func columns(
@@ -103,6 +104,12 @@ extension TrackedMacro: MemberMacro {
             "case \(index): let decoded: \(column.type!.trimmedDescription) = try \(module)._$decode(value, current: self._\(column.name), column: \(index), tracking: self._$tracking)\n"
                 + "withMutation(keyPath: \\.\(column.name)) { self._\(column.name) = decoded }"
         }
+        let toMany = StoredProperty.all(in: declaration.memberBlock.members).filter(\.isToMany)
+        let relationships = toMany.map { property in
+            "\(module).ToManySchema(property: \(literal(property.name)), inverse: \(property.inverse!.trimmedDescription)"
+                + (property.deleteRule.map { ", deleteRule: \($0.trimmedDescription)" } ?? "") + ")"
+        }
+        let childrenChanged = toMany.enumerated().map { "case \($0): withMutation(keyPath: \\.\($1.name)) {}" }
         let related = columns.enumerated().map { "case \($0): \(module)._$relatedObject(self._\($1.name))" }
         let relating = columns.enumerated().map { index, column in
             "case \(index): withMutation(keyPath: \\.\(column.name)) { \(module)._$setRelatedObject(object, in: &self._\(column.name)) }"
@@ -118,7 +125,8 @@ extension TrackedMacro: MemberMacro {
                 name: \(raw: literal(table)),
                 columns: [
                     \(raw: schemaColumns.joined(separator: ",\n"))
-                ]
+                ],
+                relationships: [\(raw: relationships.joined(separator: ",\n"))]
             )
             """,
             """
@@ -152,6 +160,14 @@ extension TrackedMacro: MemberMacro {
             \(raw: access)func _$setRelatedObject(_ object: (any \(raw: module).TrackedModel)?, column index: Swift.Int) {
                 switch index {
                 \(raw: relating.joined(separator: "\n"))
+                default: break
+                }
+            }
+            """,
+            """
+            \(raw: access)func _$childrenChanged(relationship index: Swift.Int) {
+                switch index {
+                \(raw: childrenChanged.joined(separator: "\n"))
                 default: break
                 }
             }
@@ -230,6 +246,7 @@ extension TrackedMacro: MemberAttributeMacro {
               let property = StoredProperty(variable), !property.isObservationIgnored,
               let (_, columns) = Self.columns(of: declaration, attribute: node, in: context, diagnose: false)
         else { return [] }
+        if property.isToMany { return ["@\(raw: moduleName).\(raw: toManyMacroName)"] }
         // A transient property is observed like an `@Observable` one, but never stored.
         guard property.isColumn else { return ["@\(raw: moduleName).\(raw: transientMacroName)"] }
         guard let index = columns.firstIndex(where: { $0.name == property.name }) else { return [] }

@@ -37,7 +37,7 @@
 @attached(
     member,
     names: named(_$observationRegistrar), named(_$tracking), named(_$schema), named(init(_$row:)),
-    named(_$values), named(_$assign), named(_$columnIndex), named(_$relatedObject), named(_$setRelatedObject), named(_$primaryKey), named(PrimaryKeyValue), named(access),
+    named(_$values), named(_$assign), named(_$columnIndex), named(_$relatedObject), named(_$setRelatedObject), named(_$primaryKey), named(_$childrenChanged), named(PrimaryKeyValue), named(access),
     named(withMutation), named(init)
 )
 @attached(memberAttribute)
@@ -69,6 +69,31 @@ public macro Transient() = #externalMacro(module: "TrackedMacros", type: "Marker
 /// ```
 @attached(peer)
 public macro Column(_ name: String) = #externalMacro(module: "TrackedMacros", type: "MarkerMacro")
+
+/// Declares a to-many relationship: the children whose to-one relationship (the inverse)
+/// points at this object. It is not a column: reading it is one query for the children, in
+/// primary-key order, and observers of it hear a child join or leave (inserted, deleted, or
+/// re-pointed, here or by another process), not the children's other changes.
+///
+/// ```swift
+/// @Tracked(table: "lists")
+/// final class TodoList {
+///     @PrimaryKey var id: Int64
+///     var title: String
+///     @Relationship(deleteRule: .cascade, inverse: \Row.list) var rows: [Row] = []
+/// }
+/// ```
+///
+/// Assigning the array re-points the children that join (their `list` becomes this list) and
+/// those that leave (their `list` becomes `nil`). The delete rule says what deleting this
+/// object does to its children: see ``DeleteRule``.
+@attached(peer)
+public macro Relationship(deleteRule: DeleteRule = .nullify, inverse: AnyKeyPath) = #externalMacro(module: "TrackedMacros", type: "MarkerMacro")
+
+/// Implementation detail of ``Tracked(table:)``: reads and assigns a to-many relationship.
+@attached(accessor, names: named(init), named(get), named(set))
+@attached(peer, names: prefixed(_))
+public macro _TrackedToMany() = #externalMacro(module: "TrackedMacros", type: "TrackedToManyMacro")
 
 /// Implementation detail of ``Tracked(table:)``: routes a column property through the registrar.
 @attached(accessor, names: named(init), named(get), named(set))

@@ -30,7 +30,8 @@ import Testing
                         TrackedModels.ColumnSchema(name: nil, property: "id", Int64.self, isPrimaryKey: true),
                         TrackedModels.ColumnSchema(name: "label", property: "title", String.self),
                         TrackedModels.ColumnSchema(name: nil, property: "count", Int.self)
-                    ]
+                    ],
+                    relationships: []
                 )
 
                 public required init(_$row row: TrackedModels.ModelRow) throws {
@@ -93,6 +94,14 @@ import Testing
                         withMutation(keyPath: \\.count) {
                             TrackedModels._$setRelatedObject(object, in: &self._count)
                         }
+                    default:
+                        break
+                    }
+                }
+
+                public func _$childrenChanged(relationship index: Swift.Int) {
+                    switch index {
+
                     default:
                         break
                     }

@@ -8,6 +8,7 @@ import TrackedModelsTesting
 final class TodoList {
     @PrimaryKey var id: Int64?
     var title: String
+    @Relationship(deleteRule: .cascade, inverse: \Entry.list) var entries: [Entry] = []
 }
 
 /// A row of a list, with a to-one relationship to its list and one to another entry.
@@ -17,6 +18,19 @@ final class Entry {
     var title: String
     var list: TodoList?
     @Column("parent_entry") var parent: Entry?
+    @Relationship(inverse: \Entry.parent) var children: [Entry] = []
+}
+
+@Tracked(table: "folders")
+final class Folder {
+    @PrimaryKey var id: Int64
+    @Relationship(deleteRule: .deny, inverse: \Memo.folder) var memos: [Memo] = []
+}
+
+@Tracked(table: "memos")
+final class Memo {
+    @PrimaryKey var id: Int64
+    var folder: Folder?
 }
 
 /// To-one relationships: a foreign-key column holding the target's key, loaded lazily and
@@ -193,12 +207,14 @@ final class Entry {
         try await reopened.close()
     }
 
-    @Test func aDeletedTargetIsNoLongerReached() async throws {
+    @Test func aTargetAnotherProcessDeletedIsNoLongerReached() async throws {
         let directory = try TemporaryDirectory()
         let store = try await listsAndAnEntry(in: directory)
         let entry = try #require(try store.find(Entry.self, key: 1))
         let groceries = try #require(entry.list)
-        try store.delete(groceries)
+        try Peek(directory.path("db.sqlite")).execute("DELETE FROM lists WHERE id = 1")
+        try await store.refreshExternalChanges()
+        #expect(!groceries._$tracking.isAttached)
         #expect(entry.list == nil)
         try await store.close()
     }

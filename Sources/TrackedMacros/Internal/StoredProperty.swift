@@ -12,6 +12,12 @@ struct StoredProperty {
     /// `@ObservationIgnored`: neither stored nor observed. (`@Transient` is observed.)
     let isObservationIgnored: Bool
     let isPrimaryKey: Bool
+    /// `@Relationship(...)`: a to-many relationship, derived from its inverse, not a column.
+    let isToMany: Bool
+    /// The `inverse:` argument of `@Relationship`: a key path to the children's to-one.
+    let inverse: ExprSyntax?
+    /// The `deleteRule:` argument of `@Relationship`, if given.
+    let deleteRule: ExprSyntax?
     /// The `@Column("name")` argument, if any: otherwise the library names the column (the
     /// property's name, or `list_id` for a to-one relationship `list`).
     let explicitColumnName: String?
@@ -40,10 +46,19 @@ struct StoredProperty {
         isObservationIgnored = declaration.hasAttribute("ObservationIgnored")
         isTransient = declaration.hasAttribute("Transient") || isObservationIgnored
         isPrimaryKey = declaration.hasAttribute("PrimaryKey")
+        let relationship = declaration.attribute("Relationship")
+        isToMany = relationship != nil
+        inverse = relationship?.argument(labeled: "inverse")
+        deleteRule = relationship?.argument(labeled: "deleteRule")
         explicitColumnName = declaration.attribute("Column")?.firstStringArgument
     }
 
-    var isColumn: Bool { !isTransient }
+    var isColumn: Bool { !isTransient && !isToMany }
+
+    /// The element type of a to-many relationship's array type: `Row` for `[Row]`.
+    var elementType: String? {
+        type?.as(ArrayTypeSyntax.self)?.element.trimmedDescription
+    }
 
     var isOptional: Bool {
         guard let type else { return false }
@@ -68,6 +83,18 @@ struct StoredProperty {
         var found: [Diagnostic] = []
         if declaration.bindings.count > 1 {
             found.append(Diagnostic(node: declaration, message: TrackedDiagnostic.multipleBindings))
+        }
+        if isToMany {
+            if inverse == nil {
+                found.append(Diagnostic(node: declaration, message: TrackedDiagnostic.toManyWithoutInverse(property: name)))
+            }
+            if elementType == nil {
+                found.append(Diagnostic(node: declaration, message: TrackedDiagnostic.toManyNotAnArray(property: name)))
+            }
+            if initializer == nil || declaration.bindingSpecifier.tokenKind != .keyword(.var) {
+                found.append(Diagnostic(node: declaration, message: TrackedDiagnostic.toManyWithoutDefault(property: name)))
+            }
+            return found
         }
         if isTransient {
             if initializer == nil {
@@ -142,6 +169,12 @@ extension VariableDeclSyntax {
 }
 
 extension AttributeSyntax {
+    /// The expression of a labeled argument: `\Row.list` in `@Relationship(inverse: \Row.list)`.
+    func argument(labeled label: String) -> ExprSyntax? {
+        guard case .argumentList(let arguments) = self.arguments else { return nil }
+        return arguments.first { $0.label?.text == label }?.expression
+    }
+
     /// The text of a first argument that is a plain string literal: `"name"` in `@Column("name")`.
     var firstStringArgument: String? {
         guard case .argumentList(let arguments) = self.arguments,

@@ -41,6 +41,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let notReadOnly = Code(name: "notReadOnly")
         /// SQL was expected and none was given (empty, or only comments).
         public static let noStatement = Code(name: "noStatement")
+        /// A delete was refused by a ``DeleteRule/deny`` relationship that still has children;
+        /// nothing changed.
+        public static let deleteDenied = Code(name: "deleteDenied")
 
         // What the database reported, in the store's terms; ``StoreError/underlying`` holds
         // the engine's own error.

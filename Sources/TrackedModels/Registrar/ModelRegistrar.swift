@@ -20,7 +20,7 @@ final class ModelRegistrar {
     let writeBehind: WriteBehind
     /// Objects whose insert waits for the database to assign their key, by insert request, with
     /// the columns assigned while the insert was in flight.
-    private var unkeyedInserts: [UInt64: UnkeyedInsert] = [:]
+    private(set) var unkeyedInserts: [UInt64: UnkeyedInsert] = [:]
     /// Rows without objects whose external changes are being delivered, as committed.
     private var deliveredRows: [RowReference: [SQLValue]] = [:]
     typealias UnkeyedInsert = (object: any TrackedModel, table: Int, columnsSetInFlight: Set<Int>)
@@ -33,6 +33,11 @@ final class ModelRegistrar {
     private var undoLog: [UndoStep] = []
     /// Loads a row's object through the store, for a to-one relationship read; set by the store.
     var loadObject: ((_ table: Int, _ key: SQLValue) -> (any TrackedModel)?)?
+    /// Loads the objects of the rows of a table whose column holds a key, in key order, for a
+    /// to-many relationship read; set by the store.
+    var loadChildren: ((_ table: Int, _ column: Int, _ key: SQLValue) -> [any TrackedModel])?
+    /// Which parents hear a change of a child row; nil when no model has a to-many relationship.
+    private(set) var memberships: Memberships?
     /// Children whose to-one column waits for the key the database assigns to an insert, by
     /// insert request.
     var childrenWaitingForKey: [UInt64: [WaitingChild]] = [:]
@@ -57,11 +62,30 @@ final class ModelRegistrar {
         identityMap = IdentityMap(tableCount: models.count)
         outbox = Outbox(feeds: FeedIndex(schemas: schemas))
         self.writeBehind = writeBehind
+        if schemas.contains(where: { !$0.relationships.isEmpty }) {
+            let memberships = Memberships(
+                schemas: schemas, tableOf: { [tableIndexByType] in tableIndexByType[$0] },
+                notify: { [unowned self] table, key, relationship in
+                    identityMap.object(table: table, key: key)?._$childrenChanged(relationship: relationship)
+                },
+                parentKeys: { [unowned self] table in identityMap.objects(table: table).map(\.key) }
+            )
+            self.memberships = memberships
+            outbox.memberships = memberships
+        }
     }
 
     var feeds: FeedIndex { outbox.feeds }
     /// Whether inserts wait for the database to assign their keys.
     var hasUnkeyedInserts: Bool { !unkeyedInserts.isEmpty }
+
+    /// The table of a model type given by identity (a relationship's target or child).
+    func tableIndex(of type: ObjectIdentifier) throws -> Int {
+        guard let index = tableIndexByType[type] else {
+            throw StoreError(code: .modelNotRegistered, message: "a relationship's model is not one of this store's models; pass it in `models:` when opening the store")
+        }
+        return index
+    }
 
     func tableIndex(of type: any TrackedModel.Type) throws -> Int {
         guard let index = tableIndexByType[ObjectIdentifier(type)] else { throw StoreError.modelNotRegistered(type) }

@@ -36,6 +36,10 @@ final class Outbox {
     /// net effect of a burst of changes), in the order it was asked for.
     private var whenIdle: [() -> Void] = []
 
+    /// Hears every change of a row that a to-many relationship reads (set by the registrar
+    /// when a model has one), before feeds do: Observation of `list.rows` depends on it.
+    var memberships: Memberships?
+
     init(feeds: FeedIndex) {
         self.feeds = feeds
     }
@@ -51,6 +55,9 @@ final class Outbox {
 
     /// Posts one column's change: the hot path of every tracked write.
     func postUpdate(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin) {
+        if let memberships, memberships.hasParents(table: table) {
+            memberships.childChanged(table: table, key: key, column: column, old: { _ in old }, new: { _ in new })
+        }
         guard feeds.hasSubscriptions(table: table) else { return }
         if groupDepth > 0 {
             log.append(.update(table: table, key: key, column: column, old: old, new: new, origin: origin, isOldKnown: true))
@@ -63,6 +70,9 @@ final class Outbox {
     /// no object for it): subscribers hear it with `.null` as the old value, even when the new
     /// value is NULL too.
     func postUpdateOfUnknownRow(table: Int, key: SQLValue, column: Int, new: SQLValue, origin: ChangeOrigin) {
+        if let memberships, memberships.hasParents(table: table) {
+            memberships.childChanged(table: table, key: key, column: column, old: { _ in nil }, new: { _ in new })
+        }
         guard feeds.hasSubscriptions(table: table) else { return }
         if groupDepth > 0 {
             log.append(.update(table: table, key: key, column: column, old: .null, new: new, origin: origin, isOldKnown: false))
@@ -72,6 +82,9 @@ final class Outbox {
     }
 
     func postInsert(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin) {
+        if let memberships, memberships.hasParents(table: table) {
+            memberships.childChanged(table: table, key: key, old: { _ in .null }, new: { values.indices.contains($0) ? values[$0] : .null })
+        }
         if groupDepth > 0 {
             log.append(.insert(table: table, key: key, values: values, origin: origin))
         } else if feeds.hasSubscriptions(table: table) {
@@ -92,6 +105,9 @@ final class Outbox {
     }
 
     private func postDelete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin, isOldKnown: Bool) {
+        if let memberships, memberships.hasParents(table: table) {
+            memberships.childChanged(table: table, key: key, old: { isOldKnown ? values[$0] : nil }, new: { _ in .null })
+        }
         if groupDepth > 0 {
             log.append(.delete(table: table, key: key, values: values, origin: origin, isOldKnown: isOldKnown))
         } else if feeds.hasSubscriptions(table: table) {
@@ -102,6 +118,7 @@ final class Outbox {
     /// Tells every subscriber of a table to re-read it; inside a group, when the group ends,
     /// and not at all if the group's level fails.
     func postReset(table: Int, origin: ChangeOrigin) {
+        if let memberships, memberships.hasParents(table: table) { memberships.childTableReset(table: table) }
         if groupDepth > 0 {
             log.append(.reset(table: table, origin: origin))
         } else {

@@ -28,6 +28,8 @@ public protocol TrackedModel: AnyObject, Observable {
     /// Puts back the object a to-one relationship's column held (undoing an assignment),
     /// notifying Observation; the store keeps the key.
     func _$setRelatedObject(_ object: (any TrackedModel)?, column index: Int)
+    /// Tells Observation that a to-many relationship's children changed.
+    func _$childrenChanged(relationship index: Int)
     /// The primary key's stored value (read without going through the other columns).
     var _$primaryKey: SQLValue { get }
 }

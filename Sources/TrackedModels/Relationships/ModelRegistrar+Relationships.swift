@@ -91,3 +91,43 @@ extension TrackedModel {
     /// The columns of the object's table.
     var _$schemaColumns: [ColumnSchema] { Self._$schema.columns }
 }
+
+extension ModelRegistrar {
+    /// The children of `parent` through a to-one column of `Child`'s table: its rows that hold
+    /// the parent's key, read through the store in key order, then the children whose insert
+    /// waits for its key and that point at the parent. The read is recorded, so that another
+    /// process re-pointing one of them reaches the parent's observers.
+    func children<Child: TrackedModel>(_ type: Child.Type, column: Int, of parent: some TrackedModel) -> [Child] {
+        guard let childTable = try? tableIndex(of: type) else { return [] }
+        let parentTracking = parent._$tracking
+        var found: [Child] = []
+        if parentTracking.key != .null {
+            found = (loadChildren?(childTable, column, parentTracking.key) ?? []).compactMap { $0 as? Child }
+            if let relationship = memberships?.relationship(parentTable: parentTracking.table, childTable: childTable, column: column) {
+                memberships?.didRead(
+                    parentTable: parentTracking.table, relationship: relationship, parentKey: parentTracking.key,
+                    children: found.map(\._$tracking.key)
+                )
+            }
+        }
+        for (_, entry) in unkeyedInserts.sorted(by: { $0.key < $1.key }) where entry.table == childTable {
+            let child = entry.object
+            let pointsHere = parentTracking.key == .null
+                ? child._$relatedObject(column: column) === parent
+                : child._$tracking.foreignKeys[column] == parentTracking.key
+            if pointsHere, let child = child as? Child { found.append(child) }
+        }
+        return found
+    }
+
+    /// Points a child's to-one column at nothing, as the program's assignment of `nil` would
+    /// (a delete rule's nullify).
+    func nullify(_ child: any TrackedModel, column: Int) {
+        let tracking = child._$tracking
+        let old = tracking.foreignKeys[column] ?? .null
+        willRelate(child, column: column, from: child._$relatedObject(column: column), key: old)
+        child._$setRelatedObject(nil, column: column)
+        tracking.foreignKeys[column] = .null
+        if old != .null { userDidSet(child, tracking: tracking, column: column, from: old, to: .null) }
+    }
+}

@@ -1,16 +1,22 @@
 import Logging
 
 extension ModelStore {
-    /// Refuses models whose to-one relationships point at a model the store does not manage.
+    /// Refuses models whose relationships lead to a model the store does not manage.
     static func checkRelationships(of models: [any TrackedModel.Type]) throws {
         let managed = Set(models.map { ObjectIdentifier($0) })
+        func refuse(_ model: any TrackedModel.Type, _ property: String, _ other: String) -> StoreError {
+            StoreError(
+                code: .modelNotRegistered,
+                message: "\(model).\(property) points at \(other), which is not one of this store's models; pass \(other) in `models:` too"
+            )
+        }
         for model in models {
             for column in model._$schema.columns {
                 guard let reference = column.reference, !managed.contains(reference.model) else { continue }
-                throw StoreError(
-                    code: .modelNotRegistered,
-                    message: "\(model).\(column.property) points at \(reference.modelName), which is not one of this store's models; pass \(reference.modelName) in `models:` too"
-                )
+                throw refuse(model, column.property, reference.modelName)
+            }
+            for relationship in model._$schema.relationships where !managed.contains(relationship.child) {
+                throw refuse(model, relationship.property, relationship.childName)
             }
         }
     }
@@ -29,5 +35,62 @@ extension ModelStore {
             logger.error("cannot load the \(registrar.types[table]) with key \(key) that a relationship points at: \(error)")
             return nil
         }
+    }
+}
+
+extension ModelStore {
+    /// The objects of the rows of a table whose column holds a key, in key order, with this
+    /// store's changes not yet committed counted; a read that fails is logged and gives none.
+    func loadChildren(table: Int, column: Int, key: SQLValue) -> [any TrackedModel] {
+        guard !isClosed else { return [] }
+        let schema = registrar.schemas[table]
+        let sql = "\(schema.selectSQL) WHERE \(quoteIdentifier(schema.columns[column].name)) = ? ORDER BY \(quoteIdentifier(schema.primaryKey.name))"
+        func load<Model: TrackedModel>(_ type: Model.Type) throws -> [any TrackedModel] {
+            try readRows(sql, [key], table: table).map { try object(type, table: table, values: $0) }
+        }
+        do {
+            return try load(registrar.types[table])
+        } catch {
+            logger.error("cannot read the \(registrar.types[table]) rows whose \(schema.columns[column].name) is \(key): \(error)")
+            return []
+        }
+    }
+
+    /// Deletes an object after applying the delete rules of its to-many relationships: its
+    /// children are deleted (cascade, with their own rules), pointed at nothing (nullify), or
+    /// the delete is refused while it has any (deny). Call inside a transaction, so that a
+    /// refusal takes back what the rules had done.
+    func deleteApplyingRules(_ object: any TrackedModel, table: Int, deleting: inout Set<ObjectIdentifier>) throws {
+        deleting.insert(ObjectIdentifier(object))
+        let schema = registrar.schemas[table]
+        for relationship in schema.relationships {
+            let childTable = try registrar.tableIndex(of: relationship.child)
+            func children<Child: TrackedModel>(_ type: Child.Type) -> [any TrackedModel] {
+                registrar.children(type, column: relationship.childColumn, of: object)
+            }
+            let found = children(registrar.types[childTable]).filter { !deleting.contains(ObjectIdentifier($0)) }
+            switch relationship.deleteRule {
+            case .deny:
+                guard found.isEmpty else {
+                    throw StoreError(
+                        code: .deleteDenied,
+                        message: "\(registrar.types[table]) \(object._$tracking.key) still has \(found.count) \(relationship.childName) in \(relationship.property), whose delete rule is .deny; delete them or point them elsewhere first (nothing changed)"
+                    )
+                }
+            case .nullify:
+                for child in found { registrar.nullify(child, column: relationship.childColumn) }
+            case .cascade:
+                for child in found {
+                    guard child._$tracking.insertRequest == nil else {
+                        throw StoreError(
+                            code: .notAttached,
+                            message: "cannot delete \(registrar.types[table]) \(object._$tracking.key): a \(relationship.childName) in \(relationship.property) waits for its key; flush first (nothing changed)"
+                        )
+                    }
+                    try deleteApplyingRules(child, table: childTable, deleting: &deleting)
+                }
+            }
+        }
+        registrar.userDidDelete(object, table: table)
     }
 }

@@ -16,10 +16,13 @@ public struct TableSchema: Sendable, Hashable {
 
     /// The columns of to-one relationships, in column order.
     let relationshipColumns: [Int]
+    /// The to-many relationships, in declaration order.
+    public let relationships: [ToManySchema]
 
-    public init(name: String, columns: [ColumnSchema]) {
+    public init(name: String, columns: [ColumnSchema], relationships: [ToManySchema] = []) {
         self.name = name
         self.columns = columns
+        self.relationships = relationships
         relationshipColumns = columns.indices.filter { columns[$0].reference != nil }
         guard let index = columns.firstIndex(where: \.isPrimaryKey) else {
             preconditionFailure("table \(name) has no primary key column; mark one property with @PrimaryKey")
@@ -84,7 +87,15 @@ public struct ColumnSchema: Sendable, Hashable {
 
     /// A column that stores a ``ColumnValue``.
     ///
-    /// - Parameter name: The column's name; `nil` for the property's name.
+    /// ```swift
+    /// ColumnSchema(name: "created_at", property: "createdAt", Date.self)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - name: The column's name; `nil` for the property's name.
+    ///   - property: The Swift property it is stored from.
+    ///   - valueType: The property's type.
+    ///   - isPrimaryKey: Whether the column is the table's primary key.
     public init<Value: ColumnValue>(name: String?, property: String, _ valueType: Value.Type, isPrimaryKey: Bool = false) {
         self.name = name ?? property
         self.property = property
@@ -97,8 +108,16 @@ public struct ColumnSchema: Sendable, Hashable {
     /// The foreign-key column of a to-one relationship: it holds the key of a `Target` row, or
     /// NULL.
     ///
-    /// - Parameter name: The column's name; `nil` for the property's name followed by `_id`
-    ///   (`list_id` for `var list: TodoList?`).
+    /// ```swift
+    /// ColumnSchema(name: nil, property: "list", TodoList?.self)   // the column list_id
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - name: The column's name; `nil` for the property's name followed by `_id`
+    ///     (`list_id` for `var list: TodoList?`).
+    ///   - property: The Swift property it is stored from.
+    ///   - valueType: The property's type, an optional model.
+    ///   - isPrimaryKey: Must be false: a relationship is not a key.
     public init<Target: TrackedModel>(name: String?, property: String, _ valueType: Target?.Type, isPrimaryKey: Bool = false) {
         precondition(!isPrimaryKey, "a relationship cannot be the primary key; mark a column property with @PrimaryKey")
         self.name = name ?? property + "_id"
@@ -113,6 +132,12 @@ public struct ColumnSchema: Sendable, Hashable {
 
     /// A to-one relationship that is not optional: refused, since a row's foreign key may name
     /// no row (a target deleted, or another process's write).
+    ///
+    /// - Parameters:
+    ///   - name: The column's name.
+    ///   - property: The Swift property.
+    ///   - valueType: The property's type, a model that is not optional.
+    ///   - isPrimaryKey: Unused.
     @available(*, unavailable, message: "a to-one relationship must be optional: declare it as `Target?`")
     public init<Target: TrackedModel>(name: String?, property: String, _ valueType: Target.Type, isPrimaryKey: Bool = false) {
         fatalError("unavailable")

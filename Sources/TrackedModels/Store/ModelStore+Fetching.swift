@@ -64,7 +64,7 @@ extension ModelStore {
 
     /// Runs a read of one table's rows over the table as this store sees it: the rows with
     /// changes not yet committed as their objects show them (or gone, when deleted).
-    private func readRows(_ sql: String, _ arguments: [SQLValue], table: Int) throws -> [[SQLValue]] {
+    func readRows(_ sql: String, _ arguments: [SQLValue], table: Int) throws -> [[SQLValue]] {
         let uncommitted = writeBehind.uncommittedRows(table: table)
         var overlay = TableOverlay(hiddenKeys: Array(uncommitted.keys), hidesEveryRow: uncommitted.deletesEveryRow)
         overlay.rows = try uncommitted.keys.compactMap { try currentValues(table: table, key: $0) }

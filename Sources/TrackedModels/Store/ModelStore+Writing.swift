@@ -135,7 +135,13 @@ extension ModelStore {
         guard object._$tracking.registrar === registrar, object._$tracking.insertRequest == nil else {
             throw StoreError.notAttached(Model.self, operation: "delete")
         }
-        registrar.userDidDelete(object, table: table)
+        guard !Model._$schema.relationships.isEmpty else { return registrar.userDidDelete(object, table: table) }
+        // The delete rules' changes and the delete are one unit: all of them, or (a rule that
+        // denies) none.
+        try transaction {
+            var deleting: Set<ObjectIdentifier> = []
+            try deleteApplyingRules(object, table: table, deleting: &deleting)
+        }
     }
 
     /// Deletes every row of a model's table (written behind) and detaches its objects.

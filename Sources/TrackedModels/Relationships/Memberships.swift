@@ -1,0 +1,96 @@
+/// Which parents' to-many relationships a change of a child row touches, so that exactly those
+/// parents' observers hear it: a child inserted or deleted, or its to-one re-pointed, here or
+/// by another process; never a child's other columns.
+///
+/// When a change tells the old parent (a local change, or a delete of a row the store held), it
+/// is notified by key. When it does not (another process re-pointed or deleted a row this store
+/// never loaded), the parents whose children were read with that child in them are: each read
+/// of a to-many records the children it found, until its parent is next notified.
+final class Memberships {
+    /// A to-many relationship seen from its children's table.
+    struct Link {
+        var parentTable: Int
+        var relationship: Int
+        var childColumn: Int
+    }
+
+    /// One parent's to-many relationship.
+    private struct Membership: Hashable {
+        var parentTable: Int
+        var relationship: Int
+        var parentKey: SQLValue
+    }
+
+    /// The links of each table, by table position (empty for a table no to-many points at).
+    private let links: [[Link]]
+    /// The children each to-many relationship was last read with, until it is notified.
+    private var read: [Membership: Set<SQLValue>] = [:]
+    /// Tells a parent's observers that its children changed: (parent table, key, relationship).
+    private let notify: (Int, SQLValue, Int) -> Void
+    /// The keys of the parents of a table that the store holds objects for.
+    private let parentKeys: (Int) -> [SQLValue]
+
+    init(
+        schemas: [TableSchema], tableOf: (ObjectIdentifier) -> Int?,
+        notify: @escaping (Int, SQLValue, Int) -> Void, parentKeys: @escaping (Int) -> [SQLValue]
+    ) {
+        var links = Array(repeating: [Link](), count: schemas.count)
+        for (parentTable, schema) in schemas.enumerated() {
+            for (index, relationship) in schema.relationships.enumerated() {
+                guard let childTable = tableOf(relationship.child) else { continue }
+                links[childTable].append(Link(parentTable: parentTable, relationship: index, childColumn: relationship.childColumn))
+            }
+        }
+        self.links = links
+        self.notify = notify
+        self.parentKeys = parentKeys
+    }
+
+    /// Whether a to-many relationship reads this table's rows.
+    func hasParents(table: Int) -> Bool {
+        !links[table].isEmpty
+    }
+
+    /// The relationship of `parentTable` whose children are `childTable`'s rows through `column`.
+    func relationship(parentTable: Int, childTable: Int, column: Int) -> Int? {
+        links[childTable].first { $0.parentTable == parentTable && $0.childColumn == column }?.relationship
+    }
+
+    /// Records the children a read of a parent's to-many found.
+    func didRead(parentTable: Int, relationship: Int, parentKey: SQLValue, children: some Sequence<SQLValue>) {
+        read[Membership(parentTable: parentTable, relationship: relationship, parentKey: parentKey)] = Set(children)
+    }
+
+    /// A child row's to-one column changed (or the row came or went): `old` and `new` give the
+    /// key a link's column held before and holds now (`.null` for none; `old` nil when the
+    /// change does not tell).
+    func childChanged(table: Int, key: SQLValue, column: Int? = nil, old: (Int) -> SQLValue?, new: (Int) -> SQLValue) {
+        for link in links[table] where column == nil || column == link.childColumn {
+            var parents: Set<SQLValue> = [new(link.childColumn)]
+            if let old = old(link.childColumn) {
+                parents.insert(old)
+            } else {
+                for (membership, children) in read where membership.parentTable == link.parentTable
+                    && membership.relationship == link.relationship && children.contains(key) {
+                    parents.insert(membership.parentKey)
+                }
+            }
+            parents.remove(.null)
+            for parent in parents { tell(Membership(parentTable: link.parentTable, relationship: link.relationship, parentKey: parent)) }
+        }
+    }
+
+    /// Every row of a table may have changed (a reset): every parent the store holds hears it.
+    func childTableReset(table: Int) {
+        for link in links[table] {
+            for parent in parentKeys(link.parentTable) {
+                tell(Membership(parentTable: link.parentTable, relationship: link.relationship, parentKey: parent))
+            }
+        }
+    }
+
+    private func tell(_ membership: Membership) {
+        read[membership] = nil
+        notify(membership.parentTable, membership.parentKey, membership.relationship)
+    }
+}

@@ -1,0 +1,29 @@
+// What the accessors `@Tracked` generates call for a to-many relationship
+// (`@Relationship(inverse: \Row.list) var rows: [Row] = []`).
+
+/// The children of a to-many relationship: the rows whose to-one (`inverse`) points at
+/// `parent`, read through the store in primary-key order (children whose key the database has
+/// yet to assign follow, in the order they were inserted). A parent the store does not manage
+/// shows the array it was given.
+public func _$children<Parent: TrackedModel, Child: TrackedModel>(
+    of parent: Parent, inverse: ReferenceWritableKeyPath<Child, Parent?>, pending: [Child]
+) -> [Child] {
+    guard let registrar = parent._$tracking.registrar else { return pending }
+    return registrar.children(Child.self, column: Child.columnIndex(of: inverse), of: parent)
+}
+
+/// Assigns a to-many relationship: children that join point at `parent`, children that leave
+/// point at nothing, each through its own to-one (so each is written behind and heard as such).
+/// Returns what the parent keeps itself: the array, while the store does not manage it.
+public func _$setChildren<Parent: TrackedModel, Child: TrackedModel>(
+    _ children: [Child], of parent: Parent, inverse: ReferenceWritableKeyPath<Child, Parent?>
+) -> [Child] {
+    guard parent._$tracking.isAttached else {
+        for child in children { child[keyPath: inverse] = parent }
+        return children
+    }
+    let current = _$children(of: parent, inverse: inverse, pending: [])
+    for child in current where !children.contains(where: { $0 === child }) { child[keyPath: inverse] = nil }
+    for child in children { child[keyPath: inverse] = parent }
+    return []
+}

@@ -1,0 +1,184 @@
+import Foundation
+import Observation
+import Testing
+import TrackedModelsTesting
+@testable import TrackedModels
+
+/// To-many relationships: the children whose to-one points back, read in one query, observed
+/// for membership only, assigned through the children's to-one, and delete rules.
+@MainActor
+@Suite struct ToManyTests {
+    final class Counter: @unchecked Sendable {
+        var fired = 0
+    }
+
+    /// Two lists (1: entries 1 and 3; 2: entry 2) on a file.
+    private func twoLists(in directory: TemporaryDirectory) async throws -> ModelStore {
+        let store = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+        let first = TodoList(id: 1, title: "Groceries")
+        let second = TodoList(id: 2, title: "Chores")
+        try store.insert(Entry(id: 3, title: "Eggs", list: first))
+        try store.insert(Entry(id: 1, title: "Milk", list: first))
+        try store.insert(Entry(id: 2, title: "Sweep", list: second))
+        try await store.flush()
+        return store
+    }
+
+    private func reopen(_ directory: TemporaryDirectory) throws -> ModelStore {
+        try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+    }
+
+    @Test func theChildrenAreTheRowsThatPointBackInKeyOrderAndIdentityMapped() async throws {
+        let directory = try TemporaryDirectory()
+        try await twoLists(in: directory).close()
+        let store = try reopen(directory)
+        let list = try #require(try store.find(TodoList.self, key: 1))
+        #expect(list.entries.map(\.id) == [1, 3])
+        #expect(list.entries[0] === (try store.find(Entry.self, key: 1)))
+        #expect(list.entries[0].list === list)
+        try await store.close()
+    }
+
+    @Test func pointingAChildAtAParentPutsItAmongItsChildrenAtOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+        let milk = try #require(try store.find(Entry.self, key: 1))
+        milk.list = chores
+        #expect(chores.entries.map(\.id) == [1, 2])
+        #expect(try #require(try store.find(TodoList.self, key: 1)).entries.map(\.id) == [3])
+        let new = Entry(id: nil, title: "Dust", list: chores)
+        try store.insert(new)
+        #expect(chores.entries.map(\.title) == ["Milk", "Sweep", "Dust"])
+        try await store.close()
+    }
+
+    @Test func observersHearMembershipAndNothingElse() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let groceries = try #require(try store.find(TodoList.self, key: 1))
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+        func observe(_ list: TodoList) -> Counter {
+            let counter = Counter()
+            withObservationTracking { _ = list.entries } onChange: { counter.fired += 1 }
+            return counter
+        }
+        var heard = observe(groceries)
+        let other = observe(chores)
+        groceries.entries[0].title = "Oat milk"
+        groceries.title = "Food"
+        #expect(heard.fired == 0)
+        try store.insert(Entry(id: 4, title: "Bread", list: groceries))
+        #expect(heard.fired == 1)
+        #expect(other.fired == 0)
+        heard = observe(groceries)
+        let choresHeard = observe(chores)
+        try #require(try store.find(Entry.self, key: 3)).list = chores
+        #expect(heard.fired == 1)
+        #expect(choresHeard.fired == 1)
+        heard = observe(groceries)
+        try store.delete(try #require(try store.find(Entry.self, key: 4)))
+        #expect(heard.fired == 1)
+        try await store.close()
+    }
+
+    @Test func anotherProcessReparentingAChildReachesBothParentsObservers() async throws {
+        let directory = try TemporaryDirectory()
+        try await twoLists(in: directory).close()
+        let store = try reopen(directory)
+        let groceries = try #require(try store.find(TodoList.self, key: 1))
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+        let before = groceries.entries.map(\.id)
+        _ = chores.entries
+        let left = Counter()
+        let joined = Counter()
+        withObservationTracking { _ = groceries.entries } onChange: { left.fired += 1 }
+        withObservationTracking { _ = chores.entries } onChange: { joined.fired += 1 }
+        // Entry 3 is not loaded as an object: the store learns only its new key.
+        try Peek(directory.path("db.sqlite")).execute("UPDATE entries SET list_id = 2 WHERE id = 3")
+        try await store.refreshExternalChanges()
+        #expect(before == [1, 3])
+        #expect(left.fired == 1)
+        #expect(joined.fired == 1)
+        #expect(groceries.entries.map(\.id) == [1])
+        #expect(chores.entries.map(\.id) == [2, 3])
+        try await store.close()
+    }
+
+    @Test func assigningTheArrayRepointsWhatJoinsAndWhatLeaves() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let groceries = try #require(try store.find(TodoList.self, key: 1))
+        let sweep = try #require(try store.find(Entry.self, key: 2))
+        groceries.entries = [groceries.entries[1], sweep]
+        try await store.flush()
+        let peek = try Peek(directory.path("db.sqlite"))
+        #expect(try peek.value("SELECT group_concat(id || ':' || ifnull(list_id, 'null'), ',') FROM (SELECT * FROM entries ORDER BY id)") == .text("1:null,2:1,3:1"))
+        try await store.close()
+    }
+
+    @Test func cascadeDeletesTheChildrenInTheSameUnit() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let groceries = try #require(try store.find(TodoList.self, key: 1))
+        try store.delete(groceries)
+        #expect(try store.find(Entry.self, key: 1) == nil)
+        #expect(try store.find(Entry.self, key: 3) == nil)
+        #expect(store.pendingChanges.count == 1, "the delete and its cascade are one unit")
+        try await store.flush()
+        let peek = try Peek(directory.path("db.sqlite"))
+        #expect(try peek.value("SELECT group_concat(id) FROM entries") == .text("2"))
+        try await store.close()
+    }
+
+    @Test func nullifyLeavesTheChildrenPointingAtNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let milk = try #require(try store.find(Entry.self, key: 1))
+        let child = Entry(id: 10, title: "Whole milk", parent: milk)
+        try store.insert(child)
+        #expect(milk.children.map(\.id) == [10])
+        try store.delete(milk)
+        #expect(child.parent == nil)
+        try await store.flush()
+        #expect(try Peek(directory.path("db.sqlite")).value("SELECT parent_entry FROM entries WHERE id = 10") == .null)
+        try await store.close()
+    }
+
+    @Test func denyRefusesTheDeleteAndChangesNothing() async throws {
+        let store = try ModelStore(.inMemory, models: [Folder.self, Memo.self], configuration: Stores.configuration())
+        let folder = Folder(id: 1)
+        try store.insert(Memo(id: 1, folder: folder))
+        try await store.flush()
+        #expect {
+            try store.delete(folder)
+        } throws: { error in
+            (error as? StoreError)?.code == .deleteDenied
+        }
+        #expect(!store.hasPendingChanges)
+        #expect(try store.find(Folder.self, key: 1) === folder)
+        #expect(folder.memos.map(\.id) == [1])
+        try store.delete(folder.memos[0])
+        try store.delete(folder)
+        try await store.flush()
+        try await store.close()
+    }
+
+    @Test func aThrowingTransactionTakesBackAMove() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let groceries = try #require(try store.find(TodoList.self, key: 1))
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+        struct Failure: Error {}
+        #expect(throws: Failure.self) {
+            try store.transaction {
+                chores.entries = groceries.entries + chores.entries
+                throw Failure()
+            }
+        }
+        #expect(groceries.entries.map(\.id) == [1, 3])
+        #expect(chores.entries.map(\.id) == [2])
+        #expect(!store.hasPendingChanges)
+        try await store.close()
+    }
+}
