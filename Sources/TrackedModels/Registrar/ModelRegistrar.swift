@@ -364,16 +364,17 @@ final class ModelRegistrar {
         let mark = outbox.beginGroup()
         for (key, values) in rows {
             guard let object = identityMap.object(table: table, key: key) else { continue }
-            guard let values else {
-                // A row this store inserts, not yet committed, stays as its object shows it.
-                if writeBehind.decidesExistence(of: RowReference(table: table, key: key)) == true { continue }
-                rowWentAway(object, table: table, origin: origin)
+            let row = RowReference(table: table, key: key)
+            // What the object shows is the committed row with every change still pending or in
+            // flight applied, not what it showed before (a discarded change's values, say); a row
+            // this store inserts, not yet committed, is its insert and what followed it.
+            guard let current = writeBehind.uncommittedValues(of: row, over: values) else {
+                // Gone, unless a delete of this store's takes it away (when that commits).
+                if values == nil { rowWentAway(object, table: table, origin: origin) }
                 continue
             }
-            for column in values.indices where column != primaryKeyColumns[table] {
-                let cell = CellReference(row: RowReference(table: table, key: key), column: column)
-                guard let value = writeBehind.overlay(values[column], for: cell) else { continue }
-                assign(value, to: object, cell: cell, origin: origin)
+            for column in current.indices where column != primaryKeyColumns[table] {
+                assign(current[column], to: object, cell: CellReference(row: row, column: column), origin: origin)
             }
         }
         if announcingReset { outbox.postReset(table: table, origin: origin) }

@@ -372,4 +372,46 @@ import Testing
         #expect(refused.count == 2)
         #expect(refused.first?.hasPrefix("update items 1") == true, "\(refused)")
     }
+
+    /// Found by the generator: discarding a refused transaction that changed a row this store
+    /// inserts, not yet committed, left the row's object showing the discarded changes.
+    @Test func discardingChangesToARowWhoseInsertIsPendingShowsTheInsertAgain() async throws {
+        let fixture = try Fixture(rows: 0)
+        let item = Item(id: 0, title: "", count: 0, note: "", score: 0, payload: Data(), flag: false)
+        try fixture.store.insert(item)
+        try fixture.store.transaction {
+            try fixture.store.insert(Item(id: 12, title: "refused", count: 13, note: nil, score: 0, payload: nil, flag: true))
+            item.score = 99.25
+            try fixture.store.increment(\Item.count, of: item, by: -7)
+        }
+        // A bulk insert commits whole or not at all: the refusal keeps row 0's insert pending too.
+        await #expect(throws: StoreError.self) {
+            try await fixture.store.bulkInsert(contentsOf: [Item(id: 36, title: "bulk", count: 1, note: nil, score: 1, payload: nil, flag: true)])
+        }
+        let refused = try #require(fixture.store.pendingChanges.first { $0.error != nil })
+        try fixture.store.discard(refused)
+        try await fixture.store.refreshExternalChanges()
+        #expect(item.count == 0 && item.score == 0)
+        try await fixture.store.flush()
+        #expect(try fixture.file("SELECT count || '/' || score FROM items WHERE id = 0") == "0/0.0")
+    }
+
+    /// Found by the generator: the same, when another connection meanwhile committed a row of
+    /// the pending insert's key: the discarded value stayed where a pending insert covers it.
+    @Test func discardingAChangeAfterAnotherConnectionTookThePendingInsertsKeyShowsTheInsert() async throws {
+        let fixture = try Fixture(rows: 0)
+        let item = Item(id: 0, title: "", count: 0, note: "", score: 0, payload: Data(), flag: false)
+        try fixture.store.insert(item)
+        try fixture.store.transaction { item.payload = nil }
+        item.count = 13
+        await #expect(throws: StoreError.self) {
+            try await fixture.store.bulkInsert(contentsOf: [Item(id: 36, title: "bulk", count: 1, note: nil, score: 1, payload: nil, flag: true)])
+        }
+        try fixture.other.execute("INSERT INTO items VALUES (0, '', 0, '', 0, x'', 0, NULL)")
+        let refused = try #require(fixture.store.pendingChanges.first { $0.error != nil })
+        try fixture.store.discard(refused)
+        try await fixture.store.refreshExternalChanges()
+        #expect(item.count == 0)
+        #expect(item.payload == nil)
+    }
 }

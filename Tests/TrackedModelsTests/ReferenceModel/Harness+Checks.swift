@@ -31,6 +31,7 @@ extension Harness {
                 throw Divergence(message: "the object of row \(key) shows \(describe(object._$values())); expected \(describe(expected))")
             }
             try checkLink(of: object, row: "row \(key)", expected: expected)
+            try checkLinkedFrom(object, key: key)
         }
         for (number, object) in newObjects {
             guard object._$tracking.isAttached else { throw Divergence(message: "inserted object new#\(number) is detached") }
@@ -55,6 +56,22 @@ extension Harness {
         }
         guard object.link === target else {
             throw Divergence(message: "\(row).link is \(object.link.map { "the item \($0.id.map { "\($0)" } ?? "nil")" } ?? "nil"); expected \(target.map { "the item \($0.id.map { "\($0)" } ?? "nil")" } ?? "nil")")
+        }
+    }
+
+    /// An object's `linkedFrom` is the objects of the rows that link to it: keyed ones in key
+    /// order, then new ones in the order they were inserted.
+    private func checkLinkedFrom(_ object: Item, key: Int64) throws {
+        let found = object.linkedFrom
+        let expected = rows(linkingTo: key)
+        let same = found.count == expected.count && zip(found, expected).allSatisfy { item, row in
+            switch row {
+            case .key(let key): item.id == key
+            case .new(let number): item === newObjects[number]
+            }
+        }
+        guard same else {
+            throw Divergence(message: "row \(key).linkedFrom is \(found.map { $0.id.map { "\($0)" } ?? "new" }); expected \(expected)")
         }
     }
 

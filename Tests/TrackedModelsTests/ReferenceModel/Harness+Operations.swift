@@ -156,11 +156,26 @@ extension Harness {
         let deletable: Bool = if case .key? = row { isManaged(object) } else { false }
         do {
             try live.delete(object)
-            guard deletable, let row else { throw Divergence(message: "deleting \(row.map { "\($0)" } ?? "a detached object") was accepted") }
-            reference.delete(row)
+            guard deletable, case .key(let key)? = row else { throw Divergence(message: "deleting \(row.map { "\($0)" } ?? "a detached object") was accepted") }
+            // The delete rule of `linkedFrom` (nullify): the rows that link to the deleted one
+            // link to nothing, in the delete's unit.
+            let snapshot = reference.beginTransaction()
+            for other in rows(linkingTo: key) where other != .key(key) {
+                reference.write(.set(.null), column: Item.Column.link.rawValue, of: other)
+            }
+            reference.delete(.key(key))
+            reference.endTransaction(succeeded: true, restoring: snapshot)
         } catch let error as StoreError where error.code == .notAttached {
             if deletable { throw Divergence(message: "delete of a managed object threw \(error)") }
         }
+    }
+
+    /// The rows that show a link to a key: keyed ones by key, then new ones by insert.
+    func rows(linkingTo key: Int64) -> [Reference.RowID] {
+        let link = Item.Column.link.rawValue
+        let keyed = reference.shownRows.filter { $0.value[link] == .integer(key) }.keys.sorted().map { Reference.RowID.key($0) }
+        let new = newObjects.keys.sorted().filter { reference.shown(.new($0))?[link] == .integer(key) }.map { Reference.RowID.new($0) }
+        return keyed + new
     }
 
     func deleteAll() throws {

@@ -14,6 +14,8 @@ final class Item {
     var payload: Data?
     var flag: Bool
     @Column("link_id") var link: Item?
+    /// The items that link to this one; deleting it points them at nothing (nullify).
+    @Relationship(inverse: \Item.link) var linkedFrom: [Item] = []
 
     /// The columns in schema order, as the reference names them.
     enum Column: Int, CaseIterable, CustomStringConvertible {
