@@ -17,6 +17,9 @@ import TrackedModelsTesting
     private func workload(rows count: Int = 1_000, configuration: ModelStore.Configuration = Stores.configuration()) async throws -> Workload {
         let directory = try TemporaryDirectory()
         let path = directory.path("model.sqlite")
+        // The demo schema, so that `modelctl` can write the file as another process.
+        let migrate = try await Helper.run(["migrate", "up", "--db", path], executable: Helper.builtExecutable("modelctl"))
+        #expect(migrate == 0)
         let store = try await Stores.rows(count, at: .file(path), configuration: configuration)
         let rows = try store.fetch(Row.self, orderBy: "id")
         let probe = NotificationProbe(store: store)

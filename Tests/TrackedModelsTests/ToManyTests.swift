@@ -182,3 +182,30 @@ import TrackedModelsTesting
         try await store.close()
     }
 }
+
+extension ToManyTests {
+    @Test func cascadeAppliesToDeleteAll() async throws {
+        let directory = try TemporaryDirectory()
+        try await twoLists(in: directory).close()
+        let store = try reopen(directory)
+        let stray = Entry(id: 9, title: "In no list")
+        try store.insert(stray)
+        try store.deleteAll(TodoList.self)
+        #expect(try store.fetch(Entry.self).map(\.id) == [9])
+        try await store.flush()
+        #expect(try Peek(directory.path("db.sqlite")).value("SELECT group_concat(id) FROM entries") == .text("9"))
+        #expect(try Peek(directory.path("db.sqlite")).value("SELECT count(*) FROM lists") == .integer(0))
+        try await store.close()
+    }
+
+    @Test func denyRefusesDeleteAllWhileAnyParentHasChildren() async throws {
+        let store = try ModelStore(.inMemory, models: [Folder.self, Memo.self], configuration: Stores.configuration())
+        try store.insert(Folder(id: 1))
+        try store.insert(Memo(id: 1, folder: Folder(id: 2)))
+        try await store.flush()
+        #expect(throws: StoreError.self) { try store.deleteAll(Folder.self) }
+        #expect(!store.hasPendingChanges)
+        #expect(try store.fetch(Folder.self).map(\.id) == [1, 2])
+        try await store.close()
+    }
+}

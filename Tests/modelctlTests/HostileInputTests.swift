@@ -386,7 +386,7 @@ import Testing
 
     @Test func controlCharactersAndInvalidUTF8AreShownEscaped() async throws {
         let (workspace, path) = try await seeded(rows: 3)
-        #expect(try await ModelCtlProcess.sqlite3(path, "INSERT INTO rows VALUES (5000, 'a' || char(0) || 'b', 0), (5001, CAST(x'61ff62' AS TEXT), 0), (5002, 'tab' || char(9) || 'x' || char(10) || 'y', 0)") == 0)
+        #expect(try await ModelCtlProcess.sqlite3(path, "INSERT INTO rows (id, title, count) VALUES (5000, 'a' || char(0) || 'b', 0), (5001, CAST(x'61ff62' AS TEXT), 0), (5002, 'tab' || char(9) || 'x' || char(10) || 'y', 0)") == 0)
         let table = try await workspace.modelctl.run("query", "--where", "id >= 5000")
         #expect(table.status == 0, "\(table.stderr)")
         #expect(table.stdout.contains(#"a\0b"#))
@@ -394,8 +394,8 @@ import Testing
         #expect(table.stdout.contains(#"tab\tx\ny"#))
         #expect(!table.stdout.contains("\u{0}") && !table.stdout.contains("\u{FFFD}"))
         let csv = try await workspace.modelctl.run("query", "--where", "id >= 5000", "--format", "csv")
-        #expect(csv.stdout.contains(#"5000,a\0b,0"#))
-        #expect(csv.stdout.contains(#"5001,a\xffb,0"#))
+        #expect(csv.stdout.contains(#"5000,a\0b,0,"#))
+        #expect(csv.stdout.contains(#"5001,a\xffb,0,"#))
         #expect(csv.stdout.contains("5002,\"tab\\tx\ny\",0"))
     }
 

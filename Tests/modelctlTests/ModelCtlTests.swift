@@ -12,7 +12,7 @@ import Testing
         let workspace = try Workspace()
         let seed = try await workspace.modelctl.run("seed")
         #expect(seed.status == 0)
-        #expect(seed.stdout.hasPrefix("seeded 1000 rows into model.sqlite"))
+        #expect(seed.stdout.hasPrefix("seeded 1000 rows in 10 lists into model.sqlite"))
         #expect(seed.stderr.isEmpty)
         let bump = try await workspace.modelctl.run("bump", "42", "--by", "3", "--times", "2")
         #expect(bump.status == 0)
@@ -24,6 +24,11 @@ import Testing
         #expect(bumped.first?["id"] as? Int == 42)
         #expect(bumped.first?["title"] as? String == "Row 42")
         #expect(bumped.first?["count"] as? Int == 6)
+        #expect(bumped.first?["list_id"] as? Int == 3)
+        let lists = try await workspace.modelctl.run(
+            "query", "SELECT lists.title, count(*) AS n FROM rows JOIN lists ON lists.id = rows.list_id GROUP BY lists.id ORDER BY lists.id LIMIT 2", "--format", "csv"
+        )
+        #expect(lists.stdout == "title,n\r\nList 1,100\r\nList 2,100\r\n")
         let csv = try await workspace.modelctl.run("query", "SELECT id, title FROM rows WHERE id IN (1, 2) ORDER BY id", "--format", "csv")
         #expect(csv.stdout == "id,title\r\n1,Row 1\r\n2,Row 2\r\n")
     }

@@ -146,6 +146,8 @@ extension ModelStore {
 
     /// Deletes every row of a model's table (written behind) and detaches its objects.
     ///
+    /// The delete rules of the model's to-many relationships apply to every row, in the same
+    /// unit (so a ``DeleteRule/deny`` with children left throws, and nothing changes).
     /// Subscribers of the table hear a ``ChangeEvent/Kind/reset`` rather than one deletion per
     /// row. Inside ``transaction(_:)`` it commits with the transaction's other changes, so
     /// "delete the old rows, insert the new ones" is all or nothing.
@@ -158,7 +160,17 @@ extension ModelStore {
     /// ```
     public func deleteAll<Model: TrackedModel>(_ type: Model.Type) throws {
         try checkOpen("deleteAll")
-        registrar.userDidDeleteAll(table: try registrar.tableIndex(of: type))
+        let table = try registrar.tableIndex(of: type)
+        guard !Model._$schema.relationships.isEmpty else { return registrar.userDidDeleteAll(table: table) }
+        // Delete rules apply to every row as this store sees it, in one unit with the delete
+        // of the whole table.
+        try transaction {
+            var deleting: Set<ObjectIdentifier> = []
+            for object in try fetch(type) where object._$tracking.isAttached {
+                try deleteApplyingRules(object, table: table, deleting: &deleting)
+            }
+            registrar.userDidDeleteAll(table: table)
+        }
     }
 
     /// Adds to an integer property so that concurrent writers never lose an increment.

@@ -85,7 +85,7 @@ struct BumpCommand: AsyncParsableCommand {
 
     @MainActor private func bump(_ interruption: Interruption) async throws {
         if let status = interruption.exitStatus { throw interrupted(status) }
-        let store = try ModelStore(.file(options.path), models: [Row.self], configuration: options.storeConfiguration)
+        let store = try ModelStore(.file(options.path), models: [Row.self, TodoList.self], configuration: options.storeConfiguration)
         // Checked again: the row may have changed since the read-only check.
         guard let row = try store.find(Row.self, key: id) else { throw noSuchRow }
         try requireNoOverflow(from: row.count)

@@ -5,10 +5,11 @@ import TrackedModels
 struct SeedCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seed",
-        abstract: "Migrate the database and fill it with the demo rows.",
+        abstract: "Migrate the database and fill it with the demo rows and lists.",
         discussion: """
-            Inserts rows {id: N, title: "Row N", count: 0} for N = 0, 1, ... in one transaction. \
-            A table that already has rows is left alone unless --reset replaces them.
+            Inserts lists {id: L, title: "List L"} for L = 1 to 10, and rows {id: N, title: "Row N", \
+            count: 0, list_id: N mod 10 + 1} for N = 0, 1, ... in one transaction. A table that \
+            already has rows is left alone unless --reset replaces them (and the lists).
 
             Example: modelctl seed --rows 1000
             """
@@ -70,17 +71,21 @@ struct SeedCommand: AsyncParsableCommand {
         // The seed commits only as its one unit: nothing flushes on its own, so the old rows'
         // deletion, handed back by a cancelled insert, cannot commit alone before it is discarded.
         configuration.flushInterval = .seconds(86_400)
-        let store = try ModelStore(.file(options.path), models: [Row.self], configuration: configuration)
+        let store = try ModelStore(.file(options.path), models: [Row.self, TodoList.self], configuration: configuration)
         let existing = try store.count(Row.self)
         try refuse(existing: Int64(existing))
-        // One unit: the old rows go only if the new ones commit.
+        // One unit: the old rows and lists go only if the new ones commit.
         if existing > 0 { try store.deleteAll(Row.self) }
+        try store.deleteAll(TodoList.self)
+        let lists = (1...TodoList.demoCount).map { TodoList(id: $0, title: "List \($0)") }
+        for list in lists { try store.insert(list) }
         let progress = ProgressBar(total: rows, label: "seeding")
         let count = rows
         let insertion = Task {
             try await store.bulkInsert(contentsOf: (0..<count).lazy.map { id in
                 progress.update(id + 1)
-                return Row(id: Int64(id), title: "Row \(id)", count: 0)
+                let key = Int64(id)
+                return Row(id: key, title: "Row \(id)", count: 0, list: lists[Int(TodoList.demoKey(ofRow: key) - 1)])
             })
         }
         interruption.whenSignalled { insertion.cancel() }
@@ -103,6 +108,6 @@ struct SeedCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("modelctl: a signal came during the final commit, too late to stop it; the seed is committed\n".utf8))
         }
         let elapsed = ContinuousClock.now - start
-        print("seeded \(rows) rows into \(options.path) in \(elapsed.formatted(.units(allowed: [.seconds, .milliseconds], width: .narrow)))")
+        print("seeded \(rows) rows in \(lists.count) lists into \(options.path) in \(elapsed.formatted(.units(allowed: [.seconds, .milliseconds], width: .narrow)))")
     }
 }

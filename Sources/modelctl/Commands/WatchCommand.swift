@@ -88,7 +88,7 @@ struct WatchCommand: AsyncParsableCommand {
         let interruption = Interruption()
         interruption.whenSignalled { sink.yield(.stop) }
         try refuseMissingRows()
-        let store = try ModelStore(.file(options.path), models: [Row.self], configuration: options.storeConfiguration)
+        let store = try ModelStore(.file(options.path), models: [Row.self, TodoList.self], configuration: options.storeConfiguration)
         // Hold the watched rows: the store knows the values of objects someone holds, so their
         // events carry old values.
         let watched = rows.isEmpty ? try store.fetch(Row.self) : try rows.compactMap { try store.find(Row.self, key: $0) }

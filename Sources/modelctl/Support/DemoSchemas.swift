@@ -26,6 +26,18 @@ enum DemoSchemas {
             PRAGMA application_id = \(applicationID);
 
             """),
+        Migration(version: 4, name: "lists", sql: """
+            -- The demo dataset's lists: each row belongs to one list (rows.list_id), or to none.
+            CREATE TABLE lists (
+                id INTEGER PRIMARY KEY,
+                title TEXT NOT NULL
+            ) STRICT;
+            -- Nullable, so that the rows of files seeded before lists existed stay valid as they are.
+            ALTER TABLE rows ADD COLUMN list_id INTEGER REFERENCES lists (id) ON DELETE SET NULL;
+            -- A list's rows (`list.rows`) read this index instead of the table.
+            CREATE INDEX rows_by_list ON rows (list_id);
+
+            """),
     ]
 
     /// The demo database's `PRAGMA application_id`: "MODC".
