@@ -33,7 +33,7 @@ extension TrackedToManyMacro: AccessorMacro {
             """
             set {
                 withMutation(keyPath: \\.\(raw: name)) {
-                    _\(raw: name) = TrackedModels._$setChildren(newValue, of: self, inverse: \(raw: inverse))
+                    _\(raw: name) = TrackedModels._$setChildren(newValue, of: self, inverse: \(raw: inverse), replacing: _\(raw: name))
                 }
             }
             """,

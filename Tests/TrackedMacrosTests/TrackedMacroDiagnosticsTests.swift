@@ -21,6 +21,28 @@ import Testing
         )
     }
 
+    @Test func aToManyWithoutItsInverseOrDefaultIsRefused() {
+        assertExpansion(
+            """
+            @Tracked(table: "lists")
+            final class TodoList {
+                @PrimaryKey var id: Int64
+                @Relationship(deleteRule: .cascade) var rows: [Row]
+            }
+            """,
+            expandedSource: """
+            final class TodoList {
+                var id: Int64
+                @Relationship(deleteRule: .cascade) var rows: [Row]
+            }
+            """,
+            diagnostics: [
+                DiagnosticSpec(message: "to-many relationship 'rows' needs its inverse, the children's to-one that stores it: @Relationship(inverse: \\Child.parent)", line: 4, column: 5),
+                DiagnosticSpec(message: "to-many relationship 'rows' must be a 'var' with the default value '[]': its children are read from the database", line: 4, column: 5),
+            ]
+        )
+    }
+
     @Test func anActorIsRefused() {
         assertExpansion(
             """

@@ -107,6 +107,14 @@ import Testing
                     }
                 }
 
+                public func _$takePendingChildren(relationship index: Swift.Int) -> [any TrackedModels.TrackedModel] {
+                    switch index {
+
+                    default:
+                        return []
+                    }
+                }
+
                 public var _$primaryKey: TrackedModels.SQLValue {
                     TrackedModels._$storedValue(self._id, column: 0, tracking: self._$tracking)
                 }

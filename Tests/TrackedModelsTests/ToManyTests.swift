@@ -209,3 +209,90 @@ extension ToManyTests {
         try await store.close()
     }
 }
+
+/// What a review of the first version found.
+extension ToManyTests {
+    @Test func aChildAppendedToAStoredParentIsInserted() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+        chores.entries.append(Entry(id: nil, title: "Dust"))
+        #expect(chores.entries.map(\.title) == ["Sweep", "Dust"])
+        try await store.flush()
+        #expect(try Peek(directory.path("db.sqlite")).value("SELECT list_id FROM entries WHERE title = 'Dust'") == .integer(2))
+        try await store.close()
+    }
+
+    @Test func childrenGivenToANewParentAreInsertedWithIt() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let list = TodoList(id: nil, title: "New")
+        list.entries = [Entry(id: nil, title: "a"), Entry(id: nil, title: "b")]
+        list.entries = [list.entries[1]]
+        try store.insert(list)
+        #expect(list.entries.map(\.title) == ["b"])
+        try await store.flush()
+        let peek = try Peek(directory.path("db.sqlite"))
+        #expect(try peek.value("SELECT list_id FROM entries WHERE title = 'b'") == .integer(try #require(list.id)))
+        #expect(try peek.value("SELECT count(*) FROM entries WHERE title = 'a'") == .integer(0))
+        try await store.close()
+    }
+
+    @Test func aParentWaitingForItsKeyShowsAndHearsItsChildren() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let list = TodoList(id: nil, title: "New")
+        try store.insert(list)
+        let counter = Counter()
+        withObservationTracking { _ = list.entries } onChange: { counter.fired += 1 }
+        let milk = try #require(try store.find(Entry.self, key: 1))
+        milk.list = list
+        #expect(counter.fired == 1)
+        #expect(list.entries.map(\.id) == [1])
+        try await store.flush()
+        #expect(list.entries.map(\.id) == [1])
+        try await store.close()
+    }
+
+    @Test func aChildWaitingForItsKeyIsHeardJoiningAndLeaving() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let groceries = try #require(try store.find(TodoList.self, key: 1))
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+        _ = (groceries.entries, chores.entries)
+        let joined = Counter()
+        withObservationTracking { _ = chores.entries } onChange: { joined.fired += 1 }
+        let dust = Entry(id: nil, title: "Dust", list: chores)
+        try store.insert(dust)
+        #expect(joined.fired == 1)
+        let left = Counter()
+        let arrived = Counter()
+        withObservationTracking { _ = chores.entries } onChange: { left.fired += 1 }
+        withObservationTracking { _ = groceries.entries } onChange: { arrived.fired += 1 }
+        dust.list = groceries
+        #expect(left.fired == 1)
+        #expect(arrived.fired == 1)
+        #expect(chores.entries.map(\.id) == [2])
+        #expect(groceries.entries.map(\.title) == ["Milk", "Eggs", "Dust"])
+        try await store.close()
+    }
+
+    @Test func aFailedTransactionIsHeardByTheParentsItTouched() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let groceries = try #require(try store.find(TodoList.self, key: 1))
+        struct Failure: Error {}
+        let counter = Counter()
+        #expect(throws: Failure.self) {
+            try store.transaction {
+                try store.delete(try #require(try store.find(Entry.self, key: 1)))
+                // Observing inside, as a view that re-reads on every change would.
+                withObservationTracking { _ = groceries.entries } onChange: { counter.fired += 1 }
+                throw Failure()
+            }
+        }
+        #expect(counter.fired == 1)
+        #expect(groceries.entries.map(\.id) == [1, 3])
+        try await store.close()
+    }
+}

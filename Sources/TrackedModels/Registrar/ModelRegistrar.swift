@@ -138,6 +138,7 @@ final class ModelRegistrar {
     /// Called by an object's tracking when the object goes away.
     func objectWentAway(table: Int, key: SQLValue) {
         identityMap.removeIfGone(table: table, key: key)
+        memberships?.forget(parentTable: table, key: key)
     }
 
     // MARK: - The program's changes
@@ -157,8 +158,12 @@ final class ModelRegistrar {
         let isKeyed = record(.set(new), column: column, of: object, tracking: tracking)
         if !transactionLevels.isEmpty { recordUndo(object, column: column, old: old) }
         // A row whose key the database has yet to assign is announced, with its values then,
-        // once it has one.
-        if isKeyed { outbox.postUpdate(table: table, key: tracking.key, column: column, old: old, new: new, origin: .local) }
+        // once it has one; the parents it moves between hear it now.
+        if isKeyed {
+            outbox.postUpdate(table: table, key: tracking.key, column: column, old: old, new: new, origin: .local)
+        } else if let memberships, memberships.hasParents(table: table) {
+            memberships.childChanged(table: table, key: .null, column: column, old: { _ in old }, new: { _ in new })
+        }
     }
 
     /// The program added `delta` to an integer column whose value was `old`.
@@ -212,12 +217,16 @@ final class ModelRegistrar {
             object._$tracking.attach(to: self, table: table, key: .null, insertRequest: request)
             unkeyedInserts[request] = (object, table, [])
             if !relationships.isEmpty || !childrenWaitingForInsert.isEmpty { childrenWaitForKey(of: object, request: request) }
+            if let memberships, memberships.hasParents(table: table) {
+                memberships.childChanged(table: table, key: .null, old: { _ in .null }, new: { values[$0] })
+            }
         } else {
             attach(object, table: table, key: suppliedKey)
             _ = writeBehind.recordInsert(table: table, values: values, key: suppliedKey, of: object)
             outbox.postInsert(table: table, key: suppliedKey, values: values, origin: .local)
         }
         if !transactionLevels.isEmpty { undoLog.append(.inserted(object, table: table)) }
+        if !schemas[table].relationships.isEmpty { insertPendingChildren(of: object, table: table) }
     }
 
     func userDidDelete(_ object: some TrackedModel, table: Int) {
@@ -400,7 +409,12 @@ final class ModelRegistrar {
         let key = object._$tracking.key
         let values = object._$values()
         detach(object, table: table)
-        guard key != .null else { return }
+        guard key != .null else {
+            if let memberships, memberships.hasParents(table: table) {
+                memberships.childChanged(table: table, key: .null, old: { values[$0] }, new: { _ in .null })
+            }
+            return
+        }
         guard let committed else {
             outbox.postDelete(table: table, key: key, values: values, origin: .local)
             return
@@ -476,6 +490,7 @@ final class ModelRegistrar {
     /// object it held (a target waiting for its key, say) and its key are remembered, so that
     /// a transaction that throws puts both back.
     func willRelate(_ object: some TrackedModel, column: Int, from target: (any TrackedModel)?, key: SQLValue) {
+        if let target { childrenChanged(of: target, childTable: object._$tracking.table, column: column) }
         guard !transactionLevels.isEmpty else { return }
         let cell = SavedCell(object: ObjectIdentifier(object), column: column)
         guard transactionLevels[transactionLevels.count - 1].cellsSaved.insert(cell).inserted else { return }
@@ -499,7 +514,10 @@ final class ModelRegistrar {
     }
 
     func beginTransaction() {
-        if transactionLevels.isEmpty { writeBehind.beginTransaction() }
+        if transactionLevels.isEmpty {
+            writeBehind.beginTransaction()
+            memberships?.forgetTouched()
+        }
         transactionLevels.append(TransactionLevel(
             snapshot: transactionLevels.isEmpty ? nil : writeBehind.transactionSnapshot(),
             outboxMark: outbox.beginGroup(),
@@ -517,6 +535,8 @@ final class ModelRegistrar {
             for step in undoLog[level.undoStart...].reversed() { undo(step) }
             undoLog.removeSubrange(level.undoStart...)
             if let snapshot = level.snapshot { writeBehind.restoreTransaction(to: snapshot) }
+            // Children taken back are not heard on their own: their parents hear it now.
+            if let memberships { for table in memberships.touchedTables.sorted() { memberships.childTableReset(table: table) } }
         } else if !transactionLevels.isEmpty {
             // The inner level's first values are the outer level's too, where it had none.
             transactionLevels[transactionLevels.count - 1].cellsSaved.formUnion(level.cellsSaved)

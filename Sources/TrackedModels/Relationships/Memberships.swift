@@ -23,8 +23,12 @@ final class Memberships {
 
     /// The links of each table, by table position (empty for a table no to-many points at).
     private let links: [[Link]]
-    /// The children each to-many relationship was last read with, until it is notified.
-    private var read: [Membership: Set<SQLValue>] = [:]
+    /// The children each parent's to-many relationships were last read with (by relationship),
+    /// until they are notified or the parent goes away.
+    private var read: [RowReference: [Int: Set<SQLValue>]] = [:]
+    /// The child tables that changed since ``forgetTouched()``: a transaction that fails tells
+    /// their parents again, since undoing its changes is not heard otherwise.
+    private(set) var touchedTables: Set<Int> = []
     /// Tells a parent's observers that its children changed: (parent table, key, relationship).
     private let notify: (Int, SQLValue, Int) -> Void
     /// The keys of the parents of a table that the store holds objects for.
@@ -58,7 +62,7 @@ final class Memberships {
 
     /// Records the children a read of a parent's to-many found.
     func didRead(parentTable: Int, relationship: Int, parentKey: SQLValue, children: some Sequence<SQLValue>) {
-        read[Membership(parentTable: parentTable, relationship: relationship, parentKey: parentKey)] = Set(children)
+        read[RowReference(table: parentTable, key: parentKey), default: [:]][relationship] = Set(children)
     }
 
     /// A child row's to-one column changed (or the row came or went): `old` and `new` give the
@@ -66,13 +70,14 @@ final class Memberships {
     /// change does not tell).
     func childChanged(table: Int, key: SQLValue, column: Int? = nil, old: (Int) -> SQLValue?, new: (Int) -> SQLValue) {
         for link in links[table] where column == nil || column == link.childColumn {
+            touchedTables.insert(table)
             var parents: Set<SQLValue> = [new(link.childColumn)]
             if let old = old(link.childColumn) {
                 parents.insert(old)
             } else {
-                for (membership, children) in read where membership.parentTable == link.parentTable
-                    && membership.relationship == link.relationship && children.contains(key) {
-                    parents.insert(membership.parentKey)
+                for (parent, relationships) in read where parent.table == link.parentTable
+                    && relationships[link.relationship]?.contains(key) == true {
+                    parents.insert(parent.key)
                 }
             }
             parents.remove(.null)
@@ -89,8 +94,18 @@ final class Memberships {
         }
     }
 
+    func forgetTouched() {
+        touchedTables.removeAll()
+    }
+
+    /// Forgets what a parent that went away was read with.
+    func forget(parentTable: Int, key: SQLValue) {
+        guard !read.isEmpty else { return }
+        read[RowReference(table: parentTable, key: key)] = nil
+    }
+
     private func tell(_ membership: Membership) {
-        read[membership] = nil
+        read[RowReference(table: membership.parentTable, key: membership.parentKey)]?[membership.relationship] = nil
         notify(membership.parentTable, membership.parentKey, membership.relationship)
     }
 }

@@ -39,7 +39,36 @@ extension ModelRegistrar {
         precondition(tracking.registrar === self, "\(property) points at an object of another store; fetch or insert it in this one")
         guard let request = tracking.insertRequest else { return tracking.key }
         childrenWaitingForKey[request, default: []].append(WaitingChild(child: child, column: column))
+        childrenChanged(of: target, childTable: child._$tracking.table, column: column)
         return .null
+    }
+
+    /// Tells the observers of a parent whose key the database has yet to assign that a child
+    /// joined or left (with no key, it is not heard by key).
+    func childrenChanged(of parent: any TrackedModel, childTable: Int, column: Int) {
+        let tracking = parent._$tracking
+        guard tracking.insertRequest != nil,
+              let relationship = memberships?.relationship(parentTable: tracking.table, childTable: childTable, column: column)
+        else { return }
+        parent._$childrenChanged(relationship: relationship)
+    }
+
+    /// Inserts a child that the program put in a to-many relationship of a stored object.
+    func insertChild(_ child: any TrackedModel) {
+        do {
+            try userDidInsert(child, table: tableIndex(of: type(of: child)))
+        } catch {
+            preconditionFailure("cannot insert the \(type(of: child)) added to a to-many relationship: \(error)")
+        }
+    }
+
+    /// Inserts the children an object's to-many relationships were given before it was stored.
+    func insertPendingChildren(of object: any TrackedModel, table: Int) {
+        for relationship in schemas[table].relationships.indices {
+            for child in object._$takePendingChildren(relationship: relationship) where !child._$tracking.isAttached {
+                insertChild(child)
+            }
+        }
     }
 
     /// Refuses an insert whose to-one relationships point at a new object with the key of a row
@@ -110,12 +139,19 @@ extension ModelRegistrar {
                 )
             }
         }
+        if let request = parentTracking.insertRequest {
+            // The parent has no key yet: its children are those waiting for it.
+            for entry in childrenWaitingForKey[request] ?? [] where entry.column == column {
+                guard let child = entry.child as? Child, child._$tracking.isAttached,
+                      child._$relatedObject(column: column) === parent, child._$tracking.foreignKeys[column] == .null,
+                      !found.contains(where: { $0 === child })
+                else { continue }
+                found.append(child)
+            }
+            return found
+        }
         for (_, entry) in unkeyedInserts.sorted(by: { $0.key < $1.key }) where entry.table == childTable {
-            let child = entry.object
-            let pointsHere = parentTracking.key == .null
-                ? child._$relatedObject(column: column) === parent
-                : child._$tracking.foreignKeys[column] == parentTracking.key
-            if pointsHere, let child = child as? Child { found.append(child) }
+            if entry.object._$tracking.foreignKeys[column] == parentTracking.key, let child = entry.object as? Child { found.append(child) }
         }
         return found
     }

@@ -78,19 +78,23 @@ extension ModelStore {
                     )
                 }
             case .nullify:
+                // A child whose insert waits for its key would take the change in its insert, not
+                // in this unit.
+                try refuseWaiting(found, of: object, table: table, relationship: relationship)
                 for child in found { registrar.nullify(child, column: relationship.childColumn) }
             case .cascade:
-                for child in found {
-                    guard child._$tracking.insertRequest == nil else {
-                        throw StoreError(
-                            code: .notAttached,
-                            message: "cannot delete \(registrar.types[table]) \(object._$tracking.key): a \(relationship.childName) in \(relationship.property) waits for its key; flush first (nothing changed)"
-                        )
-                    }
-                    try deleteApplyingRules(child, table: childTable, deleting: &deleting)
-                }
+                try refuseWaiting(found, of: object, table: table, relationship: relationship)
+                for child in found { try deleteApplyingRules(child, table: childTable, deleting: &deleting) }
             }
         }
         registrar.userDidDelete(object, table: table)
+    }
+
+    private func refuseWaiting(_ children: [any TrackedModel], of object: any TrackedModel, table: Int, relationship: ToManySchema) throws {
+        guard children.contains(where: { $0._$tracking.insertRequest != nil }) else { return }
+        throw StoreError(
+            code: .notAttached,
+            message: "cannot delete \(registrar.types[table]) \(object._$tracking.key): a \(relationship.childName) in \(relationship.property) waits for the key the database assigns; flush first (nothing changed)"
+        )
     }
 }

@@ -12,18 +12,19 @@ public func _$children<Parent: TrackedModel, Child: TrackedModel>(
     return registrar.children(Child.self, column: Child.columnIndex(of: inverse), of: parent)
 }
 
-/// Assigns a to-many relationship: children that join point at `parent`, children that leave
-/// point at nothing, each through its own to-one (so each is written behind and heard as such).
-/// Returns what the parent keeps itself: the array, while the store does not manage it.
+/// Assigns a to-many relationship: children that join point at `parent` (a child the store
+/// does not manage yet is inserted), children that leave point at nothing, each through its own
+/// to-one (so each is written behind and heard as such). Returns what the parent keeps itself:
+/// the array, while the store does not manage it (inserting the parent inserts them).
 public func _$setChildren<Parent: TrackedModel, Child: TrackedModel>(
-    _ children: [Child], of parent: Parent, inverse: ReferenceWritableKeyPath<Child, Parent?>
+    _ children: [Child], of parent: Parent, inverse: ReferenceWritableKeyPath<Child, Parent?>, replacing pending: [Child]
 ) -> [Child] {
-    guard parent._$tracking.isAttached else {
-        for child in children { child[keyPath: inverse] = parent }
-        return children
-    }
-    let current = _$children(of: parent, inverse: inverse, pending: [])
+    let current = _$children(of: parent, inverse: inverse, pending: pending)
     for child in current where !children.contains(where: { $0 === child }) { child[keyPath: inverse] = nil }
     for child in children { child[keyPath: inverse] = parent }
+    guard let registrar = parent._$tracking.registrar else { return children }
+    for child in children where !child._$tracking.isAttached {
+        registrar.insertChild(child)
+    }
     return []
 }

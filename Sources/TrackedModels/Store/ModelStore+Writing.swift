@@ -162,6 +162,12 @@ extension ModelStore {
         try checkOpen("deleteAll")
         let table = try registrar.tableIndex(of: type)
         guard !Model._$schema.relationships.isEmpty else { return registrar.userDidDeleteAll(table: table) }
+        guard !registrar.unkeyedInserts.values.contains(where: { $0.table == table }) else {
+            throw StoreError(
+                code: .notAttached,
+                message: "cannot delete every \(Model.self): one waits for the key the database assigns, and its delete rules need it; flush first (nothing changed)"
+            )
+        }
         // Delete rules apply to every row as this store sees it, in one unit with the delete
         // of the whole table.
         try transaction {
