@@ -71,7 +71,7 @@ final class Outbox {
     /// value is NULL too.
     func postUpdateOfUnknownRow(table: Int, key: SQLValue, column: Int, new: SQLValue, origin: ChangeOrigin) {
         if let memberships, memberships.hasParents(table: table) {
-            memberships.childChanged(table: table, key: key, column: column, old: { _ in nil }, new: { _ in new })
+            memberships.childChanged(table: table, key: key, column: column, old: { _ in SQLValue?.none }, new: { _ in new })
         }
         guard feeds.hasSubscriptions(table: table) else { return }
         if groupDepth > 0 {
@@ -83,7 +83,9 @@ final class Outbox {
 
     func postInsert(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin) {
         if let memberships, memberships.hasParents(table: table) {
-            memberships.childChanged(table: table, key: key, old: { _ in .null }, new: { values.indices.contains($0) ? values[$0] : .null })
+            // A row of this key may have been there for the store already (another process's,
+            // which this insert replaces): where it pointed is not known here.
+            memberships.childChanged(table: table, key: key, old: { _ in SQLValue?.none }, new: { values.indices.contains($0) ? values[$0] : .null })
         }
         if groupDepth > 0 {
             log.append(.insert(table: table, key: key, values: values, origin: origin))
@@ -106,7 +108,8 @@ final class Outbox {
 
     private func postDelete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin, isOldKnown: Bool) {
         if let memberships, memberships.hasParents(table: table) {
-            memberships.childChanged(table: table, key: key, old: { isOldKnown ? values[$0] : nil }, new: { _ in .null })
+            // Unknown is `SQLValue?.none`: a bare `nil` would be SQLValue's `.null`.
+            memberships.childChanged(table: table, key: key, old: { isOldKnown ? values[$0] : SQLValue?.none }, new: { _ in .null })
         }
         if groupDepth > 0 {
             log.append(.delete(table: table, key: key, values: values, origin: origin, isOldKnown: isOldKnown))

@@ -78,9 +78,10 @@ extension ModelStore {
                     )
                 }
             case .nullify:
-                // A child whose insert waits for its key would take the change in its insert, not
-                // in this unit.
-                try refuseWaiting(found, of: object, table: table, relationship: relationship)
+                // A child whose insert is pending takes the change in that insert (which commits
+                // no later than this delete); one whose insert is being committed right now
+                // could not take it in time.
+                try refuseWaiting(found.filter { $0._$tracking.insertRequest.map { !writeBehind.holdsPendingInsert($0) } ?? false }, of: object, table: table, relationship: relationship)
                 for child in found { registrar.nullify(child, column: relationship.childColumn) }
             case .cascade:
                 try refuseWaiting(found, of: object, table: table, relationship: relationship)
@@ -94,7 +95,7 @@ extension ModelStore {
         guard children.contains(where: { $0._$tracking.insertRequest != nil }) else { return }
         throw StoreError(
             code: .notAttached,
-            message: "cannot delete \(registrar.types[table]) \(object._$tracking.key): a \(relationship.childName) in \(relationship.property) waits for the key the database assigns; flush first (nothing changed)"
+            message: "cannot delete \(registrar.types[table]) \(object._$tracking.key): a \(relationship.childName) in \(relationship.property) waits for the key the database assigns; flush (or await committedKey(of:)) first (nothing changed)"
         )
     }
 }

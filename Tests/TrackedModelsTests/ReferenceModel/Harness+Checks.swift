@@ -62,7 +62,13 @@ extension Harness {
     /// An object's `linkedFrom` is the objects of the rows that link to it: keyed ones in key
     /// order, then new ones in the order they were inserted.
     private func checkLinkedFrom(_ object: Item, key: Int64) throws {
-        let found = object.linkedFrom
+        let heard = HeardFlag()
+        let found = withObservationTracking { object.linkedFrom } onChange: { heard.value = true }
+        let members = found.map { $0.id.map { "\($0)" } ?? "new \(ObjectIdentifier($0))" }
+        if let watch = linkedFromWatches[key], watch.object === object, watch.members != members, !watch.heard.value {
+            throw Divergence(message: "row \(key).linkedFrom went from \(watch.members) to \(members), and its observers heard nothing")
+        }
+        linkedFromWatches[key] = LinkedFromWatch(object: object, members: members, heard: heard)
         let expected = rows(linkingTo: key)
         let same = found.count == expected.count && zip(found, expected).allSatisfy { item, row in
             switch row {

@@ -44,6 +44,21 @@ final class Harness {
     /// An in-memory table that holds the rows the reference shows, to ask SQLite about them.
     let scratch: Connection
     var events: [ChangeEvent] = []
+    /// Each held object's `linkedFrom` as the last check read it, under Observation: a later
+    /// check that finds it changed requires that its observers heard something.
+    var linkedFromWatches: [Int64: LinkedFromWatch] = [:]
+
+    struct LinkedFromWatch {
+        let object: Item
+        let members: [String]
+        let heard: HeardFlag
+    }
+
+    /// Set by an Observation `onChange`.
+    final class HeardFlag: @unchecked Sendable {
+        // Set and read on the main actor only: onChange runs synchronously inside the setter.
+        var value = false
+    }
     var token: FeedToken?
     /// What subscribers have heard so far, row by row.
     var heard: [Int64: [SQLValue]] = [:]
