@@ -334,3 +334,21 @@ extension ToManyTests {
         try await store.close()
     }
 }
+
+extension ToManyTests {
+    @Test func readingAToManyIsOneStatementAndItsTargetsNone() async throws {
+        let directory = try TemporaryDirectory()
+        try await twoLists(in: directory).close()
+        let store = try reopen(directory)
+        let reader = try #require(store.reader as? SQLiteReader)
+        let groceries = try #require(try store.find(TodoList.self, key: 1))
+        let before = reader.statementsRun
+        let entries = groceries.entries
+        #expect(entries.count == 2)
+        #expect(reader.statementsRun - before == 1, "one query for the children, not one per row")
+        // Each child's list is the parent already held: no read.
+        #expect(entries.allSatisfy { $0.list === groceries })
+        #expect(reader.statementsRun - before == 1)
+        try await store.close()
+    }
+}

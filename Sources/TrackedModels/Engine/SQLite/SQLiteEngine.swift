@@ -73,6 +73,8 @@ extension ModelStore.Durability {
 final class SQLiteReader: EngineReader {
     private let connection: Connection
     private let schemas: [TableSchema]
+    /// Statements run so far: how tests count the reads a feature costs.
+    private(set) var statementsRun = 0
 
     init(connection: Connection, schemas: [TableSchema]) {
         self.connection = connection
@@ -81,11 +83,13 @@ final class SQLiteReader: EngineReader {
 
     func rows(matching query: CompiledQuery, limit: Int?) throws -> [[SQLValue]] {
         let select = SQLiteDialect.select(query, limit: limit)
+        statementsRun += 1
         return try translatingSQLiteErrors { try connection.cachedStatement(select.sql).rows(select.arguments) }
     }
 
     func count(matching query: CompiledQuery) throws -> Int {
         let count = SQLiteDialect.count(query)
+        statementsRun += 1
         return try translatingSQLiteErrors {
             guard case .integer(let total) = try connection.scalar(count.sql, count.arguments) else { return 0 }
             return Int(total)
@@ -93,7 +97,8 @@ final class SQLiteReader: EngineReader {
     }
 
     func row(table: Int, key: SQLValue) throws -> [SQLValue]? {
-        try translatingSQLiteErrors { try connection.cachedStatement(schemas[table].selectByKeySQL).rows([key]).first }
+        statementsRun += 1
+        return try translatingSQLiteErrors { try connection.cachedStatement(schemas[table].selectByKeySQL).rows([key]).first }
     }
 
     /// Where the overlay has rows, the statement reads a table of the same name (a common table
@@ -104,7 +109,8 @@ final class SQLiteReader: EngineReader {
     /// Related SQLite documentation: <https://www.sqlite.org/lang_with.html>,
     /// <https://www.sqlite.org/lang_expr.html#parameters>
     func rows(table: Int, nativeSQL sql: String, arguments: [SQLValue], overlay: TableOverlay) throws -> [[SQLValue]] {
-        try translatingSQLiteErrors {
+        statementsRun += 1
+        return try translatingSQLiteErrors {
             guard !overlay.isEmpty else { return try connection.cachedStatement(sql).rows(arguments) }
             let schema = schemas[table]
             let names = schema.columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")
