@@ -110,7 +110,7 @@ extension TrackedMacro: MemberMacro {
                 + (property.deleteRule.map { ", deleteRule: \($0.trimmedDescription)" } ?? "") + ")"
         }
         let childrenChanged = toMany.enumerated().map { "case \($0): withMutation(keyPath: \\.\($1.name)) {}" }
-        let takePending = toMany.enumerated().map { "case \($0): defer { self._\($1.name) = [] }\nreturn self._\($1.name)" }
+        let pending = toMany.enumerated().map { "case \($0): self._\($1.name)" }
         let related = columns.enumerated().map { "case \($0): \(module)._$relatedObject(self._\($1.name))" }
         let relating = columns.enumerated().map { index, column in
             "case \(index): withMutation(keyPath: \\.\(column.name)) { \(module)._$setRelatedObject(object, in: &self._\(column.name)) }"
@@ -174,10 +174,10 @@ extension TrackedMacro: MemberMacro {
             }
             """,
             """
-            \(raw: access)func _$takePendingChildren(relationship index: Swift.Int) -> [any \(raw: module).TrackedModel] {
+            \(raw: access)func _$pendingChildren(relationship index: Swift.Int) -> [any \(raw: module).TrackedModel] {
                 switch index {
-                \(raw: takePending.joined(separator: "\n"))
-                default: return []
+                \(raw: pending.joined(separator: "\n"))
+                default: []
                 }
             }
             """,

@@ -107,11 +107,11 @@ import Testing
                     }
                 }
 
-                public func _$takePendingChildren(relationship index: Swift.Int) -> [any TrackedModels.TrackedModel] {
+                public func _$pendingChildren(relationship index: Swift.Int) -> [any TrackedModels.TrackedModel] {
                     switch index {
 
                     default:
-                        return []
+                        []
                     }
                 }
 

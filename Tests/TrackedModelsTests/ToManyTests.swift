@@ -352,3 +352,104 @@ extension ToManyTests {
         try await store.close()
     }
 }
+
+/// What a second review found.
+extension ToManyTests {
+    @Test func aChildThatIsAPendingChildOfItsNewParentIsInsertedOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let list = TodoList(id: nil, title: "New")
+        let entry = Entry(id: nil, title: "Once")
+        list.entries = [entry]
+        try store.insert(entry)
+        try await store.flush()
+        #expect(try Peek(directory.path("db.sqlite")).value("SELECT count(*) FROM entries WHERE title = 'Once'") == .integer(1))
+        #expect(list.entries.map(\.title) == ["Once"])
+        try await store.close()
+    }
+
+    @Test func aRolledBackInsertKeepsItsPendingChildren() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let list = TodoList(id: nil, title: "New")
+        list.entries = [Entry(id: nil, title: "Kept")]
+        struct Failure: Error {}
+        #expect(throws: Failure.self) {
+            try store.transaction {
+                try store.insert(list)
+                throw Failure()
+            }
+        }
+        #expect(list.entries.map(\.title) == ["Kept"])
+        try store.insert(list)
+        try await store.flush()
+        #expect(try Peek(directory.path("db.sqlite")).value("SELECT list_id FROM entries WHERE title = 'Kept'") == .integer(try #require(list.id)))
+        try await store.close()
+    }
+
+    @Test func aChildRemovedBeforeItsParentIsStoredIsNotInserted() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let list = TodoList(id: nil, title: "New")
+        let removed = Entry(id: nil, title: "Removed")
+        let kept = Entry(id: nil, title: "Kept")
+        list.entries = [removed, kept]
+        let milk = try #require(try store.find(Entry.self, key: 1))
+        // Pointing a stored entry at the list inserts the list, in the middle of the assignment.
+        list.entries = [kept, milk]
+        try await store.flush()
+        let peek = try Peek(directory.path("db.sqlite"))
+        #expect(try peek.value("SELECT count(*) FROM entries WHERE title = 'Removed'") == .integer(0))
+        #expect(removed.list == nil)
+        #expect(list.entries.map(\.title) == ["Milk", "Kept"])
+        try await store.close()
+    }
+
+    @Test func aParentWaitingForItsKeyHearsItsChildDeleted() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let list = TodoList(id: nil, title: "New")
+        try store.insert(list)
+        let milk = try #require(try store.find(Entry.self, key: 1))
+        milk.list = list
+        let counter = Counter()
+        withObservationTracking { _ = list.entries } onChange: { counter.fired += 1 }
+        try store.delete(milk)
+        #expect(counter.fired == 1)
+        #expect(list.entries.isEmpty)
+        try await store.close()
+    }
+
+    @Test func aRolledBackDeleteAllIsHeard() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let groceries = try #require(try store.find(TodoList.self, key: 1))
+        struct Failure: Error {}
+        let counter = Counter()
+        #expect(throws: Failure.self) {
+            try store.transaction {
+                try store.deleteAll(Entry.self)
+                withObservationTracking { _ = groceries.entries } onChange: { counter.fired += 1 }
+                throw Failure()
+            }
+        }
+        #expect(counter.fired == 1)
+        #expect(groceries.entries.map(\.id) == [1, 3])
+        try await store.close()
+    }
+
+    @Test func deletingAParentThatANewChildPointsAtIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await twoLists(in: directory)
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+        let dust = Entry(id: nil, title: "Dust", list: chores)
+        try store.insert(dust)
+        #expect { try store.delete(chores) } throws: { ($0 as? StoreError)?.code == .notAttached }
+        #expect(chores._$tracking.isAttached)
+        try await store.flush()
+        try store.delete(chores)
+        try await store.flush()
+        #expect(try Peek(directory.path("db.sqlite")).value("SELECT count(*) FROM entries WHERE list_id = 2") == .integer(0))
+        try await store.close()
+    }
+}

@@ -209,7 +209,10 @@ final class ModelRegistrar {
             insertingObjects.insert(ObjectIdentifier(object))
             insertTargets(of: object, table: table)
             insertingObjects.remove(ObjectIdentifier(object))
+            // A target's pending children may have held this very object: it is stored already.
+            if object._$tracking.isAttached { return }
         }
+        if !schemas[table].relationships.isEmpty { try checkPendingChildren(of: object, table: table) }
         let values = object._$values()
         for column in relationships { object._$tracking.foreignKeys[column] = values[column] }
         if assignsKey {
@@ -232,6 +235,7 @@ final class ModelRegistrar {
     func userDidDelete(_ object: some TrackedModel, table: Int) {
         let key = object._$tracking.key
         let values = object._$values()
+        tellWaitingParents(of: object)
         detach(object, table: table)
         writeBehind.recordDelete(RowReference(table: table, key: key), of: object)
         if !transactionLevels.isEmpty { undoLog.append(.deleted(object, table: table, key: key, values: values)) }
@@ -242,6 +246,7 @@ final class ModelRegistrar {
     /// before the deletion), records deleting all its rows, and tells the table's subscribers
     /// to re-read (a reset).
     func userDidDeleteAll(table: Int) {
+        tellWaitingParents(ofChildTable: table)
         let objects = identityMap.removeAll(table: table)
         for (_, object) in objects { object._$tracking.detach() }
         let waiting = unkeyedInserts.filter { $0.value.table == table }
@@ -293,6 +298,10 @@ final class ModelRegistrar {
             // which the database refuses now that the row exists), or a delete made after this
             // insert waits to commit. That object or that delete keeps the row; this object only
             // learns its key.
+            if let memberships, memberships.hasParents(table: table) {
+                let values = object._$values()
+                memberships.childChanged(table: table, key: .null, old: { values[$0] }, new: { _ in .null })
+            }
             object._$tracking.detach()
             childrenWaitingForKey[request] = nil
             return
@@ -372,8 +381,15 @@ final class ModelRegistrar {
     func applyReloaded(table: Int, rows: [(key: SQLValue, values: [SQLValue]?)], announcingReset: Bool, origin: ChangeOrigin) {
         let mark = outbox.beginGroup()
         for (key, values) in rows {
-            guard let object = identityMap.object(table: table, key: key) else { continue }
             let row = RowReference(table: table, key: key)
+            guard let object = identityMap.object(table: table, key: key) else {
+                // No object shows it, but a parent may list it (a discarded change re-pointed it).
+                if let memberships, memberships.hasParents(table: table) {
+                    let current = writeBehind.uncommittedValues(of: row, over: values)
+                    memberships.childChanged(table: table, key: key, old: { _ in SQLValue?.none }, new: { current?[$0] ?? .null })
+                }
+                continue
+            }
             // What the object shows is the committed row with every change still pending or in
             // flight applied, not what it showed before (a discarded change's values, say); a row
             // this store inserts, not yet committed, is its insert and what followed it.
@@ -395,6 +411,7 @@ final class ModelRegistrar {
     private func rowWentAway(_ object: any TrackedModel, table: Int, origin: ChangeOrigin) {
         let key = object._$tracking.key
         let old = object._$values()
+        tellWaitingParents(of: object)
         detach(object, table: table)
         writeBehind.dropChanges(of: RowReference(table: table, key: key))
         outbox.postDelete(table: table, key: key, values: old, origin: origin)
@@ -408,6 +425,7 @@ final class ModelRegistrar {
     private func forgetInsert(of object: any TrackedModel, table: Int, committed: [SQLValue]?) {
         let key = object._$tracking.key
         let values = object._$values()
+        tellWaitingParents(of: object)
         detach(object, table: table)
         guard key != .null else {
             if let memberships, memberships.hasParents(table: table) {
@@ -536,7 +554,12 @@ final class ModelRegistrar {
             undoLog.removeSubrange(level.undoStart...)
             if let snapshot = level.snapshot { writeBehind.restoreTransaction(to: snapshot) }
             // Children taken back are not heard on their own: their parents hear it now.
-            if let memberships { for table in memberships.touchedTables.sorted() { memberships.childTableReset(table: table) } }
+            if let memberships {
+                for table in memberships.touchedTables.sorted() {
+                    memberships.childTableReset(table: table)
+                    tellWaitingParents(ofChildTable: table)
+                }
+            }
         } else if !transactionLevels.isEmpty {
             // The inner level's first values are the outer level's too, where it had none.
             transactionLevels[transactionLevels.count - 1].cellsSaved.formUnion(level.cellsSaved)
@@ -565,16 +588,20 @@ final class ModelRegistrar {
                 _ = writeBehind.record(.set(old), column: column, ofInsert: request)
             }
         case .related(let object, let column, let target, let key):
+            tellWaitingParents(of: object)
+            if let target { childrenChanged(of: target, childTable: object._$tracking.table, column: column) }
             object._$tracking.foreignKeys[column] = key
             object._$setRelatedObject(target, column: column)
             if let request = object._$tracking.insertRequest {
                 _ = writeBehind.record(.set(key), column: column, ofInsert: request)
             }
         case .inserted(let object, let table):
+            tellWaitingParents(of: object)
             detach(object, table: table)
         case .deleted(let object, let table, let key, let values):
             restore(object, to: values)
             attach(object, table: table, key: key)
+            tellWaitingParents(of: object)
         case .deletedAll(let objects, let waiting, let table):
             for (key, object, values) in objects {
                 restore(object, to: values)

@@ -30,9 +30,9 @@ public protocol TrackedModel: AnyObject, Observable {
     func _$setRelatedObject(_ object: (any TrackedModel)?, column index: Int)
     /// Tells Observation that a to-many relationship's children changed.
     func _$childrenChanged(relationship index: Int)
-    /// The children a to-many relationship was given before the object was stored, handed
-    /// over (and forgotten) when it is inserted.
-    func _$takePendingChildren(relationship index: Int) -> [any TrackedModel]
+    /// The children a to-many relationship was given before the object was stored: inserting
+    /// the object inserts those that still point at it.
+    func _$pendingChildren(relationship index: Int) -> [any TrackedModel]
     /// The primary key's stored value (read without going through the other columns).
     var _$primaryKey: SQLValue { get }
 }

@@ -50,6 +50,11 @@ final class Memberships {
         self.parentKeys = parentKeys
     }
 
+    /// The to-many relationships that read this table's rows.
+    func parentLinks(ofChildTable table: Int) -> [Link] {
+        links[table]
+    }
+
     /// Whether a to-many relationship reads this table's rows.
     func hasParents(table: Int) -> Bool {
         !links[table].isEmpty
@@ -87,6 +92,7 @@ final class Memberships {
 
     /// Every row of a table may have changed (a reset): every parent the store holds hears it.
     func childTableReset(table: Int) {
+        touchedTables.insert(table)
         for link in links[table] {
             for parent in parentKeys(link.parentTable) {
                 tell(Membership(parentTable: link.parentTable, relationship: link.relationship, parentKey: parent))

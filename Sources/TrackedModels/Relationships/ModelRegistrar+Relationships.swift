@@ -62,11 +62,48 @@ extension ModelRegistrar {
         }
     }
 
-    /// Inserts the children an object's to-many relationships were given before it was stored.
+    /// Inserts the children an object's to-many relationships were given before it was stored
+    /// (those that still point at it).
     func insertPendingChildren(of object: any TrackedModel, table: Int) {
-        for relationship in schemas[table].relationships.indices {
-            for child in object._$takePendingChildren(relationship: relationship) where !child._$tracking.isAttached {
+        for (index, relationship) in schemas[table].relationships.enumerated() {
+            for child in object._$pendingChildren(relationship: index)
+            where !child._$tracking.isAttached && !isBeingInserted(child) && child._$relatedObject(column: relationship.childColumn) === object {
                 insertChild(child)
+            }
+        }
+    }
+
+    /// Refuses an insert whose pending children hold the key of a row this store already has,
+    /// before anything is inserted.
+    func checkPendingChildren(of object: any TrackedModel, table: Int) throws {
+        for (index, relationship) in schemas[table].relationships.enumerated() {
+            guard let childTable = try? tableIndex(of: relationship.child) else { continue }
+            for child in object._$pendingChildren(relationship: index) where !child._$tracking.isAttached {
+                let key = child._$primaryKey
+                if key != .null, identityMap.object(table: childTable, key: key) != nil {
+                    throw StoreError.duplicateKey(types[childTable], key: key)
+                }
+            }
+        }
+    }
+
+    /// Tells the parents that an object's to-one relationships point at, and whose keys the
+    /// database has yet to assign, that it came or went (they are not heard by key).
+    func tellWaitingParents(of child: any TrackedModel) {
+        guard memberships != nil, !childrenWaitingForKey.isEmpty else { return }
+        let table = child._$tracking.table
+        for column in schemas[table].relationshipColumns {
+            if let target = child._$relatedObject(column: column) { childrenChanged(of: target, childTable: table, column: column) }
+        }
+    }
+
+    /// Tells every parent whose key the database has yet to assign, of a table whose to-many
+    /// relationships read `childTable`, that its children may have changed.
+    func tellWaitingParents(ofChildTable childTable: Int) {
+        guard let memberships, !childrenWaitingForKey.isEmpty else { return }
+        for link in memberships.parentLinks(ofChildTable: childTable) {
+            for (_, entry) in unkeyedInserts where entry.table == link.parentTable {
+                entry.object._$childrenChanged(relationship: link.relationship)
             }
         }
     }

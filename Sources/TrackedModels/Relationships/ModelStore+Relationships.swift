@@ -78,10 +78,9 @@ extension ModelStore {
                     )
                 }
             case .nullify:
-                // A child whose insert is pending takes the change in that insert (which commits
-                // no later than this delete); one whose insert is being committed right now
-                // could not take it in time.
-                try refuseWaiting(found.filter { $0._$tracking.insertRequest.map { !writeBehind.holdsPendingInsert($0) } ?? false }, of: object, table: table, relationship: relationship)
+                // A child whose insert waits for its key would take the change in that insert,
+                // a unit of its own that could commit without this delete.
+                try refuseWaiting(found, of: object, table: table, relationship: relationship)
                 for child in found { registrar.nullify(child, column: relationship.childColumn) }
             case .cascade:
                 try refuseWaiting(found, of: object, table: table, relationship: relationship)

@@ -94,14 +94,6 @@ final class WriteBehind {
         pending.write(write, column: column, ofInsert: request)
     }
 
-    /// Whether an insert is still pending (not handed to the worker): a write to its object
-    /// then joins it.
-    func holdsPendingInsert(_ request: UInt64) -> Bool {
-        pending.all.contains { unit in
-            unit.unit.operations.contains { if case .insert(let insert) = $0 { insert.id == request } else { false } }
-        }
-    }
-
     func recordDelete(_ row: RowReference, of object: AnyObject) {
         pending.delete(row, of: object)
         applyPolicy()
