@@ -6,6 +6,17 @@ import SwiftSyntaxBuilder
 /// writes through `Observation` and the store's registrar, over a `_name` backing property.
 public struct TrackedColumnMacro {}
 
+/// The `init` accessor every generated property has: the initial value goes to the backing
+/// property, so that the class's own initializers and default values work unchanged.
+func initAccessor(for name: String) -> AccessorDeclSyntax {
+    """
+    @storageRestrictions(initializes: _\(raw: name))
+    init(initialValue) {
+        _\(raw: name) = initialValue
+    }
+    """
+}
+
 extension TrackedColumnMacro: AccessorMacro {
     public static func expansion(
         of node: AttributeSyntax,
@@ -19,12 +30,7 @@ extension TrackedColumnMacro: AccessorMacro {
         else { return [] }
         let name = property.name
         return [
-            """
-            @storageRestrictions(initializes: _\(raw: name))
-            init(initialValue) {
-                _\(raw: name) = initialValue
-            }
-            """,
+            initAccessor(for: name),
             """
             get {
                 _$tracking.access(column: \(raw: index))
@@ -75,12 +81,7 @@ extension TrackedTransientMacro: AccessorMacro {
         guard let variable = declaration.as(VariableDeclSyntax.self), let property = StoredProperty(variable) else { return [] }
         let name = property.name
         return [
-            """
-            @storageRestrictions(initializes: _\(raw: name))
-            init(initialValue) {
-                _\(raw: name) = initialValue
-            }
-            """,
+            initAccessor(for: name),
             """
             get {
                 access(keyPath: \\.\(raw: name))

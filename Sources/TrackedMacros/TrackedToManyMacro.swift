@@ -18,12 +18,7 @@ extension TrackedToManyMacro: AccessorMacro {
         else { return [] }
         let name = property.name
         return [
-            """
-            @storageRestrictions(initializes: _\(raw: name))
-            init(initialValue) {
-                _\(raw: name) = initialValue
-            }
-            """,
+            initAccessor(for: name),
             """
             get {
                 access(keyPath: \\.\(raw: name))
