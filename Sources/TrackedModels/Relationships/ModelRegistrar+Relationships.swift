@@ -21,7 +21,7 @@ extension ModelRegistrar {
     /// case the column is written when it does.
     func userDidRelate(_ child: some TrackedModel, column: Int, to target: some TrackedModel) -> SQLValue {
         let tracking = target._$tracking
-        let property = "\(type(of: child)).\(child._$schemaColumns[column].property)"
+        func property() -> String { "\(type(of: child)).\(child._$schemaColumns[column].property)" }
         if isBeingInserted(target) {
             // A cycle of new objects (an object that points at itself, say): the target's insert
             // is under way, and its key, if the database assigns it, comes later.
@@ -33,10 +33,10 @@ extension ModelRegistrar {
             do {
                 try userDidInsert(target, table: tableIndex(of: type(of: target)))
             } catch {
-                preconditionFailure("\(property): cannot insert the \(type(of: target)) it points at: \(error)")
+                preconditionFailure("\(property()): cannot insert the \(type(of: target)) it points at: \(error)")
             }
         }
-        precondition(tracking.registrar === self, "\(property) points at an object of another store; fetch or insert it in this one")
+        precondition(tracking.registrar === self, "\(property()) points at an object of another store; fetch or insert it in this one")
         guard let request = tracking.insertRequest else { return tracking.key }
         childrenWaitingForKey[request, default: []].append(WaitingChild(child: child, column: column))
         childrenChanged(of: target, childTable: child._$tracking.table, column: column)
