@@ -5,9 +5,11 @@ import Testing
 
 /// The whole store checked against a reference model: generated programs (a table declaration
 /// and a sequence of operations: assignments, increments, inserts, deletes, transactions,
-/// flushes, reopening, refused changes fixed or discarded, another connection's commits, a busy
-/// database) run on a real file, and after every step the objects, `find`, typed fetches, live
-/// lists, feed events and the file must agree with the reference.
+/// flushes, reopening, refused changes fixed or discarded, bulk inserts, items related to items
+/// (a to-one and its to-many inverse, whose delete rule nullifies), another connection's commits,
+/// a busy database) run on a real file, and after every step the objects and what they relate
+/// to, `find`, typed fetches, live lists, feed events, Observation of the to-many and the file
+/// must agree with the reference.
 ///
 /// A failure prints the seed (`.fixedSeed(...)` replays it), the shrunk program and what
 /// differed. CI runs a fixed budget; set `TRACKEDMODELS_REFERENCE_PROGRAMS` to run more
