@@ -326,6 +326,21 @@ extension ToManyTests {
         try await store.close()
     }
 
+    @Test func aReparentInTheSQLiteShellReachesBothParentsObservers() async throws {
+        let directory = try TemporaryDirectory()
+        let (store, groceries, left) = try await observingGroceries(in: directory)
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+        let joined = Counter()
+        _ = withObservationTracking { chores.entries.map(\.id) } onChange: { joined.fired += 1 }
+        try await sqlite3(directory.path("db.sqlite"), "UPDATE entries SET list_id = 2 WHERE id = 3")
+        try await store.refreshExternalChanges()
+        #expect(left.fired == 1)
+        #expect(joined.fired == 1)
+        #expect(groceries.entries.map(\.id) == [1])
+        #expect(chores.entries.map(\.id) == [2, 3])
+        try await store.close()
+    }
+
     /// Found by the generator: an insert with the key of a row that pointed at a parent (a row
     /// this store did not hold) was heard only by the parent the new row points at.
     @Test func anInsertOverAnUnheldRowsKeyIsHeardByTheParentItLeaves() async throws {
