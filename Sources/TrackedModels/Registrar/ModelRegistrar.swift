@@ -204,22 +204,23 @@ final class ModelRegistrar {
             throw StoreError.duplicateKey(types[table], key: suppliedKey)
         }
         let relationships = schemas[table].relationshipColumns
+        // Everything that can refuse the insert is checked before anything is inserted.
+        if !relationships.isEmpty { try checkTargets(of: object, table: table) }
+        if !schemas[table].relationships.isEmpty { try checkPendingChildren(of: object, table: table) }
         if !relationships.isEmpty {
-            try checkTargets(of: object, table: table)
             insertingObjects.insert(ObjectIdentifier(object))
             insertTargets(of: object, table: table)
             insertingObjects.remove(ObjectIdentifier(object))
             // A target's pending children may have held this very object: it is stored already.
             if object._$tracking.isAttached { return }
         }
-        if !schemas[table].relationships.isEmpty { try checkPendingChildren(of: object, table: table) }
         let values = object._$values()
         for column in relationships { object._$tracking.foreignKeys[column] = values[column] }
         if assignsKey {
             let request = writeBehind.recordInsert(table: table, values: values, key: nil, of: object)
             object._$tracking.attach(to: self, table: table, key: .null, insertRequest: request)
             unkeyedInserts[request] = (object, table, [])
-            if !relationships.isEmpty || !childrenWaitingForInsert.isEmpty { childrenWaitForKey(of: object, request: request) }
+            if !childrenWaitingForInsert.isEmpty { childrenWaitForKey(of: object, request: request) }
             if let memberships, memberships.hasParents(table: table) {
                 memberships.childChanged(table: table, key: .null, old: { _ in .null }, new: { values[$0] })
             }

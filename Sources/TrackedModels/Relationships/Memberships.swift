@@ -23,9 +23,14 @@ final class Memberships {
 
     /// The links of each table, by table position (empty for a table no to-many points at).
     private let links: [[Link]]
-    /// The children each parent's to-many relationships were last read with (by relationship),
-    /// until they are notified or the parent goes away.
-    private var read: [RowReference: [Int: Set<SQLValue>]] = [:]
+    /// The children's table of each table's to-many relationships, by table and relationship.
+    private let childTables: [[Int?]]
+    /// The children each parent's to-many relationship was last read with, until the parent is
+    /// notified or goes away.
+    private var childrenRead: [Membership: Set<SQLValue>] = [:]
+    /// The same, by child row: the memberships a child was read in (so that a change that does
+    /// not tell the old parent finds it without a scan).
+    private var readIn: [RowReference: Set<Membership>] = [:]
     /// The child tables that changed since ``forgetTouched()``: a transaction that fails tells
     /// their parents again, since undoing its changes is not heard otherwise.
     private(set) var touchedTables: Set<Int> = []
@@ -46,6 +51,7 @@ final class Memberships {
             }
         }
         self.links = links
+        childTables = schemas.map { $0.relationships.map { tableOf($0.child) } }
         self.notify = notify
         self.parentKeys = parentKeys
     }
@@ -67,7 +73,12 @@ final class Memberships {
 
     /// Records the children a read of a parent's to-many found.
     func didRead(parentTable: Int, relationship: Int, parentKey: SQLValue, children: some Sequence<SQLValue>) {
-        read[RowReference(table: parentTable, key: parentKey), default: [:]][relationship] = Set(children)
+        let membership = Membership(parentTable: parentTable, relationship: relationship, parentKey: parentKey)
+        forgetRead(membership)
+        guard let childTable = childTables[parentTable][relationship] else { return }
+        let keys = Set(children)
+        childrenRead[membership] = keys
+        for key in keys { readIn[RowReference(table: childTable, key: key), default: []].insert(membership) }
     }
 
     /// A child row's to-one column changed (or the row came or went): `old` and `new` give the
@@ -79,10 +90,10 @@ final class Memberships {
             var parents: Set<SQLValue> = [new(link.childColumn)]
             if let old = old(link.childColumn) {
                 parents.insert(old)
-            } else {
-                for (parent, relationships) in read where parent.table == link.parentTable
-                    && relationships[link.relationship]?.contains(key) == true {
-                    parents.insert(parent.key)
+            } else if key != .null {
+                for membership in readIn[RowReference(table: table, key: key)] ?? []
+                where membership.parentTable == link.parentTable && membership.relationship == link.relationship {
+                    parents.insert(membership.parentKey)
                 }
             }
             parents.remove(.null)
@@ -106,12 +117,25 @@ final class Memberships {
 
     /// Forgets what a parent that went away was read with.
     func forget(parentTable: Int, key: SQLValue) {
-        guard !read.isEmpty else { return }
-        read[RowReference(table: parentTable, key: key)] = nil
+        guard !childrenRead.isEmpty else { return }
+        for relationship in childTables[parentTable].indices {
+            forgetRead(Membership(parentTable: parentTable, relationship: relationship, parentKey: key))
+        }
+    }
+
+    private func forgetRead(_ membership: Membership) {
+        guard let children = childrenRead.removeValue(forKey: membership),
+              let childTable = childTables[membership.parentTable][membership.relationship]
+        else { return }
+        for key in children {
+            let child = RowReference(table: childTable, key: key)
+            readIn[child]?.remove(membership)
+            if readIn[child]?.isEmpty == true { readIn[child] = nil }
+        }
     }
 
     private func tell(_ membership: Membership) {
-        read[RowReference(table: membership.parentTable, key: membership.parentKey)]?[membership.relationship] = nil
+        forgetRead(membership)
         notify(membership.parentTable, membership.parentKey, membership.relationship)
     }
 }
