@@ -117,6 +117,8 @@ extension TrackedMacro: MemberMacro {
         }
         guard let key = columns.first(where: \.isPrimaryKey) else { return [] }
         let keyPaths = columns.enumerated().map { "case \\\(className).\($1.name): \($0)" }
+        let columnKeyPaths = columns.map { "\\\(className).\($0.name)" }
+        let chainedKeyPaths = columns.map { "\\\(className)?.?.\($0.name)" }
 
         var members: [DeclSyntax] = [
             "private let _$observationRegistrar = Observation.ObservationRegistrar()",
@@ -193,6 +195,16 @@ extension TrackedMacro: MemberMacro {
                 \(raw: keyPaths.joined(separator: "\n"))
                 default: nil
                 }
+            }
+            """,
+            """
+            \(raw: access)static var _$columnKeyPaths: [Swift.AnyKeyPath] {
+                [\(raw: columnKeyPaths.joined(separator: ", "))]
+            }
+            """,
+            """
+            \(raw: access)static var _$chainedKeyPaths: [Swift.AnyKeyPath] {
+                [\(raw: chainedKeyPaths.joined(separator: ", "))]
             }
             """,
             """

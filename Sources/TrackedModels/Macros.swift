@@ -37,7 +37,7 @@
 @attached(
     member,
     names: named(_$observationRegistrar), named(_$tracking), named(_$schema), named(init(_$row:)),
-    named(_$values), named(_$assign), named(_$columnIndex), named(_$relatedObject), named(_$setRelatedObject), named(_$primaryKey), named(_$childrenChanged), named(_$pendingChildren), named(PrimaryKeyValue), named(access),
+    named(_$values), named(_$assign), named(_$columnIndex), named(_$columnKeyPaths), named(_$chainedKeyPaths), named(_$relatedObject), named(_$setRelatedObject), named(_$primaryKey), named(_$childrenChanged), named(_$pendingChildren), named(PrimaryKeyValue), named(access),
     named(withMutation), named(init)
 )
 @attached(memberAttribute)

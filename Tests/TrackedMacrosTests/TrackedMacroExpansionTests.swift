@@ -134,6 +134,14 @@ import Testing
                     }
                 }
 
+                public static var _$columnKeyPaths: [Swift.AnyKeyPath] {
+                    [\\Row.id, \\Row.title, \\Row.count]
+                }
+
+                public static var _$chainedKeyPaths: [Swift.AnyKeyPath] {
+                    [\\Row?.?.id, \\Row?.?.title, \\Row?.?.count]
+                }
+
                 internal nonisolated func access<Member>(keyPath: Swift.KeyPath<Row, Member>) {
                     _$observationRegistrar.access(self, keyPath: keyPath)
                 }

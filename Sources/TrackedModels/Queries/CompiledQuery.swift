@@ -4,12 +4,31 @@ import Foundation
 /// tree and an order that an engine writes as SQL in its dialect, and the same tree and order
 /// evaluated in memory over a row's values (``matches(_:)``, ``precedes(_:_:)``), which live
 /// results use instead of asking the database about each changed row.
+///
+/// A query may read the columns of what a to-one relationship points at
+/// (`$0.list?.title`): each such relationship is a ``Join``, and a row of the query holds the
+/// table's columns followed by each join's target columns (NULL where the relationship
+/// points at nothing, or at a key with no row). Positions in the tree and the order are
+/// positions in that row.
 struct CompiledQuery {
-    /// One sort term: a column, its direction, and how its text compares.
+    /// One sort term: a position in the query's row, its direction, and how its text compares.
     struct SortTerm: Hashable {
         var column: Int
         var ascending: Bool
         var textOrder: TextOrder = .binary
+    }
+
+    /// A to-one relationship the query reads through: the target's table, joined on its
+    /// primary key (a left join: a row whose relationship points at nothing stays).
+    struct Join: Hashable {
+        /// The relationship's column in the query's table.
+        var column: Int
+        var targetTable: Int
+        var target: TableSchema
+        /// Where the target's columns start in the query's row.
+        var offset: Int
+        /// The target's columns the query reads: a change to another cannot change the result.
+        var columnsRead: Set<Int> = []
     }
 
     let table: Int
@@ -18,60 +37,100 @@ struct CompiledQuery {
     let predicate: QueryExpression?
     /// The order: the descriptors' columns, then the primary key.
     let sort: [SortTerm]
-    /// Every column the predicate or the order reads: a change to any other column cannot
-    /// change the result.
+    /// The table's columns the predicate or the order reads, with the column of each join: a
+    /// change to any other column of a row cannot change the result.
     let columnsRead: Set<Int>
+    let joins: [Join]
     let limit: Int?
     let offset: Int
+
+    init(
+        table: Int, schema: TableSchema, predicate: QueryExpression?, sort: [SortTerm], columnsRead: Set<Int>,
+        joins: [Join] = [], limit: Int?, offset: Int
+    ) {
+        self.table = table
+        self.schema = schema
+        self.predicate = predicate
+        self.sort = sort
+        self.columnsRead = columnsRead
+        self.joins = joins
+        self.limit = limit
+        self.offset = offset
+    }
+
+    /// The number of values in a row of the query.
+    var width: Int { joins.last.map { $0.offset + $0.target.columns.count } ?? schema.columns.count }
 }
 
 extension CompiledQuery {
     /// Compiles a descriptor for a model's table; throws what has no translation.
-    init<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>, table: Int) throws {
-        self.table = table
-        schema = Model._$schema
-        if let predicate = descriptor.predicate {
-            var translation = PredicateTranslation(root: predicate.variable.key) { Model._$columnIndex(of: $0) }
-            self.predicate = try translation.translate(predicate.expression)
-        } else {
-            predicate = nil
+    ///
+    /// - Parameter tableOf: The store's table of a model, by identity (a relationship's target).
+    init<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>, table: Int, tableOf: @escaping (ObjectIdentifier) throws -> Int) throws {
+        var columns = QueryColumns(model: Model.self, tableOf: tableOf)
+        var predicate: QueryExpression?
+        if let descriptor = descriptor.predicate {
+            var translation = PredicateTranslation(root: descriptor.variable.key, columns: columns)
+            predicate = try translation.translate(descriptor.expression)
+            columns = translation.columns
         }
-        var columnsRead = predicate?.columns ?? []
         var sort: [SortTerm] = []
         for descriptor in descriptor.sortBy {
-            guard let keyPath = descriptor.keyPath, let column = Model._$columnIndex(of: keyPath) else {
+            guard let keyPath = descriptor.keyPath, let column = try columns.position(of: keyPath) else {
                 throw StoreError(
                     code: .unsupportedPredicate,
-                    message: "a sort descriptor of \(Model.self) does not name a stored column; sort by key paths to stored properties"
+                    message: "a sort descriptor of \(Model.self) names neither a stored column nor a column of a to-one relationship's target (\\.list?.title); sort by key paths to stored properties"
                 )
             }
             var term = SortTerm(column: column, ascending: descriptor.order == .forward)
             if let comparator = descriptor.stringComparator {
                 guard let order = TextOrder(comparator) else {
+                    let property = columns.propertyPath(at: column)
                     throw StoreError(
                         code: .unsupportedPredicate,
-                        message: "sorting \(schema.name).\(schema.columns[column].name) with the string comparator \(comparator) has no translation; use SortDescriptor(\\.\(schema.columns[column].property), comparator: .lexical) (by Unicode scalars), or, on Apple platforms, .localizedStandard (as the Finder sorts)"
+                        message: "sorting by \(property) with the string comparator \(comparator) has no translation; use SortDescriptor(\\.\(property), comparator: .lexical) (by Unicode scalars), or, on Apple platforms, .localizedStandard (as the Finder sorts)"
                     )
                 }
                 term.textOrder = order
             }
             sort.append(term)
-            columnsRead.insert(column)
         }
+        let schema = Model._$schema
         sort.append(SortTerm(column: schema.primaryKeyIndex, ascending: true))
-        self.sort = sort
-        self.columnsRead = columnsRead
         if let limit = descriptor.fetchLimit, limit < 0 {
             throw StoreError(code: .unsupportedPredicate, message: "fetchLimit is \(limit); use 0 or more, or nil for no limit")
         }
         if let offset = descriptor.fetchOffset, offset < 0 {
             throw StoreError(code: .unsupportedPredicate, message: "fetchOffset is \(offset); use 0 or more")
         }
-        limit = descriptor.fetchLimit
-        offset = descriptor.fetchOffset ?? 0
+        let read = (predicate?.columns ?? []).union(sort.map(\.column))
+        let (own, joins) = columns.split(read)
+        self.init(
+            table: table, schema: schema, predicate: predicate, sort: sort, columnsRead: own, joins: joins,
+            limit: descriptor.fetchLimit, offset: descriptor.fetchOffset ?? 0
+        )
     }
 
-    /// Whether a row's values (in model column order) match the predicate.
+    /// The same table and joins, for the rows whose relationship `join` points at `key`, in key
+    /// order: what a change of that target can change.
+    func rowsPointing(at key: SQLValue, through join: Join) -> CompiledQuery {
+        CompiledQuery(
+            table: table, schema: schema, predicate: .compare(.equal, .column(join.column), .value(key)),
+            sort: [SortTerm(column: schema.primaryKeyIndex, ascending: true)], columnsRead: [join.column], joins: joins,
+            limit: nil, offset: 0
+        )
+    }
+
+    /// The same table and joins, for the rows whose relationship `join` points at one of `keys`.
+    func rowsPointing(atAnyOf keys: [SQLValue], through join: Join) -> CompiledQuery {
+        CompiledQuery(
+            table: table, schema: schema, predicate: .isIn(.column(join.column), keys),
+            sort: [SortTerm(column: schema.primaryKeyIndex, ascending: true)], columnsRead: [join.column], joins: joins,
+            limit: nil, offset: 0
+        )
+    }
+
+    /// Whether a row's values (a row of the query) match the predicate.
     func matches(_ row: [SQLValue]) -> Bool {
         predicate?.matches(row) ?? true
     }
@@ -94,6 +153,20 @@ extension CompiledQuery {
             if order != .orderedSame { return (order == .orderedAscending) == sort[index + 1].ascending }
         }
         return SQLValue.compare(a.key, b.key) == .orderedAscending
+    }
+
+    /// The join and the target's column at a position of the query's row; nil for a column of
+    /// the table itself.
+    func joined(at position: Int) -> (join: Int, column: Int)? {
+        guard position >= schema.columns.count else { return nil }
+        let join = joins.lastIndex { $0.offset <= position }!
+        return (join, position - joins[join].offset)
+    }
+
+    /// The schema of the column at a position of the query's row.
+    func column(at position: Int) -> ColumnSchema {
+        guard let (join, column) = joined(at: position) else { return schema.columns[position] }
+        return joins[join].target.columns[column]
     }
 }
 

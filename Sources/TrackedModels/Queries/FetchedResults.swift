@@ -22,6 +22,11 @@ public import Observation
 /// ``onChange(_:)``, ``differences``) hear of a change only when the membership or order of
 /// the window (``FetchDescriptor/fetchOffset``, ``FetchDescriptor/fetchLimit``) changes.
 ///
+/// A list that reads what a to-one relationship points at (`$0.list?.title`, or a sort by
+/// `\Row.list?.title`) follows a change of that target, here or by another process, by
+/// re-evaluating the rows that point at it and no others (one read of them, through an index
+/// on the relationship's column where the table has one).
+///
 /// Reading an element's properties registers those cells only, as with any object. The
 /// results belong to the store's actor; they end with the store.
 ///
@@ -42,7 +47,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private var members: [SQLValue: SortedRows.Entry] = [:]
     /// Objects handed out, kept while their row is a member.
     private var objects: [SQLValue: Model] = [:]
-    private var subscription: FeedToken?
+    private var subscriptions: [FeedToken] = []
     private let observation = ObservationRegistrar()
     /// Moves on with each published change; what observers of the list depend on.
     private var revision = 0
@@ -64,8 +69,13 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         revisionKeyPath = \FetchedResults.revision
         rows = SortedRows(precedes: plan.precedes)
         try load()
-        subscription = store.subscribe(table: plan.table, columns: plan.columnsRead) { [weak self] event in
+        subscriptions.append(store.subscribe(table: plan.table, columns: plan.columnsRead) { [weak self] event in
             self?.apply(event)
+        })
+        for join in plan.joins {
+            subscriptions.append(store.subscribe(table: join.targetTable, columns: join.columnsRead) { [weak self] event in
+                self?.apply(event, toRowsPointingThrough: join)
+            })
         }
     }
 
@@ -218,9 +228,24 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         }
     }
 
+    /// A change of a row that a relationship points at: the rows that point at it are
+    /// re-evaluated, and no others.
+    private func apply(_ event: ChangeEvent, toRowsPointingThrough join: CompiledQuery.Join) {
+        guard event.kind != .reset else { return apply(event) }
+        beginChange()
+        do {
+            for values in try store.matchingRows(plan.rowsPointing(at: event.key, through: join), windowed: false) {
+                place(values[plan.schema.primaryKeyIndex], as: plan.matches(values) ? plan.entry(of: values) : nil)
+            }
+        } catch {
+            // The rows could not be read: they are judged on their next change.
+            return
+        }
+    }
+
     /// Puts one row where its current values say: in, out, or elsewhere.
     private func reevaluate(_ key: SQLValue) throws {
-        let values = try store.currentValues(table: plan.table, key: key)
+        let values = try store.queryRow(plan, key: key)
         place(key, as: values.flatMap { plan.matches($0) ? plan.entry(of: $0) : nil })
     }
 

@@ -6,26 +6,40 @@ public import Foundation
 /// Each supported expression type of Foundation's `PredicateExpressions` translates itself
 /// (``TranslatableExpression``); anything else is refused with an error that names it.
 struct PredicateTranslation {
-    let columnIndex: (AnyKeyPath) -> Int?
+    /// The columns the predicate may read, with the joins it has made so far.
+    private(set) var columns: QueryColumns
     let root: PredicateExpressions.VariableID
     /// Variables bound by `flatMap` and the like, to what they stand for.
     var bindings: [PredicateExpressions.VariableID: QueryExpression] = [:]
+    /// Variables bound by `flatMap` to the target of a to-one relationship (`$0.list?.title`),
+    /// to their join.
+    var relations: [PredicateExpressions.VariableID: Int] = [:]
 
-    init(root: PredicateExpressions.VariableID, columnIndex: @escaping (AnyKeyPath) -> Int?) {
+    init(root: PredicateExpressions.VariableID, columns: QueryColumns) {
         self.root = root
-        self.columnIndex = columnIndex
+        self.columns = columns
     }
 
     /// What `#Predicate` can hold that translates to SQL, for error messages.
     static let supported = "comparisons (==, !=, <, <=, >, >=), &&, ||, !, == nil and != nil, optional chaining and ??, "
         + "+, -, * and % on numbers, / on numbers, unary minus, the ternary operator, String.contains(_:) and "
-        + "starts(with:), and [values].contains(property), on properties of the model and literal or captured values"
+        + "starts(with:), and [values].contains(property), on properties of the model, properties of what a to-one "
+        + "relationship points at ($0.list?.title), and literal or captured values"
 
     mutating func translate(_ expression: Any) throws -> QueryExpression {
         guard let translatable = expression as? any TranslatableExpression else {
             throw Self.unsupported(expression)
         }
         return try translatable.translated(&self)
+    }
+
+    /// The join of a to-one relationship that an expression names on the model
+    /// (`$0.list`); nil for any other expression.
+    mutating func relation(_ expression: Any) throws -> Int? {
+        guard let keyPath = expression as? any KeyPathNaming, keyPath.rootVariable == root,
+              let column = columns.relationship(of: keyPath.anyKeyPath)
+        else { return nil }
+        return try columns.join(column)
     }
 
     static func unsupported(_ expression: Any, _ detail: String? = nil) -> StoreError {
@@ -75,13 +89,29 @@ extension PredicateExpressions.Variable: TranslatableExpression {
 
 extension PredicateExpressions.KeyPath: TranslatableExpression {
     func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
-        guard let variable = root as? any VariableIdentifying, variable.variableID == translation.root,
-              let index = translation.columnIndex(keyPath)
-        else {
-            throw PredicateTranslation.unsupported(self, "\(keyPath), which is not a stored column of the model")
+        if let variable = rootVariable, variable == translation.root {
+            if let column = translation.columns.column(of: keyPath) { return .column(column) }
+            if translation.columns.relationship(of: keyPath) != nil {
+                throw PredicateTranslation.unsupported(self, "\(keyPath), a to-one relationship compared as a whole; compare a property of its target, such as $0.list?.id")
+            }
+        } else if let variable = rootVariable, let join = translation.relations[variable] {
+            if let position = translation.columns.position(of: keyPath, through: join) { return .column(position) }
+            throw PredicateTranslation.unsupported(self, "\(keyPath), which is not a stored column of what the relationship points at (one step only)")
         }
-        return .column(index)
+        throw PredicateTranslation.unsupported(self, "\(keyPath), which is not a stored column of the model")
     }
+}
+
+/// A `KeyPath` expression, whatever its types.
+protocol KeyPathNaming {
+    /// The variable it is applied to, when it is applied to one.
+    var rootVariable: PredicateExpressions.VariableID? { get }
+    var anyKeyPath: AnyKeyPath { get }
+}
+
+extension PredicateExpressions.KeyPath: KeyPathNaming {
+    var rootVariable: PredicateExpressions.VariableID? { (root as? any VariableIdentifying)?.variableID }
+    var anyKeyPath: AnyKeyPath { keyPath }
 }
 
 /// A `Variable` expression, whatever its type.
@@ -188,6 +218,15 @@ extension PredicateExpressions.ForcedUnwrap: TranslatableExpression {
 
 extension PredicateExpressions.OptionalFlatMap: TranslatableExpression {
     func translated(_ translation: inout PredicateTranslation) throws -> QueryExpression {
+        if let join = try translation.relation(wrapped) {
+            // `$0.list?.title`: the target's columns through the join. A relationship that points
+            // at nothing, or at a key with no row (as reading `row.list` finds nil), is nil.
+            translation.relations[variable.key] = join
+            defer { translation.relations[variable.key] = nil }
+            let transformed = try translation.translate(transform)
+            let targetKey = QueryExpression.column(translation.columns.joins[join].offset + translation.columns.joins[join].target.primaryKeyIndex)
+            return .conditional(.compare(.equal, targetKey, .value(.null)), .value(.null), transformed)
+        }
         let optional = try translation.translate(wrapped)
         translation.bindings[variable.key] = optional
         defer { translation.bindings[variable.key] = nil }

@@ -22,6 +22,11 @@ public protocol TrackedModel: AnyObject, Observable {
     func _$assign(_ value: SQLValue, toColumn index: Int) throws
     /// The column a key path names, or `nil` for a key path that is not a column.
     static func _$columnIndex(of keyPath: AnyKeyPath) -> Int?
+    /// The key paths of the columns, in column order (`\Row.title`).
+    static var _$columnKeyPaths: [AnyKeyPath] { get }
+    /// The same from an optional object, in column order (`\Row?.?.title`): appended to a
+    /// to-one relationship, they name the target's columns through it (`\Row.list?.title`).
+    static var _$chainedKeyPaths: [AnyKeyPath] { get }
     /// The object a to-one relationship's column points at, if the property holds it (not
     /// yet loaded, or not a relationship: `nil`).
     func _$relatedObject(column index: Int) -> (any TrackedModel)?

@@ -83,6 +83,14 @@ public struct ColumnSchema: Sendable, Hashable {
         public let model: ObjectIdentifier
         /// The model type's name, for messages.
         public let modelName: String
+        /// The model type, for queries that read its columns through the relationship.
+        // Unsafe only for the checker: the type is used for its static schema, column indexes
+        // and key paths, which the macro generates as immutable, nonisolated members.
+        nonisolated(unsafe) let target: any TrackedModel.Type
+
+        public static func == (a: Reference, b: Reference) -> Bool { a.model == b.model }
+
+        public func hash(into hasher: inout Hasher) { hasher.combine(model) }
     }
 
     /// A column that stores a ``ColumnValue``.
@@ -127,7 +135,7 @@ public struct ColumnSchema: Sendable, Hashable {
         self.type = Target.PrimaryKeyValue.columnType
         self.isOptional = true
         self.isPrimaryKey = false
-        self.reference = Reference(model: ObjectIdentifier(Target.self), modelName: String(describing: Target.self))
+        self.reference = Reference(model: ObjectIdentifier(Target.self), modelName: String(describing: Target.self), target: Target.self)
     }
 
     /// A to-one relationship that is not optional: refused, since a row's foreign key may name

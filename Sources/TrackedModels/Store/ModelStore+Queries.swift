@@ -16,9 +16,15 @@ extension ModelStore {
     ///   or sort without an exact SQL translation; ``StoreError`` when the database cannot be read.
     public func fetch<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>) throws -> [Model] {
         try checkOpen("fetch")
-        let table = try registrar.tableIndex(of: Model.self)
-        let plan = try CompiledQuery(descriptor, table: table)
-        return try matchingRows(plan, windowed: true).map { try object(Model.self, table: table, values: $0) }
+        let plan = try compile(descriptor)
+        let width = plan.schema.columns.count
+        let rows = try matchingRows(plan, windowed: true)
+        return try rows.map { try object(Model.self, table: plan.table, values: $0.count == width ? $0 : Array($0.prefix(width))) }
+    }
+
+    /// Compiles a descriptor for this store's tables.
+    func compile<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>) throws -> CompiledQuery {
+        try CompiledQuery(descriptor, table: registrar.tableIndex(of: Model.self)) { [registrar] in try registrar.tableIndex(of: $0) }
     }
 
     /// How many objects a descriptor matches (within its window), counting changes not yet
@@ -29,31 +35,68 @@ extension ModelStore {
     /// ```
     public func fetchCount<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>) throws -> Int {
         try checkOpen("fetchCount")
-        let plan = try CompiledQuery(descriptor, table: try registrar.tableIndex(of: Model.self))
-        let uncommitted = writeBehind.uncommittedRows(table: plan.table)
-        guard uncommitted.keys.isEmpty, !uncommitted.deletesEveryRow else { return try matchingRows(plan, windowed: true).count }
+        let plan = try compile(descriptor)
+        let tables = [plan.table] + plan.joins.map(\.targetTable)
+        let isCommittedAsShown = tables.allSatisfy { table in
+            let uncommitted = writeBehind.uncommittedRows(table: table)
+            return uncommitted.keys.isEmpty && !uncommitted.deletesEveryRow
+        }
+        guard isCommittedAsShown else { return try matchingRows(plan, windowed: true).count }
         let afterOffset = max(0, try reader.count(matching: plan) - plan.offset)
         return plan.limit.map { min($0, afterOffset) } ?? afterOffset
     }
 
-    /// The values of every row a plan matches, in its order: the database's answer, with the
-    /// rows that have uncommitted changes judged by their objects' values instead.
+    /// The rows a plan matches, in its order, each as a row of the query (the table's columns,
+    /// then each join's): the database's answer, with the rows that have uncommitted changes,
+    /// or that point at a target with uncommitted changes, judged by current values instead.
     ///
     /// - Parameter windowed: Whether to apply the plan's offset and limit.
     func matchingRows(_ plan: CompiledQuery, windowed: Bool) throws -> [[SQLValue]] {
         let uncommitted = writeBehind.uncommittedRows(table: plan.table)
-        var rows: [[SQLValue]] = []
+        let keyColumn = plan.schema.primaryKeyIndex
+        // Rows whose target has uncommitted changes, with their own committed values.
+        var pointing: [SQLValue: [SQLValue]] = [:]
         if !uncommitted.deletesEveryRow {
-            // Each row with uncommitted changes can take at most one place from the window.
-            let limit = windowed ? plan.limit.map { $0 + plan.offset + uncommitted.keys.count } : nil
+            for join in plan.joins {
+                let targets = writeBehind.uncommittedRows(table: join.targetTable)
+                var reads: [CompiledQuery] = []
+                if targets.deletesEveryRow {
+                    reads = [CompiledQuery(
+                        table: plan.table, schema: plan.schema, predicate: nil, sort: [plan.sort[plan.sort.count - 1]],
+                        columnsRead: [], joins: plan.joins, limit: nil, offset: 0
+                    )]
+                } else {
+                    let keys = Array(targets.keys)
+                    reads = stride(from: 0, to: keys.count, by: 500).map {
+                        plan.rowsPointing(atAnyOf: Array(keys[$0..<min($0 + 500, keys.count)]), through: join)
+                    }
+                }
+                for read in reads {
+                    for row in try reader.rows(matching: read, limit: nil) where !uncommitted.keys.contains(row[keyColumn]) {
+                        pointing[row[keyColumn]] = Array(row.prefix(plan.schema.columns.count))
+                    }
+                }
+            }
+        }
+        var rows: [[SQLValue]] = []
+        let judged = uncommitted.keys.count + pointing.count
+        if !uncommitted.deletesEveryRow {
+            // Each row judged here can take at most one place from the window.
+            let limit = windowed ? plan.limit.map { $0 + plan.offset + judged } : nil
             rows = try reader.rows(matching: plan, limit: limit)
         }
-        if !uncommitted.keys.isEmpty || uncommitted.deletesEveryRow {
-            let keyColumn = plan.schema.primaryKeyIndex
-            rows.removeAll { uncommitted.keys.contains($0[keyColumn]) }
+        if judged > 0 || uncommitted.deletesEveryRow {
+            rows.removeAll { uncommitted.keys.contains($0[keyColumn]) || pointing[$0[keyColumn]] != nil }
+            var targets = TargetValues()
             for key in uncommitted.keys {
                 guard let values = try currentValues(table: plan.table, key: key) else { continue }
-                if plan.matches(values) { rows.append(values) }
+                let row = try queryRow(plan, values: values, targets: &targets)
+                if plan.matches(row) { rows.append(row) }
+            }
+            for (key, committed) in pointing {
+                let values = registrar.object(table: plan.table, key: key)?._$values() ?? committed
+                let row = try queryRow(plan, values: values, targets: &targets)
+                if plan.matches(row) { rows.append(row) }
             }
             rows.sort { plan.precedes(plan.entry(of: $0), plan.entry(of: $1)) }
         }
@@ -61,6 +104,40 @@ extension ModelStore {
         let start = min(plan.offset, rows.count)
         let end = plan.limit.map { min(start + $0, rows.count) } ?? rows.count
         return Array(rows[start..<end])
+    }
+
+    /// The current values of the rows that relationships point at, read once per row.
+    typealias TargetValues = [RowReference: [SQLValue]?]
+
+    /// A row's current values as a row of the query: the table's columns, then, for each join,
+    /// the current values of the row the relationship points at (NULLs where there is none);
+    /// nil when there is no row.
+    func queryRow(_ plan: CompiledQuery, key: SQLValue) throws -> [SQLValue]? {
+        guard let values = try currentValues(table: plan.table, key: key) else { return nil }
+        var targets = TargetValues()
+        return try queryRow(plan, values: values, targets: &targets)
+    }
+
+    /// A row of the table, given its current values, as a row of the query.
+    func queryRow(_ plan: CompiledQuery, values: [SQLValue], targets: inout TargetValues) throws -> [SQLValue] {
+        guard !plan.joins.isEmpty else { return values }
+        var row = values
+        row.reserveCapacity(plan.width)
+        for join in plan.joins {
+            let key = values[join.column]
+            var target: [SQLValue]?
+            if key != .null {
+                let reference = RowReference(table: join.targetTable, key: key)
+                if let known = targets[reference] {
+                    target = known
+                } else {
+                    target = try currentValues(table: join.targetTable, key: key)
+                    targets[reference] = .some(target)
+                }
+            }
+            row += target ?? Array(repeating: .null, count: join.target.columns.count)
+        }
+        return row
     }
 
     /// A row as committed; nil when the file has none.
@@ -89,7 +166,6 @@ extension ModelStore {
     /// ```
     public func results<Model: TrackedModel>(for descriptor: FetchDescriptor<Model>) throws -> FetchedResults<Model> {
         try checkOpen("results(for:)")
-        let plan = try CompiledQuery(descriptor, table: try registrar.tableIndex(of: Model.self))
-        return try FetchedResults(store: self, plan: plan)
+        return try FetchedResults(store: self, plan: compile(descriptor))
     }
 }

@@ -41,11 +41,10 @@ extension Harness {
     // MARK: - The program's changes
 
     func assign(_ a: UInt64, _ b: UInt64) throws {
-        let held = heldObjects
-        guard !held.isEmpty else { return }
-        let object = held[Int(a % UInt64(held.count))]
+        guard let object = pickHeld(a) else { return }
         let column = Item.Column.assignable[Int(b % UInt64(Item.Column.assignable.count))]
-        guard column != .link else { return try relate(object, b / 8) }
+        // A third of assignments relate, so that programs build links and change linked rows.
+        guard column != .link, b % 3 != 0 else { return try relate(object, b / 8) }
         let value = Values.value(for: column, seed: b / 8)
         let row = row(of: object)
         note("set \(row.map { "\($0)" } ?? "detached object \(object.id.map { "\($0)" } ?? "nil")").\(column) \(value.describedExactly)")
@@ -58,12 +57,20 @@ extension Harness {
         }
     }
 
+    /// A value for `link`: mostly the key of a row the program shows, so that changes of
+    /// linked rows matter, else any key, or NULL.
+    private func linkValue(seed: UInt64) -> SQLValue {
+        let shown = reference.shownRows.keys.sorted()
+        guard seed % 4 != 0, !shown.isEmpty else { return Values.value(for: .link, seed: seed / 4) }
+        return .integer(shown[Int(seed / 4 % UInt64(shown.count))])
+    }
+
     /// Points an object's `link` at the item of a key (the object the program holds, else the
     /// one `find` gives), or at nothing when there is none.
     private func relate(_ object: Item, _ seed: UInt64) throws {
         let store = try live
         var target: Item?
-        if case .integer(let key) = Values.value(for: .link, seed: seed) {
+        if case .integer(let key) = linkValue(seed: seed) {
             target = try objects[key] ?? store.find(Item.self, key: key)
             if let target { hold(target) }
         }
@@ -80,9 +87,7 @@ extension Harness {
 
     func increment(_ a: UInt64, _ b: UInt64) throws {
         let store = try live
-        let held = heldObjects
-        guard !held.isEmpty else { return }
-        let object = held[Int(a % UInt64(held.count))]
+        guard let object = pickHeld(a) else { return }
         var random = Xoshiro(seed: b)
         let delta: Int
         if b == 0 {
@@ -445,7 +450,7 @@ extension Harness {
         let key = Values.key(seed: a)
         var values = Values.row(seed: b)
         values[0] = .integer(key)
-        values[Item.Column.link.rawValue] = Values.value(for: .link, seed: b >> 20)
+        values[Item.Column.link.rawValue] = linkValue(seed: b >> 20)
         note("other connection: INSERT \(key): \(values.dropFirst().map(\.describedExactly).joined(separator: ", "))")
         let expected = reference.external(inserting: key) { rows in
             guard rows[key] == nil else { return false }

@@ -123,13 +123,15 @@ final class Harness {
         reference = Reference(declaration: declaration)
         var random = Xoshiro(seed: declaration.seed)
         queries = Array(Self.queries.shuffled(using: &random).prefix(4))
-        var generator = ExpressionGenerator(seed: random.next(), rows: [])
+        var generator = ExpressionGenerator(seed: random.next(), rows: [], linked: true)
         let predicate = generator.boolean(depth: 2)
-        let sort = generator.sort()
-        generatedQuery = CompiledQuery(
-            table: 0, schema: Item._$schema, predicate: predicate, sort: sort,
-            columnsRead: predicate.columns.union(sort.map(\.column)), limit: nil, offset: 0
-        )
+        var sort = generator.sort()
+        let width = Item._$schema.columns.count
+        if !predicate.columns.union(sort.map(\.column)).contains(where: { $0 >= width }) {
+            // Every program reads through `link`, as `SortDescriptor(\.link?.count)` does.
+            sort.insert(CompiledQuery.SortTerm(column: width + Item.Column.count.rawValue, ascending: random.chance(1, in: 2)), at: 0)
+        }
+        generatedQuery = ExpressionGenerator.query(predicate: predicate, sort: sort)
         scratch = try Connection(filename: Connection.inMemoryFilename(), mode: .readWriteCreate, busyTimeout: .seconds(1))
         try scratch.execute(Item._$schema.createTableSQL)
         other = try Connection(filename: path, mode: .readWriteCreate, busyTimeout: .seconds(5))
@@ -216,6 +218,21 @@ final class Harness {
     /// Every object the program holds, in a fixed order: keyed, then new, then detached.
     var heldObjects: [Item] {
         objects.sorted { $0.key < $1.key }.map(\.value) + newObjects.sorted { $0.key < $1.key }.map(\.value) + detached
+    }
+
+    /// One of the held objects, picked by `seed`: half the time one that a row the program
+    /// shows links to (when there is one), so that changes read through `link` happen.
+    func pickHeld(_ seed: UInt64) -> Item? {
+        let held = heldObjects
+        guard !held.isEmpty else { return nil }
+        if seed % 2 == 0 {
+            let linked = Set(reference.shownRows.values.compactMap { row -> Int64? in
+                if case .integer(let key) = row[Item.Column.link.rawValue] { key } else { nil }
+            })
+            let targets = held.filter { $0.id.map(linked.contains) == true && isManaged($0) }
+            if !targets.isEmpty { return targets[Int(seed / 2 % UInt64(targets.count))] }
+        }
+        return held[Int(seed / 2 % UInt64(held.count))]
     }
 
     /// Keeps an object the store handed out, as the current object of its row.

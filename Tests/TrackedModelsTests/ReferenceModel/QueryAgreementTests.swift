@@ -22,9 +22,16 @@ import Testing
     static func check(querySeed: UInt64, rowSeed: UInt64) throws {
         let schema = Item._$schema
         var rowRandom = Xoshiro(seed: rowSeed)
-        let rows: [[SQLValue]] = (0..<Int(rowRandom.next() % 20)).map { index in
+        let count = Int(rowRandom.next() % 20)
+        let rows: [[SQLValue]] = (0..<count).map { index in
             var row = Values.row(seed: rowRandom.chance(1, in: 8) ? 0 : rowRandom.next() % 1_000_000)
             row[0] = .integer(Int64(index) - 3)
+            // A link to a row, to no row (a key with none), or none.
+            switch rowRandom.next() % 4 {
+            case 0: row[Item.Column.link.rawValue] = .null
+            case 1: row[Item.Column.link.rawValue] = .integer(1_000)
+            default: row[Item.Column.link.rawValue] = .integer(Int64(rowRandom.next() % UInt64(max(count, 1))) - 3)
+            }
             return row
         }
         let connection = try Connection(filename: Connection.inMemoryFilename(), mode: .readWriteCreate, busyTimeout: .seconds(1))
@@ -32,30 +39,31 @@ import Testing
         let insert = try connection.makeStatement("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
         for row in rows { try insert.run(row) }
 
-        var generator = ExpressionGenerator(seed: querySeed, rows: rows)
+        var generator = ExpressionGenerator(seed: querySeed, rows: rows, linked: true)
         let predicate = generator.boolean(depth: 3)
-        let sort = generator.sort()
-        let query = CompiledQuery(
-            table: 0, schema: schema, predicate: predicate, sort: sort,
-            columnsRead: predicate.columns.union(sort.map(\.column)), limit: nil, offset: 0
-        )
-        let condition = SQLiteDialect.condition(predicate, schema: schema)
+        let query = ExpressionGenerator.query(predicate: predicate, sort: generator.sort())
+        // Each row as the query reads it: its columns, then those of the row it links to.
+        let byKey = Dictionary(uniqueKeysWithValues: rows.map { ($0[0], $0) })
+        let queryRows = rows.map { row in
+            row + (byKey[row[Item.Column.link.rawValue]] ?? Array(repeating: .null, count: schema.columns.count))
+        }
+        let condition = SQLiteDialect.condition(query)
         let context = "seeds (\(querySeed), \(rowSeed)); expression \(predicate); SQL \(condition.sql) with \(condition.arguments)"
 
         // The value of the predicate, row by row.
-        let values = try connection.makeStatement("SELECT \(condition.sql) FROM items ORDER BY id").rows(condition.arguments)
-        for (row, value) in zip(rows, values) {
+        let values = try connection.makeStatement("SELECT \(condition.sql) FROM \(condition.from) ORDER BY items.id").rows(condition.arguments)
+        for (row, value) in zip(queryRows, values) {
             let evaluated = predicate.evaluate(row)
             #expect(Self.same(evaluated, value[0]), "the evaluator says \(evaluated), SQLite \(value[0]), for row \(row); \(context)")
         }
         // The rows selected, in order.
         let select = SQLiteDialect.select(query, limit: nil)
         let selected = try connection.makeStatement(select.sql).rows(select.arguments).map { $0[0] }
-        let evaluated = rows.filter(query.matches)
+        let evaluated = queryRows.filter(query.matches)
             .map(query.entry(of:))
             .sorted(by: query.precedes)
             .map(\.key)
-        #expect(evaluated == selected, "the evaluator selects \(evaluated), SQLite \(selected); order \(sort); \(context)")
+        #expect(evaluated == selected, "the evaluator selects \(evaluated), SQLite \(selected); order \(query.sort); \(context)")
     }
 
     /// SQL's result and the evaluator's are the same value: integers and reals by value (SQLite
@@ -75,10 +83,36 @@ import Testing
 struct ExpressionGenerator {
     private var random: Xoshiro
     private let rows: [[SQLValue]]
+    /// Whether columns may be read through `link` (`$0.link?.title`): positions past the
+    /// table's columns, those of the linked row.
+    private let linked: Bool
 
-    init(seed: UInt64, rows: [[SQLValue]]) {
+    init(seed: UInt64, rows: [[SQLValue]], linked: Bool = false) {
         random = Xoshiro(seed: seed)
         self.rows = rows
+        self.linked = linked
+    }
+
+    /// A column of the row, or, a third of the time when linked, of the row it links to.
+    private mutating func column(_ column: Item.Column) -> QueryExpression {
+        .column(column.rawValue + (linked && random.chance(1, in: 3) ? Item._$schema.columns.count : 0))
+    }
+
+    /// A compiled query of items over a predicate and an order, joined through `link` when
+    /// they read past the table's columns.
+    static func query(predicate: QueryExpression, sort: [CompiledQuery.SortTerm]) -> CompiledQuery {
+        let schema = Item._$schema
+        let positions = predicate.columns.union(sort.map(\.column))
+        var joins: [CompiledQuery.Join] = []
+        var own = positions.filter { $0 < schema.columns.count }
+        let linkedColumns = Set(positions.filter { $0 >= schema.columns.count }.map { $0 - schema.columns.count })
+        if !linkedColumns.isEmpty {
+            own.insert(Item.Column.link.rawValue)
+            joins = [CompiledQuery.Join(
+                column: Item.Column.link.rawValue, targetTable: 0, target: schema, offset: schema.columns.count, columnsRead: linkedColumns
+            )]
+        }
+        return CompiledQuery(table: 0, schema: schema, predicate: predicate, sort: sort, columnsRead: own, joins: joins, limit: nil, offset: 0)
     }
 
     private enum Kind { case integer, real, text, optionalText, blob }
@@ -88,7 +122,7 @@ struct ExpressionGenerator {
     mutating func boolean(depth: Int) -> QueryExpression {
         let choice = depth <= 0 ? random.next() % 4 : random.next() % 14
         switch choice {
-        case 0: return .column(Item.Column.flag.rawValue)
+        case 0: return column(.flag)
         case 1: return comparison(.integer, depth: depth)
         case 2: return comparison(.real, depth: depth)
         case 3: return comparison(.text, depth: depth)
@@ -98,7 +132,7 @@ struct ExpressionGenerator {
         case 7:
             let equal: QueryExpression.Comparison = random.chance(1, in: 2) ? .equal : .notEqual
             let kind: Kind = random.chance(1, in: 2) ? .optionalText : .blob
-            return .compare(equal, .column(Self.column[kind]!.rawValue), random.chance(1, in: 3) ? .value(.null) : literal(kind))
+            return .compare(equal, column(Self.column[kind]!), random.chance(1, in: 3) ? .value(.null) : literal(kind))
         case 8, 12, 13:
             let text = expression(.text, depth: depth - 1)
             let part = expression(.text, depth: depth - 1)
@@ -108,10 +142,10 @@ struct ExpressionGenerator {
             let values = (0..<Int(random.next() % 4)).map { _ in literalValue(kind) }
             let element = expression(kind, depth: depth - 1)
             let membership = QueryExpression.isIn(element, values)
-            return random.chance(1, in: 4) ? .or(.compare(.equal, .column(Item.Column.note.rawValue), .value(.null)), membership) : membership
+            return random.chance(1, in: 4) ? .or(.compare(.equal, column(.note), .value(.null)), membership) : membership
         case 10:
             // `$0.note.flatMap { $0 < "m" } ?? false`
-            let note = QueryExpression.column(Item.Column.note.rawValue)
+            let note = column(.note)
             let test = QueryExpression.compare(.less, note, literal(.text))
             return .coalesce(.conditional(.compare(.equal, note, .value(.null)), .value(.null), test), .value(.integer(Int64(random.next() % 2))))
         default:
@@ -128,16 +162,16 @@ struct ExpressionGenerator {
         let choice = depth <= 0 ? random.next() % 2 : random.next() % 6
         switch (kind, choice) {
         // `$0.note!` translates to the column itself: text that may be NULL.
-        case (.text, 0): return .column((random.chance(1, in: 3) ? Item.Column.note : .title).rawValue)
-        case (_, 0): return .column(Self.column[kind]!.rawValue)
+        case (.text, 0): return column(random.chance(1, in: 3) ? .note : .title)
+        case (_, 0): return column(Self.column[kind]!)
         case (_, 1): return literal(kind)
         case (.integer, 2), (.real, 2):
             let operations: [QueryExpression.Arithmetic] = kind == .integer ? [.add, .subtract, .multiply, .divide, .remainder] : [.add, .subtract, .multiply, .realDivide]
             return .arithmetic(operations[Int(random.next() % UInt64(operations.count))], expression(kind, depth: depth - 1), expression(kind, depth: depth - 1))
         case (.integer, 3), (.real, 3): return .negate(expression(kind, depth: depth - 1))
-        case (.text, 2): return .coalesce(.column(Item.Column.note.rawValue), expression(.text, depth: depth - 1))
+        case (.text, 2): return .coalesce(column(.note), expression(.text, depth: depth - 1))
         case (_, 4): return .conditional(boolean(depth: depth - 1), expression(kind, depth: depth - 1), expression(kind, depth: depth - 1))
-        default: return random.chance(1, in: 2) ? .column(Self.column[kind]!.rawValue) : literal(kind)
+        default: return random.chance(1, in: 2) ? column(Self.column[kind]!) : literal(kind)
         }
     }
 
@@ -169,7 +203,8 @@ struct ExpressionGenerator {
     mutating func sort() -> [CompiledQuery.SortTerm] {
         let sortable: [Item.Column] = [.title, .count, .note, .score, .payload, .flag]
         var terms = (0..<Int(random.next() % 4)).map { _ in
-            CompiledQuery.SortTerm(column: sortable[Int(random.next() % 6)].rawValue, ascending: random.chance(1, in: 2))
+            guard case .column(let position) = column(sortable[Int(random.next() % 6)]) else { preconditionFailure("a column") }
+            return CompiledQuery.SortTerm(column: position, ascending: random.chance(1, in: 2))
         }
         terms.append(CompiledQuery.SortTerm(column: Item.Column.id.rawValue, ascending: true))
         return terms

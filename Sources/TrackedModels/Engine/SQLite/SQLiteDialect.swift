@@ -11,8 +11,10 @@ struct SQLiteDialect {
 
     /// The select of a query's matching rows in order, at most `limit` of them (no offset).
     static func select(_ query: CompiledQuery, limit: Int?) -> (sql: String, arguments: [SQLValue]) {
-        var writer = SQLiteDialect(schema: query.schema)
-        var sql = query.schema.selectSQL
+        var writer = SQLiteDialect(query)
+        var sql = query.joins.isEmpty
+            ? query.schema.selectSQL
+            : "SELECT \((0..<query.width).map(writer.name).joined(separator: ", ")) FROM \(writer.source)"
         if let predicate = query.predicate { sql += " WHERE \(writer.write(predicate))" }
         sql += " ORDER BY " + query.sort.map(writer.write).joined(separator: ", ")
         if let limit { sql += " LIMIT \(limit)" }
@@ -21,39 +23,71 @@ struct SQLiteDialect {
 
     /// The count of a query's matching rows (no window).
     static func count(_ query: CompiledQuery) -> (sql: String, arguments: [SQLValue]) {
-        var writer = SQLiteDialect(schema: query.schema)
-        var sql = "SELECT count(*) FROM \(quoteIdentifier(query.schema.name))"
+        var writer = SQLiteDialect(query)
+        var sql = "SELECT count(*) FROM \(writer.source)"
         if let predicate = query.predicate { sql += " WHERE \(writer.write(predicate))" }
         return (sql, writer.arguments)
     }
 
     /// An expression as a `WHERE` condition over the table's columns, for tests.
     static func condition(_ expression: QueryExpression, schema: TableSchema) -> (sql: String, arguments: [SQLValue]) {
-        var writer = SQLiteDialect(schema: schema)
+        var writer = SQLiteDialect(CompiledQuery(
+            table: 0, schema: schema, predicate: expression, sort: [], columnsRead: [], limit: nil, offset: 0
+        ))
         return (writer.write(expression), writer.arguments)
     }
 
-    private let schema: TableSchema
+    /// A query's rows as a `WHERE` condition reads them: the query's own, joins included, for tests.
+    static func condition(_ query: CompiledQuery) -> (sql: String, from: String, arguments: [SQLValue]) {
+        var writer = SQLiteDialect(query)
+        let sql = query.predicate.map { writer.write($0) } ?? "1"
+        return (sql, writer.source, writer.arguments)
+    }
+
+    private let query: CompiledQuery
     /// The values bound, in parameter-number order.
     private(set) var arguments: [SQLValue] = []
 
-    private init(schema: TableSchema) {
-        self.schema = schema
+    private init(_ query: CompiledQuery) {
+        self.query = query
+    }
+
+    /// The table, and each join: a left join of the target's table (named `j0`, `j1`, ...) on
+    /// its primary key, compared by bytes where it is text.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/lang_select.html#joins>
+    private var source: String {
+        let table = quoteIdentifier(query.schema.name)
+        return query.joins.indices.reduce(table) { source, index in
+            let join = query.joins[index]
+            let alias = "\"j\(index)\""
+            let key = join.target.primaryKey
+            let collation = key.type == .text ? " COLLATE BINARY" : ""
+            return source + " LEFT JOIN \(quoteIdentifier(join.target.name)) AS \(alias) ON \(alias).\(quoteIdentifier(key.name))\(collation) = \(table).\(quoteIdentifier(query.schema.columns[join.column].name))"
+        }
+    }
+
+    /// A position of the query's row as SQL names it: the column alone without joins, else
+    /// qualified by its table or its join.
+    private func name(_ position: Int) -> String {
+        guard !query.joins.isEmpty else { return quoteIdentifier(query.schema.columns[position].name) }
+        guard let (join, column) = query.joined(at: position) else {
+            return "\(quoteIdentifier(query.schema.name)).\(quoteIdentifier(query.schema.columns[position].name))"
+        }
+        return "\"j\(join)\".\(quoteIdentifier(query.joins[join].target.columns[column].name))"
     }
 
     /// A column in expressions and orders: text with `COLLATE BINARY`, so that a collation the
     /// table declares (NOCASE, RTRIM) does not change what matches or how rows sort, and the
     /// evaluator's order and the database's agree.
-    private func column(_ index: Int) -> String {
-        let column = schema.columns[index]
-        return column.type == .text ? "\(quoteIdentifier(column.name)) COLLATE BINARY" : quoteIdentifier(column.name)
+    private func column(_ position: Int) -> String {
+        query.column(at: position).type == .text ? "\(name(position)) COLLATE BINARY" : name(position)
     }
 
     private func write(_ term: CompiledQuery.SortTerm) -> String {
-        let column = schema.columns[term.column]
         let expression = switch term.textOrder {
-        case .binary: self.column(term.column)
-        case .localizedStandard: "\(quoteIdentifier(column.name)) COLLATE \(Self.localizedStandardCollation)"
+        case .binary: column(term.column)
+        case .localizedStandard: "\(name(term.column)) COLLATE \(Self.localizedStandardCollation)"
         }
         return "\(expression) \(term.ascending ? "ASC" : "DESC")"
     }

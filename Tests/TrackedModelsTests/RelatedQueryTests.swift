@@ -1,0 +1,189 @@
+import Foundation
+import Testing
+@testable import TrackedModels
+
+/// Queries and live lists that read through a to-one relationship (`$0.list?.title`): a join
+/// in SQL, the target's current values in memory, and a live list that follows a target's
+/// change by re-evaluating only the rows that point at it.
+@MainActor
+@Suite struct RelatedQueryTests {
+    /// Lists 1 "Groceries" and 2 "Chores"; entries 1 Milk and 2 Eggs in list 1, 3 Sweep in
+    /// list 2, 4 Loose in none.
+    private func lists(in directory: TemporaryDirectory) async throws -> ModelStore {
+        let store = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+        let groceries = TodoList(id: 1, title: "Groceries")
+        let chores = TodoList(id: 2, title: "Chores")
+        try store.insert(Entry(id: 1, title: "Milk", list: groceries))
+        try store.insert(Entry(id: 2, title: "Eggs", list: groceries))
+        try store.insert(Entry(id: 3, title: "Sweep", list: chores))
+        try store.insert(Entry(id: 4, title: "Loose"))
+        try await store.flush()
+        return store
+    }
+
+    private func reopen(_ directory: TemporaryDirectory) throws -> ModelStore {
+        try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+    }
+
+    @Test func aPredicateReadsTheTargetsColumnAndNilWhereThereIsNone() async throws {
+        let directory = try TemporaryDirectory()
+        try await lists(in: directory).close()
+        let store = try reopen(directory)
+        let groceries = try store.fetch(FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Groceries" }, sortBy: [SortDescriptor(\.id)]))
+        #expect(groceries.map(\.id) == [1, 2])
+        // `nil != "Groceries"` is true, as in Swift.
+        let others = try store.fetch(FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title != "Groceries" }, sortBy: [SortDescriptor(\.id)]))
+        #expect(others.map(\.id) == [3, 4])
+        let none = try store.fetch(FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == nil }))
+        #expect(none.map(\.id) == [4])
+        let containing = try store.fetch(FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title.contains("ore") == true }))
+        #expect(containing.map(\.id) == [3])
+        #expect(try store.fetchCount(FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Groceries" })) == 2)
+        // The objects are the store's own, with their relationship intact.
+        #expect(groceries[0].list === (try store.find(TodoList.self, key: 1)))
+        try await store.close()
+    }
+
+    @Test func aKeyWithNoRowReadsAsNilAsTheRelationshipDoes() async throws {
+        let directory = try TemporaryDirectory()
+        try await lists(in: directory).close()
+        try Peek(directory.path("db.sqlite")).execute("PRAGMA foreign_keys = OFF; UPDATE entries SET list_id = 99 WHERE id = 3")
+        let store = try reopen(directory)
+        let entry = try #require(try store.find(Entry.self, key: 3))
+        #expect(entry.list == nil)
+        let none = try store.fetch(FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == nil }, sortBy: [SortDescriptor(\.id)]))
+        #expect(none.map(\.id) == [3, 4])
+        let live = try store.results(for: FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == nil }, sortBy: [SortDescriptor(\.id)]))
+        #expect(live.keys == [3, 4])
+        // A list of that key arriving gives the entry a title.
+        try store.insert(TodoList(id: 99, title: "Found"))
+        #expect(live.keys == [4])
+        try await store.close()
+    }
+
+    @Test func sortingByTheTargetsColumnPutsNilFirstThenByTitle() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await lists(in: directory)
+        let sorted = try store.fetch(FetchDescriptor<Entry>(sortBy: [SortDescriptor(\.list?.title), SortDescriptor(\.title)]))
+        #expect(sorted.map(\.title) == ["Loose", "Sweep", "Eggs", "Milk"])
+        let reversed = try store.fetch(FetchDescriptor<Entry>(sortBy: [SortDescriptor(\.list?.title, order: .reverse), SortDescriptor(\.id)]))
+        #expect(reversed.map(\.id) == [1, 2, 3, 4])
+        try await store.close()
+    }
+
+    @Test func changesNotYetFlushedCountOnBothSidesOfTheJoin() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await lists(in: directory)
+        let descriptor = FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Groceries" }, sortBy: [SortDescriptor(\.id)])
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+        chores.title = "Groceries"
+        #expect(try store.fetch(descriptor).map(\.id) == [1, 2, 3])
+        #expect(try store.fetchCount(descriptor) == 3)
+        let loose = try #require(try store.find(Entry.self, key: 4))
+        loose.list = chores
+        #expect(try store.fetch(descriptor).map(\.id) == [1, 2, 3, 4])
+        try store.delete(try #require(try store.find(TodoList.self, key: 1)))
+        #expect(try store.fetch(descriptor).map(\.id) == [3, 4], "the cascade took entries 1 and 2")
+        try store.deleteAll(TodoList.self)
+        #expect(try store.fetch(descriptor).isEmpty)
+        #expect(try store.fetchCount(descriptor) == 0)
+        try await store.close()
+    }
+
+    @Test func aSortOrPredicateThroughTwoStepsOrAWholeRelationshipIsRefusedByName() async throws {
+        let store = try ModelStore(.inMemory, models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+        #expect {
+            try store.fetch(FetchDescriptor<Entry>(sortBy: [SortDescriptor(\.parent?.list?.title)]))
+        } throws: { error in
+            (error as? StoreError)?.code == .unsupportedPredicate && "\(error)".contains("to-one relationship's target")
+        }
+        #expect {
+            try store.fetch(FetchDescriptor<Entry>(predicate: #Predicate { $0.parent?.list?.title == "x" }))
+        } throws: { error in
+            (error as? StoreError)?.code == .unsupportedPredicate && "\(error)".contains("one step only")
+        }
+        try await store.close()
+    }
+
+    @Test func theSameChainAppendedOrWrittenIsTheSameKeyPath() throws {
+        let written: AnyKeyPath = \Entry.list?.title
+        let appended = try #require((\Entry.list as AnyKeyPath).appending(path: \TodoList?.?.title))
+        #expect(QueryColumns.sameChain(written, appended))
+        #expect(!QueryColumns.sameChain(written, try #require((\Entry.list as AnyKeyPath).appending(path: \TodoList?.?.id))))
+        #expect(!QueryColumns.sameChain(\Entry.title, \Entry.list?.title))
+    }
+}
+
+// MARK: - Live lists across a to-one
+
+extension RelatedQueryTests {
+    @Test func aLiveListFollowsATargetsChangeAndOnlyThoseRowsAreRead() async throws {
+        let directory = try TemporaryDirectory()
+        try await lists(in: directory).close()
+        let store = try reopen(directory)
+        let reader = try #require(store.reader as? SQLiteReader)
+        let live = try store.results(for: FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Groceries" }, sortBy: [SortDescriptor(\.title)]))
+        #expect(live.keys == [2, 1])
+        var differences: [CollectionDifference<Int64>] = []
+        let subscription = live.onChange { differences.append($0) }
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+
+        let before = reader.statementsRun
+        chores.title = "Groceries"
+        #expect(live.keys == [2, 1, 3])
+        #expect(differences.count == 1)
+        // The rows that point at list 2, read once (with the lists whose changes are pending).
+        #expect(reader.statementsRun - before <= 2)
+        #expect(live.keys == (try store.fetch(FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Groceries" }, sortBy: [SortDescriptor(\.title)]))).map { $0.id! })
+
+        // A list that no member points at, and that matches neither before nor after.
+        try store.insert(TodoList(id: 3, title: "Empty"))
+        let empty = try #require(try store.find(TodoList.self, key: 3))
+        empty.title = "Still empty"
+        #expect(differences.count == 1, "nothing in the list changed")
+
+        chores.title = "Chores"
+        #expect(live.keys == [2, 1])
+        #expect(differences.count == 2)
+        subscription.cancel()
+        try await store.close()
+    }
+
+    @Test func aLiveListSortedByTheTargetsColumnMovesTheRowsOfARenamedTarget() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await lists(in: directory)
+        let live = try store.results(for: FetchDescriptor<Entry>(sortBy: [SortDescriptor(\.list?.title), SortDescriptor(\.id)]))
+        #expect(live.keys == [4, 3, 1, 2])
+        let groceries = try #require(try store.find(TodoList.self, key: 1))
+        groceries.title = "Bakery"
+        #expect(live.keys == [4, 1, 2, 3])
+        let sweep = try #require(try store.find(Entry.self, key: 3))
+        sweep.list = nil
+        #expect(live.keys == [3, 4, 1, 2])
+        try await store.flush()
+        #expect(live.keys == (try store.fetch(FetchDescriptor<Entry>(sortBy: [SortDescriptor(\.list?.title), SortDescriptor(\.id)]))).map { $0.id! })
+        try await store.close()
+    }
+
+    @Test func anotherProcessRenamingATargetOrRepointingARowReachesTheLiveList() async throws {
+        let directory = try TemporaryDirectory()
+        try await lists(in: directory).close()
+        let store = try reopen(directory)
+        let live = try store.results(for: FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Groceries" }, sortBy: [SortDescriptor(\.id)]))
+        #expect(live.keys == [1, 2])
+        let peek = try Peek(directory.path("db.sqlite"))
+        try peek.execute("UPDATE lists SET title = 'Groceries' WHERE id = 2")
+        try await store.refreshExternalChanges()
+        #expect(live.keys == [1, 2, 3])
+        try peek.execute("UPDATE entries SET list_id = 2 WHERE id = 4")
+        try await store.refreshExternalChanges()
+        #expect(live.keys == [1, 2, 3, 4])
+        try peek.execute("UPDATE lists SET title = 'Chores' WHERE id = 2; DELETE FROM entries WHERE id = 1")
+        try await store.refreshExternalChanges()
+        #expect(live.keys == [2])
+        try peek.execute("DELETE FROM lists WHERE id = 1")
+        try await store.refreshExternalChanges()
+        #expect(live.keys.isEmpty)
+        try await store.close()
+    }
+}
