@@ -105,6 +105,18 @@ import Testing
         try await store.close()
     }
 
+    @Test func aTableTheStoreCreatesHasAnIndexOnEachToOneAndTheRowsOfATargetAreReadThroughIt() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await lists(in: directory)
+        let peek = try Peek(directory.path("db.sqlite"))
+        #expect(try peek.value("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'entries_by_list_id' AND tbl_name = 'entries'") == .integer(1))
+        let plan = try store.compile(FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Groceries" }))
+        let select = SQLiteDialect.select(plan.rowsPointing(at: .integer(1), through: plan.joins[0]), limit: nil)
+        let steps = try peek.rows("EXPLAIN QUERY PLAN " + select.sql, select.arguments).map { "\($0[3])" }
+        #expect(steps.contains { $0.contains("entries_by_list_id") }, "the rows of list 1 are found through the index: \(steps)")
+        try await store.close()
+    }
+
     @Test func theSameChainAppendedOrWrittenIsTheSameKeyPath() throws {
         let written: AnyKeyPath = \Entry.list?.title
         let appended = try #require((\Entry.list as AnyKeyPath).appending(path: \TodoList?.?.title))

@@ -63,6 +63,16 @@ public struct TableSchema: Sendable, Hashable {
         }
         return "CREATE TABLE IF NOT EXISTS \(quoteIdentifier(name)) (\(definitions.joined(separator: ", ")))"
     }
+
+    /// An index on each to-one relationship's column (`"entries_by_list_id"`), made with a
+    /// table the store creates: reading a to-many, or the rows a live list re-evaluates when
+    /// their target changes, reads the index instead of the table.
+    public var createIndexSQL: [String] {
+        relationshipColumns.map { index in
+            let column = columns[index].name
+            return "CREATE INDEX IF NOT EXISTS \(quoteIdentifier("\(name)_by_\(column)")) ON \(quoteIdentifier(name)) (\(quoteIdentifier(column)))"
+        }
+    }
 }
 
 /// One column of a ``TableSchema``.

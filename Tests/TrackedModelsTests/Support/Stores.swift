@@ -36,4 +36,8 @@ final class Peek {
     func execute(_ sql: String) throws {
         try connection.execute(sql)
     }
+
+    func rows(_ sql: String, _ arguments: [SQLValue] = []) throws -> [[SQLValue]] {
+        try connection.makeStatement(sql).rows(arguments)
+    }
 }
