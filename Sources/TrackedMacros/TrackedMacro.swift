@@ -106,7 +106,7 @@ extension TrackedMacro: MemberMacro {
         }
         let toMany = StoredProperty.all(in: declaration.memberBlock.members).filter(\.isToMany)
         let relationships = toMany.map { property in
-            "\(module).ToManySchema(property: \(literal(property.name)), inverse: \(property.inverse!.trimmedDescription)"
+            "\(module).ToManySchema(property: \(literal(property.name)), \\\(className).\(property.name), inverse: \(property.inverse!.trimmedDescription)"
                 + (property.deleteRule.map { ", deleteRule: \($0.trimmedDescription)" } ?? "") + ")"
         }
         let childrenChanged = toMany.enumerated().map { "case \($0): withMutation(keyPath: \\.\($1.name)) {}" }

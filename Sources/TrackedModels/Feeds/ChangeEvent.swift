@@ -29,6 +29,11 @@ public struct ChangeEvent: Sendable, Hashable {
         /// changes the store fell behind) and the store reloaded: re-read whatever you show.
         /// The key is `.null`.
         case reset
+        /// The children of one of the row's to-many relationships changed, here or in another
+        /// process: one was inserted, deleted, or pointed at the row or away from it (never a
+        /// child's other columns). The value names the relationship's property;
+        /// ``ChangeEvent/changes`` is empty.
+        case children(String)
     }
 
     /// The table's name.

@@ -10,6 +10,8 @@ final class FeedIndex {
         case column(table: Int, column: Int)
         case table(Int)
         case membership(Int)
+        /// The children of one parent's to-many relationship.
+        case children(RowReference, relationship: Int)
     }
 
     final class Subscription {
@@ -59,6 +61,11 @@ final class FeedIndex {
     /// Whether anyone subscribed to changes of the table, in any scope.
     func hasSubscriptions(table: Int) -> Bool {
         keysInUseByTable[table] > 0
+    }
+
+    /// Whether anyone subscribed to a key.
+    func hasSubscriptions(_ key: Key) -> Bool {
+        buckets[key] != nil
     }
 
     /// Live subscriptions.
@@ -170,6 +177,16 @@ final class FeedIndex {
         }
     }
 
+    /// Delivers a change of a parent's to-many relationship to its subscribers.
+    func deliverChildren(table: Int, key: SQLValue, relationship: Int, origin: ChangeOrigin) {
+        let children = Key.children(RowReference(table: table, key: key), relationship: relationship)
+        guard keysInUse[table][children.kind] > 0, let bucket = buckets[children] else { return }
+        let event = ChangeEvent(
+            table: schemas[table].name, key: key, kind: .children(schemas[table].relationships[relationship].property), changes: [], origin: origin
+        )
+        for subscription in bucket.subscriptions { deliver(event, to: subscription) }
+    }
+
     /// Delivers a reset to every subscription of a table.
     func deliverReset(table: Int, origin: ChangeOrigin) {
         let event = ChangeEvent(table: schemas[table].name, key: .null, kind: .reset, changes: [], origin: origin)
@@ -186,7 +203,7 @@ final class FeedIndex {
 }
 
 extension FeedIndex.Key {
-    static let kindCount = 5
+    static let kindCount = 6
 
     var kind: Int {
         switch self {
@@ -195,13 +212,14 @@ extension FeedIndex.Key {
         case .column: 2
         case .table: 3
         case .membership: 4
+        case .children: 5
         }
     }
 
     var table: Int {
         switch self {
         case .cell(let cell): cell.row.table
-        case .row(let row): row.table
+        case .row(let row), .children(let row, _): row.table
         case .column(let table, _), .table(let table), .membership(let table): table
         }
     }

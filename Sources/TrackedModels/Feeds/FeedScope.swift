@@ -10,6 +10,7 @@
 /// store.subscribe(to: .column(\Row.title)) { ... }        // `title` of any row
 /// store.subscribe(to: .membership(Row.self)) { ... }      // inserts and deletes
 /// store.subscribe(to: .table(Row.self)) { ... }           // everything
+/// store.subscribe(to: .children(of: list, \TodoList.rows)) { ... }  // list's rows come and go
 /// ```
 public struct FeedScope<Model: TrackedModel>: Sendable {
     enum Shape: Sendable, Hashable {
@@ -18,6 +19,7 @@ public struct FeedScope<Model: TrackedModel>: Sendable {
         case columns([Int])
         case table
         case membership
+        case children(key: SQLValue, relationship: Int)
     }
 
     let shape: Shape
@@ -48,6 +50,20 @@ public struct FeedScope<Model: TrackedModel>: Sendable {
 
     /// Every change of the table: updates of any row, inserts and deletes.
     public static func table(_ type: Model.Type) -> FeedScope { FeedScope(shape: .table) }
+
+    /// Changes of the children of an object's to-many relationship: a child inserted, deleted,
+    /// or pointed at the object or away from it, here or by another process; never a child's
+    /// other columns. Each event's kind is ``ChangeEvent/Kind/children(_:)``.
+    ///
+    /// Subscribing reads the children once (one query), and so does each change the feed
+    /// tells: another process re-pointing a child this store never loaded is heard by the old
+    /// parent through them.
+    public static func children<Child>(of object: Model, _ keyPath: KeyPath<Model, [Child]>) -> FeedScope {
+        guard let relationship = Model._$schema.relationships.firstIndex(where: { $0.keyPath == keyPath }) else {
+            preconditionFailure("\(keyPath) is not a to-many relationship of \(Model.self); name a property declared with @Relationship")
+        }
+        return FeedScope(shape: .children(key: object._$primaryKey, relationship: relationship))
+    }
 
     private static func make(key: SQLValue, _ keyPaths: [PartialKeyPath<Model>]) -> FeedScope {
         keyPaths.isEmpty

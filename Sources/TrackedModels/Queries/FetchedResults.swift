@@ -221,6 +221,9 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
                 place(event.key, as: nil)
             case .insert, .update:
                 try reevaluate(event.key)
+            case .children:
+                // The results subscribe to no relationship's children.
+                return
             }
         } catch {
             // The row could not be read: judge it on the next change, as reloading would.

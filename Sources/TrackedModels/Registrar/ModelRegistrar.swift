@@ -25,7 +25,7 @@ final class ModelRegistrar {
     private var deliveredRows: [RowReference: [SQLValue]] = [:]
     typealias UnkeyedInsert = (object: any TrackedModel, table: Int, columnsSetInFlight: Set<Int>)
     /// The cells read by each active dependency capture, innermost last.
-    private var captures: [Set<CellReference>] = []
+    private var captures: [Set<FeedIndex.Key>] = []
     /// Open transaction levels, outermost first, and how to undo them.
     // Unchecked exclusivity: read on every write; only begin/endTransaction mutate it, and
     // neither calls out while mutating it.
@@ -65,8 +65,13 @@ final class ModelRegistrar {
         if schemas.contains(where: { !$0.relationships.isEmpty }) {
             let memberships = Memberships(
                 schemas: schemas, tableOf: { [tableIndexByType] in tableIndexByType[$0] },
-                notify: { [unowned self] table, key, relationship in
+                notify: { [unowned self] table, key, relationship, origin in
                     identityMap.object(table: table, key: key)?._$childrenChanged(relationship: relationship)
+                    let parent = RowReference(table: table, key: key)
+                    guard feeds.hasSubscriptions(.children(parent, relationship: relationship)) else { return }
+                    outbox.postChildren(table: table, key: key, relationship: relationship, origin: origin)
+                    // A feed stays: what the children are now is what its next change is told from.
+                    recordChildren(of: parent, relationship: relationship)
                 },
                 parentKeys: { [unowned self] table in identityMap.objects(table: table).map(\.key) }
             )
@@ -145,7 +150,13 @@ final class ModelRegistrar {
 
     func didAccess(table: Int, key: SQLValue, column: Int) {
         guard !captures.isEmpty else { return }
-        captures[captures.count - 1].insert(CellReference(row: RowReference(table: table, key: key), column: column))
+        captures[captures.count - 1].insert(.cell(CellReference(row: RowReference(table: table, key: key), column: column)))
+    }
+
+    /// The program read the children of a parent's to-many relationship.
+    func didAccessChildren(table: Int, key: SQLValue, relationship: Int) {
+        guard !captures.isEmpty else { return }
+        captures[captures.count - 1].insert(.children(RowReference(table: table, key: key), relationship: relationship))
     }
 
     /// The program assigned a new value to a column: from the generated setter only.
@@ -387,7 +398,7 @@ final class ModelRegistrar {
                 // No object shows it, but a parent may list it (a discarded change re-pointed it).
                 if let memberships, memberships.hasParents(table: table) {
                     let current = writeBehind.uncommittedValues(of: row, over: values)
-                    memberships.childChanged(table: table, key: key, old: { _ in SQLValue?.none }, new: { current?[$0] ?? .null })
+                    memberships.childChanged(table: table, key: key, old: { _ in SQLValue?.none }, new: { current?[$0] ?? .null }, origin: origin)
                 }
                 continue
             }
@@ -470,8 +481,9 @@ final class ModelRegistrar {
 
     // MARK: - Dependency capture
 
-    /// Runs `body` and returns the cells it read through tracked properties.
-    func capturingAccess<Result>(_ body: () throws -> Result) rethrows -> (Result, Set<CellReference>) {
+    /// Runs `body` and returns what it read through tracked properties: cells, and to-many
+    /// relationships.
+    func capturingAccess<Result>(_ body: () throws -> Result) rethrows -> (Result, Set<FeedIndex.Key>) {
         captures.append([])
         defer { captures.removeLast() }
         let result = try body()
@@ -554,13 +566,6 @@ final class ModelRegistrar {
             for step in undoLog[level.undoStart...].reversed() { undo(step) }
             undoLog.removeSubrange(level.undoStart...)
             if let snapshot = level.snapshot { writeBehind.restoreTransaction(to: snapshot) }
-            // Children taken back are not heard on their own: their parents hear it now.
-            if let memberships {
-                for table in memberships.touchedTables.sorted() {
-                    memberships.childTableReset(table: table)
-                    tellWaitingParents(ofChildTable: table)
-                }
-            }
         } else if !transactionLevels.isEmpty {
             // The inner level's first values are the outer level's too, where it had none.
             transactionLevels[transactionLevels.count - 1].cellsSaved.formUnion(level.cellsSaved)
@@ -570,6 +575,14 @@ final class ModelRegistrar {
             writeBehind.endTransaction(keeping: succeeded)
         }
         outbox.endGroup(from: level.outboxMark, keeping: succeeded)
+        // Children taken back are not heard on their own: their parents hear it now (after the
+        // level's events were dropped, so that feeds hear it too).
+        if !succeeded, let memberships {
+            for table in memberships.touchedTables.sorted() {
+                memberships.childTableReset(table: table)
+                tellWaitingParents(ofChildTable: table)
+            }
+        }
     }
 
     /// Gives a re-attached object back the values it had when it was detached.

@@ -12,6 +12,7 @@ final class Outbox {
         case update(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin)
         case event(table: Int, ChangeEvent)
         case reset(table: Int, origin: ChangeOrigin)
+        case children(table: Int, key: SQLValue, relationship: Int, origin: ChangeOrigin)
     }
 
     /// One change recorded inside a group.
@@ -22,6 +23,7 @@ final class Outbox {
         /// `values` are all `.null` when they are not known (a row the store holds no object for).
         case delete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin, isOldKnown: Bool)
         case reset(table: Int, origin: ChangeOrigin)
+        case children(table: Int, key: SQLValue, relationship: Int, origin: ChangeOrigin)
     }
 
     let feeds: FeedIndex
@@ -56,7 +58,7 @@ final class Outbox {
     /// Posts one column's change: the hot path of every tracked write.
     func postUpdate(table: Int, key: SQLValue, column: Int, old: SQLValue, new: SQLValue, origin: ChangeOrigin) {
         if let memberships, memberships.hasParents(table: table) {
-            memberships.childChanged(table: table, key: key, column: column, old: { _ in old }, new: { _ in new })
+            memberships.childChanged(table: table, key: key, column: column, old: { _ in old }, new: { _ in new }, origin: origin)
         }
         guard feeds.hasSubscriptions(table: table) else { return }
         if groupDepth > 0 {
@@ -71,7 +73,7 @@ final class Outbox {
     /// value is NULL too.
     func postUpdateOfUnknownRow(table: Int, key: SQLValue, column: Int, new: SQLValue, origin: ChangeOrigin) {
         if let memberships, memberships.hasParents(table: table) {
-            memberships.childChanged(table: table, key: key, column: column, old: { _ in SQLValue?.none }, new: { _ in new })
+            memberships.childChanged(table: table, key: key, column: column, old: { _ in SQLValue?.none }, new: { _ in new }, origin: origin)
         }
         guard feeds.hasSubscriptions(table: table) else { return }
         if groupDepth > 0 {
@@ -85,7 +87,9 @@ final class Outbox {
         if let memberships, memberships.hasParents(table: table) {
             // A row of this key may have been there for the store already (another process's,
             // which this insert replaces): where it pointed is not known here.
-            memberships.childChanged(table: table, key: key, old: { _ in SQLValue?.none }, new: { values.indices.contains($0) ? values[$0] : .null })
+            memberships.childChanged(
+                table: table, key: key, old: { _ in SQLValue?.none }, new: { values.indices.contains($0) ? values[$0] : .null }, origin: origin
+            )
         }
         if groupDepth > 0 {
             log.append(.insert(table: table, key: key, values: values, origin: origin))
@@ -109,7 +113,7 @@ final class Outbox {
     private func postDelete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin, isOldKnown: Bool) {
         if let memberships, memberships.hasParents(table: table) {
             // Unknown is `SQLValue?.none`: a bare `nil` would be SQLValue's `.null`.
-            memberships.childChanged(table: table, key: key, old: { isOldKnown ? values[$0] : SQLValue?.none }, new: { _ in .null })
+            memberships.childChanged(table: table, key: key, old: { isOldKnown ? values[$0] : SQLValue?.none }, new: { _ in .null }, origin: origin)
         }
         if groupDepth > 0 {
             log.append(.delete(table: table, key: key, values: values, origin: origin, isOldKnown: isOldKnown))
@@ -121,12 +125,23 @@ final class Outbox {
     /// Tells every subscriber of a table to re-read it; inside a group, when the group ends,
     /// and not at all if the group's level fails.
     func postReset(table: Int, origin: ChangeOrigin) {
-        if let memberships, memberships.hasParents(table: table) { memberships.childTableReset(table: table) }
+        if let memberships, memberships.hasParents(table: table) { memberships.childTableReset(table: table, origin: origin) }
         if groupDepth > 0 {
             log.append(.reset(table: table, origin: origin))
         } else {
             queue.append(.reset(table: table, origin: origin))
             drain()
+        }
+    }
+
+    /// Posts a change of the children of a parent's to-many relationship (a child came or
+    /// went); inside a group, once per parent and relationship when the group ends.
+    func postChildren(table: Int, key: SQLValue, relationship: Int, origin: ChangeOrigin) {
+        guard feeds.hasSubscriptions(table: table) else { return }
+        if groupDepth > 0 {
+            log.append(.children(table: table, key: key, relationship: relationship, origin: origin))
+        } else {
+            deliver(.children(table: table, key: key, relationship: relationship, origin: origin))
         }
     }
 
@@ -191,6 +206,8 @@ final class Outbox {
             feeds.deliver(event, table: table)
         case .reset(let table, let origin):
             feeds.deliverReset(table: table, origin: origin)
+        case .children(let table, let key, let relationship, let origin):
+            feeds.deliverChildren(table: table, key: key, relationship: relationship, origin: origin)
         }
     }
 
@@ -207,12 +224,18 @@ final class Outbox {
     /// deleted in the group is no change; a row deleted and inserted again is an update of the
     /// columns that differ; a deleted row reports its deletion only; an inserted row reports its
     /// insertion with its final values. A reset supersedes the changes of its table's rows
-    /// logged before it.
+    /// logged before it. A parent's children changing is told once, where it was first logged.
     private func netEvents(_ log: [LoggedChange]) -> [Entry] {
         enum Item {
             case row(RowReference)
             case reset(table: Int, origin: ChangeOrigin)
+            case children(RowReference, relationship: Int, origin: ChangeOrigin)
         }
+        struct Relationship: Hashable {
+            var parent: RowReference
+            var relationship: Int
+        }
+        var childrenTold: Set<Relationship> = []
         struct Net {
             /// Whether the row was there before the group: the first change logged says so.
             var existed: Bool
@@ -239,9 +262,20 @@ final class Outbox {
         for change in log {
             switch change {
             case .reset(let table, let origin):
-                order.removeAll { if case .row(let row) = $0 { row.table == table } else { false } }
+                order.removeAll {
+                    switch $0 {
+                    case .row(let row), .children(let row, _, _): row.table == table
+                    case .reset: false
+                    }
+                }
                 rows = rows.filter { $0.key.table != table }
+                childrenTold = childrenTold.filter { $0.parent.table != table }
                 order.append(.reset(table: table, origin: origin))
+            case .children(let table, let key, let relationship, let origin):
+                let parent = RowReference(table: table, key: key)
+                if childrenTold.insert(Relationship(parent: parent, relationship: relationship)).inserted {
+                    order.append(.children(parent, relationship: relationship, origin: origin))
+                }
             case .update(let table, let key, let column, let old, let new, let origin, let isOldKnown):
                 let row = RowReference(table: table, key: key)
                 touch(row, existed: true, origin: origin)
@@ -274,9 +308,12 @@ final class Outbox {
             }
         }
         return order.compactMap { item -> Entry? in
-            guard case .row(let row) = item else {
-                guard case .reset(let table, let origin) = item else { return nil }
-                return .reset(table: table, origin: origin)
+            let row: RowReference
+            switch item {
+            case .row(let changed): row = changed
+            case .reset(let table, let origin): return .reset(table: table, origin: origin)
+            case .children(let parent, let relationship, let origin):
+                return .children(table: parent.table, key: parent.key, relationship: relationship, origin: origin)
             }
             let net = rows[row]!
             switch (net.existed, net.exists) {

@@ -34,14 +34,15 @@ final class Memberships {
     /// The child tables that changed since ``forgetTouched()``: a transaction that fails tells
     /// their parents again, since undoing its changes is not heard otherwise.
     private(set) var touchedTables: Set<Int> = []
-    /// Tells a parent's observers that its children changed: (parent table, key, relationship).
-    private let notify: (Int, SQLValue, Int) -> Void
+    /// Tells a parent's observers that its children changed: (parent table, key, relationship,
+    /// where the change came from).
+    private let notify: (Int, SQLValue, Int, ChangeOrigin) -> Void
     /// The keys of the parents of a table that the store holds objects for.
     private let parentKeys: (Int) -> [SQLValue]
 
     init(
         schemas: [TableSchema], tableOf: (ObjectIdentifier) -> Int?,
-        notify: @escaping (Int, SQLValue, Int) -> Void, parentKeys: @escaping (Int) -> [SQLValue]
+        notify: @escaping (Int, SQLValue, Int, ChangeOrigin) -> Void, parentKeys: @escaping (Int) -> [SQLValue]
     ) {
         var links = Array(repeating: [Link](), count: schemas.count)
         for (parentTable, schema) in schemas.enumerated() {
@@ -84,7 +85,9 @@ final class Memberships {
     /// A child row's to-one column changed (or the row came or went): `old` and `new` give the
     /// key a link's column held before and holds now (`.null` for none; `old` nil when the
     /// change does not tell).
-    func childChanged(table: Int, key: SQLValue, column: Int? = nil, old: (Int) -> SQLValue?, new: (Int) -> SQLValue) {
+    func childChanged(
+        table: Int, key: SQLValue, column: Int? = nil, old: (Int) -> SQLValue?, new: (Int) -> SQLValue, origin: ChangeOrigin = .local
+    ) {
         for link in links[table] where column == nil || column == link.childColumn {
             touchedTables.insert(table)
             var parents: Set<SQLValue> = [new(link.childColumn)]
@@ -97,16 +100,18 @@ final class Memberships {
                 }
             }
             parents.remove(.null)
-            for parent in parents { tell(Membership(parentTable: link.parentTable, relationship: link.relationship, parentKey: parent)) }
+            for parent in parents {
+                tell(Membership(parentTable: link.parentTable, relationship: link.relationship, parentKey: parent), origin: origin)
+            }
         }
     }
 
     /// Every row of a table may have changed (a reset): every parent the store holds hears it.
-    func childTableReset(table: Int) {
+    func childTableReset(table: Int, origin: ChangeOrigin = .local) {
         touchedTables.insert(table)
         for link in links[table] {
             for parent in parentKeys(link.parentTable) {
-                tell(Membership(parentTable: link.parentTable, relationship: link.relationship, parentKey: parent))
+                tell(Membership(parentTable: link.parentTable, relationship: link.relationship, parentKey: parent), origin: origin)
             }
         }
     }
@@ -134,8 +139,8 @@ final class Memberships {
         }
     }
 
-    private func tell(_ membership: Membership) {
+    private func tell(_ membership: Membership, origin: ChangeOrigin) {
         forgetRead(membership)
-        notify(membership.parentTable, membership.parentKey, membership.relationship)
+        notify(membership.parentTable, membership.parentKey, membership.relationship, origin)
     }
 }

@@ -170,6 +170,7 @@ extension ModelRegistrar {
         if parentTracking.key != .null {
             found = (loadChildren?(childTable, column, parentTracking.key) ?? []).compactMap { $0 as? Child }
             if let relationship = memberships?.relationship(parentTable: parentTracking.table, childTable: childTable, column: column) {
+                didAccessChildren(table: parentTracking.table, key: parentTracking.key, relationship: relationship)
                 memberships?.didRead(
                     parentTable: parentTracking.table, relationship: relationship, parentKey: parentTracking.key,
                     children: found.map(\._$tracking.key)
@@ -191,6 +192,16 @@ extension ModelRegistrar {
             if entry.object._$tracking.foreignKeys[column] == parentTracking.key, let child = entry.object as? Child { found.append(child) }
         }
         return found
+    }
+
+    /// Reads and records the children of a parent's to-many relationship, for a feed of them:
+    /// a later change by another process that does not tell the child's old parent is then
+    /// still heard (see ``Memberships``).
+    func recordChildren(of parent: RowReference, relationship: Int) {
+        let schema = schemas[parent.table].relationships[relationship]
+        guard parent.key != .null, let memberships, let childTable = try? tableIndex(of: schema.child) else { return }
+        let children = loadChildren?(childTable, schema.childColumn, parent.key) ?? []
+        memberships.didRead(parentTable: parent.table, relationship: relationship, parentKey: parent.key, children: children.map(\._$tracking.key))
     }
 
     /// Points a child's to-one column at nothing, as the program's assignment of `nil` would

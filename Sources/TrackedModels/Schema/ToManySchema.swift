@@ -18,6 +18,10 @@ public struct ToManySchema: Sendable, Hashable {
     public let child: ObjectIdentifier
     /// The children's model type's name, for messages.
     public let childName: String
+    /// The property's key path, by which feeds name the relationship.
+    // Unsafe only for the checker: a key path is an immutable value, and this one names a
+    // property with no subscript arguments captured.
+    nonisolated(unsafe) public let keyPath: AnyKeyPath
     /// The column of the children's to-one relationship that stores the parent's key.
     public let childColumn: Int
     public let deleteRule: DeleteRule
@@ -25,17 +29,20 @@ public struct ToManySchema: Sendable, Hashable {
     /// A to-many relationship whose children point back through `inverse`.
     ///
     /// ```swift
-    /// ToManySchema(property: "rows", inverse: \Row.list, deleteRule: .cascade)
+    /// ToManySchema(property: "rows", \TodoList.rows, inverse: \Row.list, deleteRule: .cascade)
     /// ```
     ///
     /// - Parameters:
     ///   - property: The property that holds the children.
+    ///   - keyPath: The same property's key path: its types must match the inverse's.
     ///   - inverse: The children's to-one relationship that stores the parent's key.
     ///   - deleteRule: What deleting the parent does to its children.
     public init<Parent: TrackedModel, Child: TrackedModel>(
-        property: String, inverse: ReferenceWritableKeyPath<Child, Parent?>, deleteRule: DeleteRule = .nullify
+        property: String, _ keyPath: KeyPath<Parent, [Child]>, inverse: ReferenceWritableKeyPath<Child, Parent?>,
+        deleteRule: DeleteRule = .nullify
     ) {
         self.property = property
+        self.keyPath = keyPath
         child = ObjectIdentifier(Child.self)
         childName = String(describing: Child.self)
         guard let column = Child._$columnIndex(of: inverse) else {

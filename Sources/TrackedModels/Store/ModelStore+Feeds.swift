@@ -14,7 +14,13 @@ extension ModelStore {
         try checkOpen("subscribe")
         let table = try registrar.tableIndex(of: Model.self)
         let (keys, columns) = Self.keys(of: scope, table: table)
-        return registrar.feeds.add(keys: keys, columns: columns, handler: handler)
+        let token = registrar.feeds.add(keys: keys, columns: columns, handler: handler)
+        if case .children(let key, let relationship) = scope.shape {
+            // Reads the children once: another process's change that does not name a child's
+            // old parent finds the parent through them.
+            registrar.recordChildren(of: RowReference(table: table, key: key), relationship: relationship)
+        }
+        return token
     }
 
     /// Subscribes to changes of some columns of a table, and to its inserts and deletes: the
@@ -61,7 +67,8 @@ extension ModelStore {
         return stream
     }
 
-    /// Runs `body` and subscribes once to exactly the tracked cells it read, like
+    /// Runs `body` and subscribes once to exactly the tracked cells it read (and the to-many
+    /// relationships it read, for their children coming and going), like
     /// `withObservationTracking`.
     ///
     /// `onChange` runs once, for the first change to any of those cells (after the
@@ -86,9 +93,8 @@ extension ModelStore {
         onChange: @escaping (ChangeEvent) -> Void
     ) rethrows -> (value: Result, token: FeedToken) {
         checkIsolation("withTracking")
-        let (value, cells) = try registrar.capturingAccess(body)
-        let keys = cells.map { FeedIndex.Key.cell($0) }
-        let token = registrar.feeds.add(keys: keys, columns: nil, isOneShot: true, handler: onChange)
+        let (value, keys) = try registrar.capturingAccess(body)
+        let token = registrar.feeds.add(keys: Array(keys), columns: nil, isOneShot: true, handler: onChange)
         return (value, token)
     }
 
@@ -117,6 +123,8 @@ extension ModelStore {
             return ([.table(table)], nil)
         case .membership:
             return ([.membership(table)], nil)
+        case .children(let key, let relationship):
+            return ([.children(RowReference(table: table, key: key), relationship: relationship)], nil)
         }
     }
 }

@@ -64,11 +64,15 @@ extension Harness {
     private func checkLinkedFrom(_ object: Item, key: Int64) throws {
         let heard = HeardFlag()
         let found = withObservationTracking { object.linkedFrom } onChange: { heard.value = true }
+        // The same read under the store's dependency capture: a feed of the relationship.
+        let fed = HeardFlag()
+        let (_, token) = try live.withTracking { object.linkedFrom } onChange: { _ in fed.value = true }
         let members = found.map { $0.id.map { "\($0)" } ?? "new \(ObjectIdentifier($0))" }
-        if let watch = linkedFromWatches[key], watch.object === object, watch.members != members, !watch.heard.value {
-            throw Divergence(message: "row \(key).linkedFrom went from \(watch.members) to \(members), and its observers heard nothing")
+        if let watch = linkedFromWatches[key], watch.object === object, watch.members != members {
+            if !watch.heard.value { throw Divergence(message: "row \(key).linkedFrom went from \(watch.members) to \(members), and its observers heard nothing") }
+            if !watch.fed.value { throw Divergence(message: "row \(key).linkedFrom went from \(watch.members) to \(members), and withTracking's subscriber heard nothing") }
         }
-        linkedFromWatches[key] = LinkedFromWatch(object: object, members: members, heard: heard)
+        linkedFromWatches[key] = LinkedFromWatch(object: object, members: members, heard: heard, fed: fed, token: token)
         let expected = rows(linkingTo: key)
         let same = found.count == expected.count && zip(found, expected).allSatisfy { item, row in
             switch row {
@@ -203,6 +207,8 @@ extension Harness {
             switch event.kind {
             case .reset:
                 throw Divergence(message: "a reset with a key")
+            case .children:
+                throw Divergence(message: "a subscriber of the table heard \(event.kind) of \(key), which only a subscriber of that relationship asked for")
             case .insert:
                 if view[key] != nil, !reset, !collidingKeys.contains(key) { throw Divergence(message: "an insert of \(key) was heard, but the row was there") }
                 view[key] = event.changes.map(\.new)

@@ -51,7 +51,10 @@ final class Harness {
     struct LinkedFromWatch {
         let object: Item
         let members: [String]
+        /// Set by Observation, and by a `withTracking` feed of the same read.
         let heard: HeardFlag
+        let fed: HeardFlag
+        let token: FeedToken
     }
 
     /// Set by an Observation `onChange`.
