@@ -199,3 +199,78 @@ extension RelatedQueryTests {
         try await store.close()
     }
 }
+
+// MARK: - Prefetching and repeated reads
+
+extension RelatedQueryTests {
+    @Test func prefetchingChildrenReadsThemOnceForAllParentsAndReadingThemAsksNothing() async throws {
+        let directory = try TemporaryDirectory()
+        try await lists(in: directory).close()
+        let store = try reopen(directory)
+        let reader = try #require(store.reader as? SQLiteReader)
+        var descriptor = FetchDescriptor<TodoList>(sortBy: [SortDescriptor(\.id)])
+        descriptor.relationshipKeyPathsForPrefetching = [\.entries]
+        let before = reader.statementsRun
+        let lists = try store.fetch(descriptor)
+        #expect(reader.statementsRun - before == 2, "the lists, then every list's entries in one read")
+        #expect(lists.map { $0.entries.map(\.id) } == [[1, 2], [3]])
+        #expect(reader.statementsRun - before == 2, "reading the prefetched entries asks nothing")
+        #expect(lists[0].entries[0] === (try store.find(Entry.self, key: 1)))
+
+        // The record follows changes: a re-parented child moves at once.
+        let sweep = try #require(try store.find(Entry.self, key: 3))
+        sweep.list = lists[0]
+        #expect(lists[0].entries.map(\.id) == [1, 2, 3])
+        #expect(lists[1].entries.isEmpty)
+        try await store.close()
+    }
+
+    @Test func aSecondReadOfAToManyAsksNothingWhileItsChildrenAreAlive() async throws {
+        let directory = try TemporaryDirectory()
+        try await lists(in: directory).close()
+        let store = try reopen(directory)
+        let reader = try #require(store.reader as? SQLiteReader)
+        let groceries = try #require(try store.find(TodoList.self, key: 1))
+        let before = reader.statementsRun
+        let entries = groceries.entries
+        #expect(reader.statementsRun - before == 1)
+        #expect(groceries.entries.map(\.id) == entries.map(\.id))
+        #expect(reader.statementsRun - before == 1, "the children read last time, no change told since")
+        // Another process adds a child: the record is told, and the next read asks again.
+        try Peek(directory.path("db.sqlite")).execute("INSERT INTO entries (id, title, list_id) VALUES (9, 'Jam', 1)")
+        try await store.refreshExternalChanges()
+        let after = reader.statementsRun
+        #expect(groceries.entries.map(\.id) == [1, 2, 9])
+        #expect(reader.statementsRun - after == 1)
+        try await store.close()
+    }
+
+    @Test func prefetchingTargetsReadsThemOnceAndTheRowsHoldThem() async throws {
+        let directory = try TemporaryDirectory()
+        try await lists(in: directory).close()
+        let store = try reopen(directory)
+        let reader = try #require(store.reader as? SQLiteReader)
+        var descriptor = FetchDescriptor<Entry>(sortBy: [SortDescriptor(\.id)])
+        descriptor.relationshipKeyPathsForPrefetching = [\.list]
+        let before = reader.statementsRun
+        let entries = try store.fetch(descriptor)
+        #expect(reader.statementsRun - before == 2, "the entries, then both lists in one read")
+        #expect(entries.map { $0.list?.title } == ["Groceries", "Groceries", "Chores", nil])
+        #expect(entries[0].list === entries[1].list)
+        #expect(reader.statementsRun - before == 2, "reading the prefetched lists asks nothing")
+        try await store.close()
+    }
+
+    @Test func prefetchingWhatIsNoRelationshipIsRefusedByName() async throws {
+        let store = try ModelStore(.inMemory, models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+        var descriptor = FetchDescriptor<Entry>()
+        descriptor.relationshipKeyPathsForPrefetching = [\.title]
+        try store.insert(Entry(id: 1, title: "Milk"))
+        #expect {
+            try store.fetch(descriptor)
+        } throws: { error in
+            (error as? StoreError)?.code == .unsupportedPredicate && "\(error)".contains("which is no relationship of Entry")
+        }
+        try await store.close()
+    }
+}

@@ -25,6 +25,19 @@ public struct FetchDescriptor<Model: TrackedModel> {
     public var fetchLimit: Int?
     /// How many matching objects to skip first.
     public var fetchOffset: Int?
+    /// Relationships that ``ModelStore/fetch(_:)`` loads for every object it returns, so that
+    /// reading them asks the database nothing: a to-one (`\Row.list`, its targets in one
+    /// read) or a to-many (`\TodoList.rows`, the children of every list in one read).
+    ///
+    /// ```swift
+    /// var descriptor = FetchDescriptor<TodoList>()
+    /// descriptor.relationshipKeyPathsForPrefetching = [\.rows]
+    /// for list in try store.fetch(descriptor) { print(list.title, list.rows.count) }  // two reads in all
+    /// ```
+    ///
+    /// Live results (``ModelStore/results(for:)``) load their objects as they are read, and
+    /// ignore it.
+    public var relationshipKeyPathsForPrefetching: [PartialKeyPath<Model>] = []
 
     public init(predicate: Predicate<Model>? = nil, sortBy: [SortDescriptor<Model>] = []) {
         self.predicate = predicate

@@ -138,6 +138,7 @@ final class ModelRegistrar {
         for (_, entry) in unkeyedInserts { entry.object._$tracking.detach() }
         unkeyedInserts.removeAll()
         childrenWaitingForKey.removeAll()
+        memberships?.forgetAll()
     }
 
     /// Called by an object's tracking when the object goes away.

@@ -6,6 +6,11 @@
 /// is notified by key. When it does not (another process re-pointed or deleted a row this store
 /// never loaded), the parents whose children were read with that child in them are: each read
 /// of a to-many records the children it found, until its parent is next notified.
+///
+/// Since every change of a parent's children notifies it, the children recorded are also what
+/// a read finds until then: a second read of `list.rows` asks the database nothing while the
+/// children's objects are alive. Children loaded ahead of a read (prefetched) are held until
+/// that read.
 final class Memberships {
     /// A to-many relationship seen from its children's table.
     struct Link {
@@ -25,9 +30,13 @@ final class Memberships {
     private let links: [[Link]]
     /// The children's table of each table's to-many relationships, by table and relationship.
     private let childTables: [[Int?]]
-    /// The children each parent's to-many relationship was last read with, until the parent is
-    /// notified or goes away.
-    private var childrenRead: [Membership: Set<SQLValue>] = [:]
+    /// The children each parent's to-many relationship was last read with, in order, until the
+    /// parent is notified or goes away.
+    private var childrenRead: [Membership: [SQLValue]] = [:]
+    /// Children loaded ahead of a read of their parent's relationship, held until it. They are
+    /// let go by moving them out first: an object that goes away calls back into ``forget(parentTable:key:)``,
+    /// which must not find this dictionary in the middle of a change.
+    private var prefetched: [Membership: [any TrackedModel]] = [:]
     /// The same, by child row: the memberships a child was read in (so that a change that does
     /// not tell the old parent finds it without a scan).
     private var readIn: [RowReference: Set<Membership>] = [:]
@@ -72,14 +81,24 @@ final class Memberships {
         links[childTable].first { $0.parentTable == parentTable && $0.childColumn == column }?.relationship
     }
 
-    /// Records the children a read of a parent's to-many found.
-    func didRead(parentTable: Int, relationship: Int, parentKey: SQLValue, children: some Sequence<SQLValue>) {
+    /// Records the children a read of a parent's to-many found, in order; `holding` keeps
+    /// their objects alive until the next read (a prefetch).
+    func didRead(parentTable: Int, relationship: Int, parentKey: SQLValue, children: [SQLValue], holding: [any TrackedModel] = []) {
         let membership = Membership(parentTable: parentTable, relationship: relationship, parentKey: parentKey)
         forgetRead(membership)
         guard let childTable = childTables[parentTable][relationship] else { return }
-        let keys = Set(children)
-        childrenRead[membership] = keys
-        for key in keys { readIn[RowReference(table: childTable, key: key), default: []].insert(membership) }
+        childrenRead[membership] = children
+        if !holding.isEmpty { prefetched[membership] = holding }
+        for key in children { readIn[RowReference(table: childTable, key: key), default: []].insert(membership) }
+    }
+
+    /// The children a parent's to-many was last read with, if no change was told since, and
+    /// the objects a prefetch held for this read: the caller keeps them alive while it finds
+    /// the children's objects, and the store lets go of them.
+    func recordedChildren(parentTable: Int, relationship: Int, parentKey: SQLValue) -> (keys: [SQLValue], held: [any TrackedModel])? {
+        let membership = Membership(parentTable: parentTable, relationship: relationship, parentKey: parentKey)
+        let held = prefetched.removeValue(forKey: membership) ?? []
+        return childrenRead[membership].map { ($0, held) }
     }
 
     /// A child row's to-one column changed (or the row came or went): `old` and `new` give the
@@ -128,7 +147,18 @@ final class Memberships {
         }
     }
 
+    /// Forgets every record and lets go of every prefetched child: the store closed.
+    func forgetAll() {
+        childrenRead.removeAll()
+        readIn.removeAll()
+        let held = prefetched
+        prefetched = [:]
+        withExtendedLifetime(held) {}
+    }
+
     private func forgetRead(_ membership: Membership) {
+        let held = prefetched.removeValue(forKey: membership)
+        defer { withExtendedLifetime(held) {} }
         guard let children = childrenRead.removeValue(forKey: membership),
               let childTable = childTables[membership.parentTable][membership.relationship]
         else { return }

@@ -160,21 +160,36 @@ extension TrackedModel {
 
 extension ModelRegistrar {
     /// The children of `parent` through a to-one column of `Child`'s table: its rows that hold
-    /// the parent's key, read through the store in key order, then the children whose insert
-    /// waits for its key and that point at the parent. The read is recorded, so that another
-    /// process re-pointing one of them reaches the parent's observers.
+    /// the parent's key, in key order, then the children whose insert waits for its key and
+    /// that point at the parent.
+    ///
+    /// The rows are those the last read found while no change of them was told since (their
+    /// objects, when all are alive), else read through the store. A read is recorded, so that
+    /// another process re-pointing one of them reaches the parent's observers.
     func children<Child: TrackedModel>(_ type: Child.Type, column: Int, of parent: some TrackedModel) -> [Child] {
         guard let childTable = try? tableIndex(of: type) else { return [] }
         let parentTracking = parent._$tracking
         var found: [Child] = []
         if parentTracking.key != .null {
-            found = (loadChildren?(childTable, column, parentTracking.key) ?? []).compactMap { $0 as? Child }
-            if let relationship = memberships?.relationship(parentTable: parentTracking.table, childTable: childTable, column: column) {
+            let relationship = memberships?.relationship(parentTable: parentTracking.table, childTable: childTable, column: column)
+            if let relationship {
                 didAccessChildren(table: parentTracking.table, key: parentTracking.key, relationship: relationship)
-                memberships?.didRead(
-                    parentTable: parentTracking.table, relationship: relationship, parentKey: parentTracking.key,
-                    children: found.map(\._$tracking.key)
-                )
+            }
+            let recorded = relationship.flatMap {
+                memberships?.recordedChildren(parentTable: parentTracking.table, relationship: $0, parentKey: parentTracking.key)
+            }
+            let alive = recorded?.keys.compactMap { identityMap.object(table: childTable, key: $0) as? Child }
+            withExtendedLifetime(recorded?.held) {}
+            if let recorded, let alive, alive.count == recorded.keys.count {
+                found = alive
+            } else {
+                found = (loadChildren?(childTable, column, parentTracking.key) ?? []).compactMap { $0 as? Child }
+                if let relationship {
+                    memberships?.didRead(
+                        parentTable: parentTracking.table, relationship: relationship, parentKey: parentTracking.key,
+                        children: found.map(\._$tracking.key)
+                    )
+                }
             }
         }
         if let request = parentTracking.insertRequest {

@@ -19,7 +19,9 @@ extension ModelStore {
         let plan = try compile(descriptor)
         let width = plan.schema.columns.count
         let rows = try matchingRows(plan, windowed: true)
-        return try rows.map { try object(Model.self, table: plan.table, values: $0.count == width ? $0 : Array($0.prefix(width))) }
+        let objects = try rows.map { try object(Model.self, table: plan.table, values: $0.count == width ? $0 : Array($0.prefix(width))) }
+        try prefetch(descriptor.relationshipKeyPathsForPrefetching, of: objects)
+        return objects
     }
 
     /// Compiles a descriptor for this store's tables.
