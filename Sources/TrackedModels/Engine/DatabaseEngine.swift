@@ -20,6 +20,10 @@ import Logging
 struct DatabaseEngine {
     let reader: any EngineReader
     let writer: any EngineWriter
+    /// What the database does to the rows that point at a deleted row, where its schema
+    /// declares it for a to-one relationship's column (`REFERENCES lists (id) ON DELETE
+    /// CASCADE`): the store applies the same rule to its objects when it deletes.
+    let deleteActions: [DeleteAction]
 
     /// The name a location's database goes by in messages and logs: an absolute path for a
     /// file, a new private name for an in-memory database.
@@ -103,6 +107,17 @@ protocol EngineWriter: AnyObject {
 
     /// Releases the connection. No call follows.
     func close()
+}
+
+/// A foreign key's `ON DELETE` action, as the database declares it for a to-one relationship's
+/// column: `rule` is what happens to the child rows when a row of the target table is deleted.
+struct DeleteAction: Equatable {
+    var childTable: Int
+    var column: Int
+    var targetTable: Int
+    var rule: DeleteRule
+    /// The declaration's own words, for messages (`ON DELETE RESTRICT`).
+    var declared: String
 }
 
 /// What a committed transaction produced, and what others had committed before it.

@@ -56,7 +56,14 @@ extension ModelStore {
         }
     }
 
-    /// Deletes an object after applying the delete rules of its to-many relationships: its
+    /// Whether deleting a row of the table applies delete rules: its model's to-many
+    /// relationships, or `ON DELETE` actions the database declares for columns that point at it.
+    func hasDeleteRules(table: Int) -> Bool {
+        !registrar.schemas[table].relationships.isEmpty || !databaseDeleteRules[table].isEmpty
+    }
+
+    /// Deletes an object after applying the delete rules of its to-many relationships, and the
+    /// `ON DELETE` actions the database declares for to-one columns no relationship names: its
     /// children are deleted (cascade, with their own rules), pointed at nothing (nullify), or
     /// the delete is refused while it has any (deny). Call inside a transaction, so that a
     /// refusal takes back what the rules had done.
@@ -64,37 +71,59 @@ extension ModelStore {
         deleting.insert(ObjectIdentifier(object))
         let schema = registrar.schemas[table]
         for relationship in schema.relationships {
-            let childTable = try registrar.tableIndex(of: relationship.child)
-            func children<Child: TrackedModel>(_ type: Child.Type) -> [any TrackedModel] {
-                registrar.children(type, column: relationship.childColumn, of: object)
-            }
-            let found = children(registrar.types[childTable]).filter { !deleting.contains(ObjectIdentifier($0)) }
-            switch relationship.deleteRule {
-            case .deny:
-                guard found.isEmpty else {
-                    throw StoreError(
-                        code: .deleteDenied,
-                        message: "\(registrar.types[table]) \(object._$tracking.key) still has \(found.count) \(relationship.childName) in \(relationship.property), whose delete rule is .deny; delete them or point them elsewhere first (nothing changed)"
-                    )
-                }
-            case .nullify:
-                // A child whose insert waits for its key would take the change in that insert,
-                // a unit of its own that could commit without this delete.
-                try refuseWaiting(found, of: object, table: table, relationship: relationship)
-                for child in found { registrar.nullify(child, column: relationship.childColumn) }
-            case .cascade:
-                try refuseWaiting(found, of: object, table: table, relationship: relationship)
-                for child in found { try deleteApplyingRules(child, table: childTable, deleting: &deleting) }
-            }
+            try apply(
+                relationship.deleteRule, to: object, table: table, childTable: registrar.tableIndex(of: relationship.child),
+                column: relationship.childColumn, deleting: &deleting,
+                children: "\(relationship.childName) in \(relationship.property)", rule: "whose delete rule is .\(relationship.deleteRule)"
+            )
+        }
+        for action in databaseDeleteRules[table] {
+            let column = registrar.schemas[action.childTable].columns[action.column]
+            try apply(
+                action.rule, to: object, table: table, childTable: action.childTable, column: action.column, deleting: &deleting,
+                children: "\(registrar.types[action.childTable]) whose \(column.property) points at it",
+                rule: "and the table \(registrar.schemas[action.childTable].name) declares \(action.declared) for \(column.name)"
+            )
         }
         registrar.userDidDelete(object, table: table)
     }
 
-    private func refuseWaiting(_ children: [any TrackedModel], of object: any TrackedModel, table: Int, relationship: ToManySchema) throws {
-        guard children.contains(where: { $0._$tracking.insertRequest != nil }) else { return }
+    /// Applies one delete rule to the children of `object` through a to-one column.
+    ///
+    /// - Parameters:
+    ///   - children: The children, for messages (`Row in rows`).
+    ///   - rule: Where the rule comes from, for messages (`whose delete rule is .deny`).
+    private func apply(
+        _ deleteRule: DeleteRule, to object: any TrackedModel, table: Int, childTable: Int, column: Int,
+        deleting: inout Set<ObjectIdentifier>, children: String, rule: String
+    ) throws {
+        func read<Child: TrackedModel>(_ type: Child.Type) -> [any TrackedModel] {
+            registrar.children(type, column: column, of: object)
+        }
+        let found = read(registrar.types[childTable]).filter { !deleting.contains(ObjectIdentifier($0)) }
+        guard !found.isEmpty else { return }
+        switch deleteRule {
+        case .deny:
+            throw StoreError(
+                code: .deleteDenied,
+                message: "\(registrar.types[table]) \(object._$tracking.key) still has \(found.count) \(children), \(rule); delete them or point them elsewhere first (nothing changed)"
+            )
+        case .nullify:
+            // A child whose insert waits for its key would take the change in that insert, a
+            // unit of its own that could commit without this delete.
+            try refuseWaiting(found, of: object, table: table, children: children)
+            for child in found { registrar.nullify(child, column: column) }
+        case .cascade:
+            try refuseWaiting(found, of: object, table: table, children: children)
+            for child in found { try deleteApplyingRules(child, table: childTable, deleting: &deleting) }
+        }
+    }
+
+    private func refuseWaiting(_ found: [any TrackedModel], of object: any TrackedModel, table: Int, children: String) throws {
+        guard found.contains(where: { $0._$tracking.insertRequest != nil }) else { return }
         throw StoreError(
             code: .notAttached,
-            message: "cannot delete \(registrar.types[table]) \(object._$tracking.key): a \(relationship.childName) in \(relationship.property) waits for the key the database assigns; flush (or await committedKey(of:)) first (nothing changed)"
+            message: "cannot delete \(registrar.types[table]) \(object._$tracking.key): a \(children) waits for the key the database assigns; flush (or await committedKey(of:)) first (nothing changed)"
         )
     }
 }

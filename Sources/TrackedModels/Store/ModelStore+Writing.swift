@@ -126,6 +126,12 @@ extension ModelStore {
     /// The object keeps its values; later writes to it are not stored. A pending update of the
     /// row commits before the delete, and nothing written afterwards brings the row back.
     ///
+    /// The delete rules of the model's to-many relationships apply in the same unit, and so do
+    /// the `ON DELETE` actions the database declares for to-one columns that point at the row
+    /// and that no relationship names (`CASCADE`, `SET NULL`; `RESTRICT` and `NO ACTION` refuse
+    /// with ``StoreError/Code/deleteDenied`` while rows point at it), so that objects, feeds
+    /// and the file agree.
+    ///
     /// ```swift
     /// try store.delete(row)
     /// ```
@@ -135,7 +141,7 @@ extension ModelStore {
         guard object._$tracking.registrar === registrar, object._$tracking.insertRequest == nil else {
             throw StoreError.notAttached(Model.self, operation: "delete")
         }
-        guard !Model._$schema.relationships.isEmpty else { return registrar.userDidDelete(object, table: table) }
+        guard hasDeleteRules(table: table) else { return registrar.userDidDelete(object, table: table) }
         // The delete rules' changes and the delete are one unit: all of them, or (a rule that
         // denies) none.
         try transaction {
@@ -147,7 +153,8 @@ extension ModelStore {
     /// Deletes every row of a model's table (written behind) and detaches its objects.
     ///
     /// The delete rules of the model's to-many relationships apply to every row, in the same
-    /// unit (so a ``DeleteRule/deny`` with children left throws, and nothing changes).
+    /// unit (so a ``DeleteRule/deny`` with children left throws, and nothing changes), and so
+    /// do the `ON DELETE` actions the database declares for to-one columns that point at it.
     /// Subscribers of the table hear a ``ChangeEvent/Kind/reset`` rather than one deletion per
     /// row. Inside ``transaction(_:)`` it commits with the transaction's other changes, so
     /// "delete the old rows, insert the new ones" is all or nothing.
@@ -161,7 +168,7 @@ extension ModelStore {
     public func deleteAll<Model: TrackedModel>(_ type: Model.Type) throws {
         try checkOpen("deleteAll")
         let table = try registrar.tableIndex(of: type)
-        guard !Model._$schema.relationships.isEmpty else { return registrar.userDidDeleteAll(table: table) }
+        guard hasDeleteRules(table: table) else { return registrar.userDidDeleteAll(table: table) }
         guard !registrar.unkeyedInserts.values.contains(where: { $0.table == table }) else {
             throw StoreError(
                 code: .notAttached,

@@ -35,6 +35,9 @@ public final class ModelStore {
     let registrar: ModelRegistrar
     let writeBehind: WriteBehind
     let reader: any EngineReader
+    /// The `ON DELETE` actions the database declares for to-one columns that no to-many
+    /// relationship of a model names, by target table: deleting applies them as delete rules.
+    let databaseDeleteRules: [[DeleteAction]]
     let worker: DatabaseWorker
     let mailbox: StoreMailbox<StoreMessage>
     private let isolation: any Actor
@@ -87,6 +90,13 @@ public final class ModelStore {
         self.logger = logger
         let database = try DatabaseEngine.open(location, named: filename, schemas: schemas, configuration: configuration, logger: logger)
         reader = database.reader
+        databaseDeleteRules = schemas.indices.map { target in
+            database.deleteActions.filter { action in
+                action.targetTable == target && !schemas[target].relationships.contains { relationship in
+                    relationship.child == ObjectIdentifier(models[action.childTable]) && relationship.childColumn == action.column
+                }
+            }
+        }
         let mailbox = StoreMailbox<StoreMessage>(actor: isolation)
         self.mailbox = mailbox
         worker = DatabaseWorker(

@@ -55,9 +55,43 @@ enum SQLiteEngine {
             let walFile = location == .inMemory || !configuration.wakesOnFileChanges ? nil : filename + "-wal"
             return DatabaseEngine(
                 reader: SQLiteReader(connection: reader, schemas: schemas),
-                writer: SQLiteWriter(connection: writer, tables: schemas, changeLog: changeLog, walFile: walFile, logger: logger)
+                writer: SQLiteWriter(connection: writer, tables: schemas, changeLog: changeLog, walFile: walFile, logger: logger),
+                deleteActions: try deleteActions(of: schemas, on: reader)
             )
         }
+    }
+}
+
+extension SQLiteEngine {
+    /// The `ON DELETE` actions the tables declare for the models' to-one columns
+    /// (`PRAGMA foreign_key_list`). `CASCADE` deletes, `SET NULL` nullifies, and `RESTRICT` or
+    /// `NO ACTION` (the default of a `REFERENCES` clause) refuse while children are left.
+    /// `SET DEFAULT` is left to the database alone.
+    ///
+    /// Related SQLite documentation: <https://www.sqlite.org/foreignkeys.html#fk_actions>
+    static func deleteActions(of schemas: [TableSchema], on connection: Connection) throws -> [DeleteAction] {
+        var actions: [DeleteAction] = []
+        for (childTable, schema) in schemas.enumerated() where !schema.relationshipColumns.isEmpty {
+            let keys = try connection.makeStatement("SELECT \"table\", \"from\", on_delete FROM pragma_foreign_key_list(?)").rows([.text(schema.name)])
+            for key in keys {
+                guard case .text(let target) = key[0], case .text(let from) = key[1], case .text(let declared) = key[2] else { continue }
+                let rule: DeleteRule
+                switch declared.uppercased() {
+                case "CASCADE": rule = .cascade
+                case "SET NULL": rule = .nullify
+                case "RESTRICT", "NO ACTION": rule = .deny
+                default: continue
+                }
+                for column in schema.relationshipColumns where schema.columns[column].name.caseInsensitiveCompare(from) == .orderedSame {
+                    let targetName = schema.columns[column].reference!.target._$schema.name
+                    guard targetName.caseInsensitiveCompare(target) == .orderedSame,
+                          let targetTable = schemas.firstIndex(where: { $0.name == targetName })
+                    else { continue }
+                    actions.append(DeleteAction(childTable: childTable, column: column, targetTable: targetTable, rule: rule, declared: "ON DELETE \(declared.uppercased())"))
+                }
+            }
+        }
+        return actions
     }
 }
 

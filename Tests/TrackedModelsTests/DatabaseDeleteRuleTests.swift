@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+import TrackedModelsTesting
+@testable import TrackedModels
+
+/// A target with no to-many relationship back: what deleting it does to the rows that point
+/// at it is what the table declares.
+@Tracked(table: "tags")
+final class Tag {
+    @PrimaryKey var id: Int64
+    var name: String
+}
+
+@Tracked(table: "labels")
+final class Label {
+    @PrimaryKey var id: Int64
+    var text: String
+    var tag: Tag?
+}
+
+/// `ON DELETE` actions the database declares for a to-one column that no model relationship
+/// names: the store applies them to its objects in the same unit as the delete, so the objects,
+/// feeds and file agree; `RESTRICT` and `NO ACTION` refuse up front with a clear error.
+@MainActor
+@Suite struct DatabaseDeleteRuleTests {
+    /// Tags 1 and 2; labels 1 and 2 on tag 1, label 3 on tag 2, with `action` declared.
+    private func tags(_ action: String, in directory: TemporaryDirectory) async throws -> (ModelStore, Peek) {
+        let path = directory.path("db.sqlite")
+        let peek = try Peek(path)
+        try peek.execute("""
+            CREATE TABLE tags (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+            CREATE TABLE labels (id INTEGER PRIMARY KEY, text TEXT NOT NULL, tag_id INTEGER REFERENCES tags (id) \(action));
+            INSERT INTO tags VALUES (1, 'red'), (2, 'blue');
+            INSERT INTO labels VALUES (1, 'a', 1), (2, 'b', 1), (3, 'c', 2);
+            """)
+        let store = try ModelStore(.file(path), models: [Tag.self, Label.self], configuration: Stores.configuration())
+        return (store, peek)
+    }
+
+    @Test func onDeleteCascadeDeletesTheObjectsAndTheirSubscribersHearIt() async throws {
+        let directory = try TemporaryDirectory()
+        let (store, peek) = try await tags("ON DELETE CASCADE", in: directory)
+        let label = try #require(try store.find(Label.self, key: 1))
+        let probe = NotificationProbe(store: store)
+        try probe.subscribe("labels", to: .membership(Label.self))
+        try store.delete(try #require(try store.find(Tag.self, key: 1)))
+        #expect(!label._$tracking.isAttached)
+        #expect(try store.find(Label.self, key: 2) == nil)
+        #expect(probe.events(of: "labels").map(\.key) == [.integer(1), .integer(2)])
+        try await store.flush()
+        #expect(try peek.value("SELECT group_concat(id) FROM labels") == .text("3"))
+        try await store.close()
+    }
+
+    @Test func onDeleteSetNullPointsTheObjectsAtNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let (store, peek) = try await tags("ON DELETE SET NULL", in: directory)
+        let label = try #require(try store.find(Label.self, key: 1))
+        #expect(label.tag?.name == "red")
+        let probe = NotificationProbe(store: store)
+        try probe.subscribe("label 1", to: .object(label, \Label.tag))
+        try store.delete(try #require(try store.find(Tag.self, key: 1)))
+        #expect(label.tag == nil)
+        #expect(probe.counts == ["label 1": 1])
+        // A later write of another column leaves the key as the store shows it: NULL.
+        label.text = "still here"
+        try await store.flush()
+        #expect(try peek.value("SELECT tag_id FROM labels WHERE id = 1") == .null)
+        #expect(try peek.value("SELECT text FROM labels WHERE id = 1") == .text("still here"))
+        #expect(try peek.value("SELECT count(*) FROM labels WHERE tag_id IS NULL") == .integer(2))
+        try await store.close()
+    }
+
+    @Test func restrictOrNoActionRefusesTheDeleteAndNothingChanges() async throws {
+        for action in ["ON DELETE RESTRICT", ""] {
+            let directory = try TemporaryDirectory()
+            let (store, peek) = try await tags(action, in: directory)
+            let red = try #require(try store.find(Tag.self, key: 1))
+            #expect {
+                try store.delete(red)
+            } throws: { error in
+                let message = "\(error)"
+                return (error as? StoreError)?.code == .deleteDenied && message.contains("2 Label whose tag points at it")
+                    && message.contains(action.isEmpty ? "ON DELETE NO ACTION" : action)
+            }
+            #expect(red._$tracking.isAttached)
+            #expect(store.pendingChanges.isEmpty)
+            try await store.flush()
+            #expect(try peek.value("SELECT count(*) FROM tags") == .integer(2))
+            // Without its labels, the tag may go.
+            try store.delete(try #require(try store.find(Label.self, key: 1)))
+            try store.delete(try #require(try store.find(Label.self, key: 2)))
+            try store.delete(red)
+            try await store.flush()
+            #expect(try peek.value("SELECT count(*) FROM tags") == .integer(1))
+            try await store.close()
+        }
+    }
+
+    @Test func deleteAllAppliesTheDeclaredActionToEveryRow() async throws {
+        let directory = try TemporaryDirectory()
+        let (store, peek) = try await tags("ON DELETE SET NULL", in: directory)
+        let labels = try store.fetch(FetchDescriptor<Label>(sortBy: [SortDescriptor(\.id)]))
+        try store.deleteAll(Tag.self)
+        #expect(labels.allSatisfy { $0.tag == nil })
+        try await store.flush()
+        #expect(try peek.value("SELECT count(*) FROM labels WHERE tag_id IS NULL") == .integer(3))
+        try await store.close()
+    }
+
+    @Test func anotherProcessesCascadeReachesTheStore() async throws {
+        let directory = try TemporaryDirectory()
+        let (store, peek) = try await tags("ON DELETE CASCADE", in: directory)
+        let label = try #require(try store.find(Label.self, key: 3))
+        try peek.execute("PRAGMA foreign_keys = ON; DELETE FROM tags WHERE id = 2")
+        try await store.refreshExternalChanges()
+        #expect(!label._$tracking.isAttached)
+        #expect(try store.find(Label.self, key: 3) == nil)
+        try await store.close()
+    }
+}
