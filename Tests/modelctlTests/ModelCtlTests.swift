@@ -189,5 +189,10 @@ import Testing
         let bulkRate = try #require(bulk["bulk_rows_per_second"] as? Double)
         let raw = try #require(bulk["raw_rows_per_second"] as? Double)
         #expect(bulkRate > 0 && bulkRate <= raw * 2.2, "bulk \(bulkRate) rows/s against the raw loop's \(raw)")
+        let related = try #require(report["related_list"] as? [String: Any])
+        // A hundredth of the rows are in a starred list (every tenth list of ten rows).
+        #expect(related["members"] as? Int == 100)
+        #expect((related["ns_per_retitle"] as? Double ?? 0) > 0)
+        #expect((related["ns_per_fetch"] as? Double ?? 0) > 0)
     }
 }

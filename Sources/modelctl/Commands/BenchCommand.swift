@@ -65,10 +65,11 @@ struct BenchCommand: AsyncParsableCommand {
         var sparse = SparseListBenchmark(rows: rows)
         sparse.bumps = bumps
         let sparseList = try await sparse.run(in: folder)
+        let relatedList = try await RelatedListBenchmark(rows: rows).run(in: folder)
         let memory = memoryRows > 0 ? try await MemoryBenchmark(rows: memoryRows).run(in: folder) : nil
         let bulk = bulkRows > 0 ? try await BulkInsertBenchmark(rows: bulkRows).run(in: folder) : nil
         if json {
-            var object = report.json.dropLast() + ", \"live_list\": \(liveList.json), \"sparse_list\": \(sparseList.json)"
+            var object = report.json.dropLast() + ", \"live_list\": \(liveList.json), \"sparse_list\": \(sparseList.json), \"related_list\": \(relatedList.json)"
             if let memory { object += ", \"memory\": \(memory.json)" }
             if let bulk { object += ", \"bulk_insert\": \(bulk.json)" }
             print(object + "}")
@@ -76,6 +77,7 @@ struct BenchCommand: AsyncParsableCommand {
             print(report.table)
             print(liveList.table)
             print(sparseList.table)
+            print(relatedList.table)
             if let memory { print(memory.table) }
             if let bulk { print(bulk.table) }
         }

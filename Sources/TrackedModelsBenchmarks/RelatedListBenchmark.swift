@@ -1,0 +1,133 @@
+import Foundation
+import TrackedModels
+
+/// A list of the demo's lists, tracked.
+@Tracked(table: "lists")
+final class BenchmarkList {
+    @PrimaryKey var id: Int64
+    var title: String
+}
+
+/// A row that belongs to a list.
+@Tracked(table: "listed_rows")
+final class BenchmarkListedRow {
+    @PrimaryKey var id: Int64
+    var title: String
+    var list: BenchmarkList?
+}
+
+/// A live list filtered through a to-one relationship: the rows whose list is titled
+/// "Starred" (`#Predicate { $0.list?.title == "Starred" }`), over lists of ten rows each, one
+/// list in ten starred at the start. A round stars or unstars pseudo-random lists, one at a
+/// time, with the clock around the assignment only: the live list is current when it returns
+/// (the ten rows of that list are re-evaluated during the delivery, and no others). Outside
+/// the clock the round is undone and flushed, and the list is checked against a fresh fetch.
+///
+/// Its baselines, measured in the same run: the same retitles with no live list open, and
+/// re-running the query (`fetch`), which is what a list that re-fetches on each change pays.
+///
+/// ```swift
+/// let report = try await RelatedListBenchmark(rows: 100_000).run(in: temporaryFolder)
+/// print(report.table)
+/// ```
+@MainActor
+public struct RelatedListBenchmark {
+    public struct Report: Sendable {
+        public var rows: Int
+        /// Rows in the list at the start of each round.
+        public var members: Int
+        public var nsPerRetitle: Double
+        public var nsPerRetitleWithoutList: Double
+        /// One fetch of the same descriptor.
+        public var nsPerFetch: Double
+
+        public var table: String {
+            "live list across a to-one (list?.title == \"Starred\"; \(members) of \(rows) rows, 10 per list): "
+                + "\(Figures.format(nsPerRetitle)) ns/list retitled (\(Figures.format(nsPerRetitleWithoutList)) ns without the list; "
+                + "re-running the query: \(Figures.format(nsPerFetch)) ns, \(Figures.format(nsPerFetch / nsPerRetitle, digits: 1))x the live list)"
+        }
+
+        public var json: String {
+            "{\"rows\": \(rows), \"members\": \(members), \"ns_per_retitle\": \(Figures.format(nsPerRetitle)), "
+                + "\"ns_per_retitle_without_list\": \(Figures.format(nsPerRetitleWithoutList)), \"ns_per_fetch\": \(Figures.format(nsPerFetch))}"
+        }
+    }
+
+    public var rows: Int
+    /// Lists retitled per figure, spread over rounds.
+    public var retitles = 2_000
+
+    public init(rows: Int) {
+        self.rows = rows
+    }
+
+    public func run(in folder: String) async throws -> Report {
+        let database = TemporaryDatabase(in: folder, named: "related")
+        defer { database.remove() }
+        var configuration = ModelStore.Configuration()
+        configuration.createsMissingTables = true
+        let store = try ModelStore(.file(database.path), models: [BenchmarkList.self, BenchmarkListedRow.self], configuration: configuration)
+        let listCount = max(1, rows / 10)
+        let lists = (0..<Int64(listCount)).map { BenchmarkList(id: $0, title: $0 % 10 == 0 ? "Starred" : "List \($0)") }
+        try store.insert(contentsOf: lists)
+        try store.insert(contentsOf: (0..<Int64(rows)).lazy.map { BenchmarkListedRow(id: $0, title: "Row \($0)", list: lists[Int($0) % listCount]) })
+        try await store.flush()
+        let descriptor = FetchDescriptor<BenchmarkListedRow>(predicate: #Predicate { $0.list?.title == "Starred" }, sortBy: [SortDescriptor(\.id)])
+
+        let perRound = max(1, min(retitles, listCount / 20))
+        let rounds = min(200, max(5, retitles / perRound))
+        var generator = SplitMix(seed: 11)
+        let picks = (0..<rounds).map { _ in (0..<perRound).map { _ in lists[Int(generator.next() % UInt64(listCount))] } }
+
+        var retitle: [Double] = []
+        var retitleWithoutList: [Double] = []
+        var fetch: [Double] = []
+        var members = 0
+        for (round, chosen) in picks.enumerated() {
+            do {
+                let live = try store.results(for: descriptor)
+                members = live.count
+                retitle.append(try await retitleTime(chosen, in: store))
+                if round == 0 || round == rounds - 1 {
+                    try toggle(chosen)
+                    try check(live, against: descriptor, in: store)
+                    try toggle(chosen)
+                }
+                withExtendedLifetime(live) {}
+            }
+            retitleWithoutList.append(try await retitleTime(chosen, in: store))
+            // The baseline: one fetch of the same descriptor per retitle.
+            let start = ContinuousClock.now
+            let fetched = try store.fetch(descriptor)
+            fetch.append((ContinuousClock.now - start).timeInterval * 1e9)
+            precondition(fetched.count == members, "the fetch found \(fetched.count) rows; the live list held \(members)")
+        }
+        try await store.close()
+        return Report(
+            rows: rows, members: members, nsPerRetitle: Figures.median(retitle),
+            nsPerRetitleWithoutList: Figures.median(retitleWithoutList), nsPerFetch: Figures.median(fetch)
+        )
+    }
+
+    /// The ns of one list's retitle in a round; the round is then undone and flushed.
+    private func retitleTime(_ lists: [BenchmarkList], in store: ModelStore) async throws -> Double {
+        let start = ContinuousClock.now
+        for list in lists { list.title = list.title == "Starred" ? "List \(list.id)" : "Starred" }
+        let time = (ContinuousClock.now - start).timeInterval * 1e9 / Double(lists.count)
+        try toggle(lists)
+        try await store.flush()
+        return time
+    }
+
+    /// Stars an unstarred list and the other way round (a list picked twice toggles twice).
+    private func toggle(_ lists: [BenchmarkList]) throws {
+        for list in lists.reversed() { list.title = list.title == "Starred" ? "List \(list.id)" : "Starred" }
+    }
+
+    /// Stops the run when the live list disagrees with a fresh fetch: a figure for a wrong list
+    /// means nothing.
+    private func check(_ list: FetchedResults<BenchmarkListedRow>, against descriptor: FetchDescriptor<BenchmarkListedRow>, in store: ModelStore) throws {
+        let fetched = try store.fetch(descriptor).map(\.id)
+        precondition(list.keys == fetched, "the live list (\(list.count) rows) disagrees with a fresh fetch (\(fetched.count) rows)")
+    }
+}
