@@ -60,6 +60,13 @@ struct CompiledQuery {
 
     /// The number of values in a row of the query.
     var width: Int { joins.last.map { $0.offset + $0.target.columns.count } ?? schema.columns.count }
+
+    /// Whether the predicate or the order reads a target's column: then which rows match, and
+    /// in which order, depends on the targets.
+    var readsThroughJoins: Bool {
+        let own = schema.columns.count
+        return sort.contains { $0.column >= own } || (predicate?.columns.contains { $0 >= own } ?? false)
+    }
 }
 
 extension CompiledQuery {

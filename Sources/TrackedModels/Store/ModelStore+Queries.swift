@@ -49,16 +49,21 @@ extension ModelStore {
     }
 
     /// The rows a plan matches, in its order, each as a row of the query (the table's columns,
-    /// then each join's): the database's answer, with the rows that have uncommitted changes,
-    /// or that point at a target with uncommitted changes, judged by current values instead.
+    /// then each join's, as this store shows them): the database's answer, with the rows that
+    /// have uncommitted changes judged by current values instead, and so are the rows that
+    /// point at a target with uncommitted changes when the predicate or the order reads it.
     ///
     /// - Parameter windowed: Whether to apply the plan's offset and limit.
     func matchingRows(_ plan: CompiledQuery, windowed: Bool) throws -> [[SQLValue]] {
         let uncommitted = writeBehind.uncommittedRows(table: plan.table)
         let keyColumn = plan.schema.primaryKeyIndex
+        let changedTargets = plan.joins.contains { join in
+            let targets = writeBehind.uncommittedRows(table: join.targetTable)
+            return !targets.keys.isEmpty || targets.deletesEveryRow
+        }
         // Rows whose target has uncommitted changes, with their own committed values.
         var pointing: [SQLValue: [SQLValue]] = [:]
-        if !uncommitted.deletesEveryRow {
+        if !uncommitted.deletesEveryRow, changedTargets, plan.readsThroughJoins {
             for join in plan.joins {
                 let targets = writeBehind.uncommittedRows(table: join.targetTable)
                 var reads: [CompiledQuery] = []
@@ -87,9 +92,14 @@ extension ModelStore {
             let limit = windowed ? plan.limit.map { $0 + plan.offset + judged } : nil
             rows = try reader.rows(matching: plan, limit: limit)
         }
+        var targets = TargetValues()
+        if changedTargets, !plan.readsThroughJoins {
+            // The selection and the order stand; the targets' values are taken as they are now.
+            let width = plan.schema.columns.count
+            rows = try rows.map { try queryRow(plan, values: Array($0.prefix(width)), targets: &targets) }
+        }
         if judged > 0 || uncommitted.deletesEveryRow {
             rows.removeAll { uncommitted.keys.contains($0[keyColumn]) || pointing[$0[keyColumn]] != nil }
-            var targets = TargetValues()
             for key in uncommitted.keys {
                 guard let values = try currentValues(table: plan.table, key: key) else { continue }
                 let row = try queryRow(plan, values: values, targets: &targets)
