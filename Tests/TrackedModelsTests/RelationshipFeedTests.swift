@@ -113,4 +113,62 @@ import TrackedModelsTesting
         #expect(probe.counts == ["groceries": 1], "undoing the insert is a change its subscribers hear")
         try await store.close()
     }
+
+    /// Found in review: a feed's record of the children outlived the parent's object only
+    /// until the object went away, and then a child re-pointed by another process was not heard.
+    @Test func aChildrenFeedKeepsHearingAfterTheParentsObjectIsGone() async throws {
+        let directory = try TemporaryDirectory()
+        try await lists(in: directory).close()
+        let store = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+        let probe = NotificationProbe(store: store)
+        do {
+            let groceries = try #require(try store.find(TodoList.self, key: 1))
+            try probe.subscribe("groceries", to: .children(of: groceries, \TodoList.entries))
+        }
+        // Entry 2 was never loaded as an object: only the feed's record finds its old list.
+        try await sqlite3(directory.path("db.sqlite"), "UPDATE entries SET list_id = 2 WHERE id = 2")
+        try await store.refreshExternalChanges()
+        #expect(probe.counts == ["groceries": 1])
+        try await sqlite3(directory.path("db.sqlite"), "UPDATE entries SET list_id = 2 WHERE id = 1")
+        try await store.refreshExternalChanges()
+        #expect(probe.counts == ["groceries": 2], "the record was made again after the first change")
+        try await store.close()
+    }
+
+    /// Found in review: a feed's record, made inside a transaction that then failed, was served
+    /// as the children of a list read afterwards.
+    @Test func aRolledBackTransactionLeavesNoStaleChildrenForAListReadAfterwards() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await lists(in: directory)
+        let probe = NotificationProbe(store: store)
+        let milk = try #require(try store.find(Entry.self, key: 1))
+        do {
+            let groceries = try #require(try store.find(TodoList.self, key: 1))
+            try probe.subscribe("groceries", to: .children(of: groceries, \TodoList.entries))
+        }
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+        struct Refused: Error {}
+        #expect(throws: Refused.self) {
+            try store.transaction {
+                milk.list = chores
+                throw Refused()
+            }
+        }
+        let groceries = try #require(try store.find(TodoList.self, key: 1))
+        #expect(groceries.entries.map(\.id) == [1, 2])
+        #expect(groceries.entries.map(\.id) == (try store.fetch(FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.id == 1 }, sortBy: [SortDescriptor(\.id)]))).map(\.id))
+        try await store.close()
+    }
+
+    @Test func aFeedOfTheChildrenOfAListWithNoKeyYetIsRefused() async throws {
+        let store = try ModelStore(.inMemory, models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+        let list = TodoList(id: nil, title: "New")
+        try store.insert(list)
+        #expect {
+            try store.subscribe(to: .children(of: list, \TodoList.entries)) { _ in }
+        } throws: { error in
+            (error as? StoreError)?.code == .notAttached && "\(error)".contains("has no key yet")
+        }
+        try await store.close()
+    }
 }

@@ -63,6 +63,15 @@ final class FeedIndex {
         keysInUseByTable[table] > 0
     }
 
+    /// The keys of the parents whose to-many relationship someone subscribed to the children of.
+    func childrenKeys(table: Int, relationship: Int) -> [SQLValue] {
+        guard keysInUse[table][Key.childrenKind] > 0 else { return [] }
+        return buckets.keys.compactMap { key in
+            guard case .children(let parent, let watched) = key, parent.table == table, watched == relationship else { return nil }
+            return parent.key
+        }
+    }
+
     /// Whether anyone subscribed to a key.
     func hasSubscriptions(_ key: Key) -> Bool {
         buckets[key] != nil
@@ -204,6 +213,7 @@ final class FeedIndex {
 
 extension FeedIndex.Key {
     static let kindCount = 6
+    static let childrenKind = 5
 
     var kind: Int {
         switch self {
@@ -212,7 +222,7 @@ extension FeedIndex.Key {
         case .column: 2
         case .table: 3
         case .membership: 4
-        case .children: 5
+        case .children: Self.childrenKind
         }
     }
 

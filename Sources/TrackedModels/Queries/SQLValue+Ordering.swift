@@ -27,6 +27,14 @@ extension SQLValue {
         }
     }
 
+    /// Whether an integer and a real are the same number (`0` and `0.0`).
+    func isSameNumber(as other: SQLValue) -> Bool {
+        switch (self, other) {
+        case (.integer, .real), (.real, .integer): Self.compare(self, other) == .orderedSame
+        default: false
+        }
+    }
+
     /// The value as a query takes it: a NaN (pending only: the database refuses it) as NULL,
     /// which SQLite would have stored for it, so that it matches no comparison and sorts first.
     var nanAsNull: SQLValue {

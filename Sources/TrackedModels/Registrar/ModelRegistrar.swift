@@ -73,7 +73,9 @@ final class ModelRegistrar {
                     // A feed stays: what the children are now is what its next change is told from.
                     recordChildren(of: parent, relationship: relationship)
                 },
-                parentKeys: { [unowned self] table in identityMap.objects(table: table).map(\.key) }
+                parentKeys: { [unowned self] table, relationship in
+                    identityMap.objects(table: table).map(\.key) + feeds.childrenKeys(table: table, relationship: relationship)
+                }
             )
             self.memberships = memberships
             outbox.memberships = memberships
@@ -144,7 +146,10 @@ final class ModelRegistrar {
     /// Called by an object's tracking when the object goes away.
     func objectWentAway(table: Int, key: SQLValue) {
         identityMap.removeIfGone(table: table, key: key)
-        memberships?.forget(parentTable: table, key: key)
+        let parent = RowReference(table: table, key: key)
+        memberships?.forget(parentTable: table, key: key) { [feeds] relationship in
+            feeds.hasSubscriptions(.children(parent, relationship: relationship))
+        }
     }
 
     // MARK: - The program's changes
@@ -321,13 +326,15 @@ final class ModelRegistrar {
         }
         attach(object, table: table, key: key)
         let values = object._$values()
-        outbox.postInsert(table: table, key: key, values: values, origin: .local)
+        // Recorded before the insert is heard, so that whoever reads on hearing it (a feed of a
+        // parent's children re-reads them) finds the row as the object shows it.
         for column in columnsSetInFlight.sorted() {
             writeBehind.record(
                 .set(values[column]), to: CellReference(row: RowReference(table: table, key: key), column: column),
                 of: object, hint: &object._$tracking.pendingUnit
             )
         }
+        outbox.postInsert(table: table, key: key, values: values, origin: .local)
         storeKey(key, of: object, forChildrenOf: request)
     }
 
@@ -473,10 +480,11 @@ final class ModelRegistrar {
     }
 
     /// Sets a database value on an object and posts the change; a value that does not decode
-    /// into the property's type leaves the object as it is.
+    /// into the property's type leaves the object as it is, and so does the same number stored
+    /// as the other kind (a column of NUMERIC affinity keeps the real 0.0 as the integer 0).
     private func assign(_ value: SQLValue, to object: any TrackedModel, cell: CellReference, origin: ChangeOrigin) {
         let old = object._$values()[cell.column]
-        guard old != value, (try? object._$assign(value, toColumn: cell.column)) != nil else { return }
+        guard old != value, !old.isSameNumber(as: value), (try? object._$assign(value, toColumn: cell.column)) != nil else { return }
         outbox.postUpdate(table: cell.row.table, key: cell.row.key, column: cell.column, old: old, new: value, origin: origin)
     }
 

@@ -330,7 +330,7 @@ final class Outbox {
                 }
                 let schema = feeds.schemas[row.table]
                 let changes = columns.sorted { $0.key < $1.key }.compactMap { index, values in
-                    values.old == values.new ? nil
+                    values.old == values.new || (values.old.map { $0.isSameNumber(as: values.new) } ?? false) ? nil
                         : ColumnChange(column: schema.columns[index].name, index: index, old: values.old ?? .null, new: values.new)
                 }
                 guard !changes.isEmpty else { return nil }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Which parents' to-many relationships a change of a child row touches, so that exactly those
 /// parents' observers hear it: a child inserted or deleted, or its to-one re-pointed, here or
 /// by another process; never a child's other columns.
@@ -7,10 +9,11 @@
 /// never loaded), the parents whose children were read with that child in them are: each read
 /// of a to-many records the children it found, until its parent is next notified.
 ///
-/// Since every change of a parent's children notifies it, the children recorded are also what
-/// a read finds until then: a second read of `list.rows` asks the database nothing while the
-/// children's objects are alive. Children loaded ahead of a read (prefetched) are held until
-/// that read.
+/// Since every change of a parent's children notifies it, the children a read recorded are
+/// also what the next read finds until then: a second read of `list.rows` asks the database
+/// nothing while the children's objects are alive. Children loaded ahead of a read
+/// (prefetched) are held until that read. A record made for a feed of the children (whose
+/// parent may have no object) only finds parents; it never answers a read.
 final class Memberships {
     /// A to-many relationship seen from its children's table.
     struct Link {
@@ -33,6 +36,8 @@ final class Memberships {
     /// The children each parent's to-many relationship was last read with, in order, until the
     /// parent is notified or goes away.
     private var childrenRead: [Membership: [SQLValue]] = [:]
+    /// The records made by reads, while the parent's object lived: those answer the next read.
+    private var answersReads: Set<Membership> = []
     /// Children loaded ahead of a read of their parent's relationship, held until it. They are
     /// let go by moving them out first: an object that goes away calls back into ``forget(parentTable:key:)``,
     /// which must not find this dictionary in the middle of a change.
@@ -46,12 +51,14 @@ final class Memberships {
     /// Tells a parent's observers that its children changed: (parent table, key, relationship,
     /// where the change came from).
     private let notify: (Int, SQLValue, Int, ChangeOrigin) -> Void
-    /// The keys of the parents of a table that the store holds objects for.
-    private let parentKeys: (Int) -> [SQLValue]
+    /// The keys of the parents that a reset of their children must reach, besides those with a
+    /// record: the parents the store holds objects for, and those with a feed of the
+    /// relationship (parent table, relationship).
+    private let parentKeys: (Int, Int) -> [SQLValue]
 
     init(
         schemas: [TableSchema], tableOf: (ObjectIdentifier) -> Int?,
-        notify: @escaping (Int, SQLValue, Int, ChangeOrigin) -> Void, parentKeys: @escaping (Int) -> [SQLValue]
+        notify: @escaping (Int, SQLValue, Int, ChangeOrigin) -> Void, parentKeys: @escaping (Int, Int) -> [SQLValue]
     ) {
         var links = Array(repeating: [Link](), count: schemas.count)
         for (parentTable, schema) in schemas.enumerated() {
@@ -83,11 +90,17 @@ final class Memberships {
 
     /// Records the children a read of a parent's to-many found, in order; `holding` keeps
     /// their objects alive until the next read (a prefetch).
-    func didRead(parentTable: Int, relationship: Int, parentKey: SQLValue, children: [SQLValue], holding: [any TrackedModel] = []) {
+    ///
+    /// - Parameter answersReads: Whether the record answers the parent's next read: a read by
+    ///   the parent's object, not a feed's.
+    func didRead(
+        parentTable: Int, relationship: Int, parentKey: SQLValue, children: [SQLValue], holding: [any TrackedModel] = [], answersReads: Bool = true
+    ) {
         let membership = Membership(parentTable: parentTable, relationship: relationship, parentKey: parentKey)
         forgetRead(membership)
         guard let childTable = childTables[parentTable][relationship] else { return }
         childrenRead[membership] = children
+        if answersReads { self.answersReads.insert(membership) }
         if !holding.isEmpty { prefetched[membership] = holding }
         for key in children { readIn[RowReference(table: childTable, key: key), default: []].insert(membership) }
     }
@@ -98,6 +111,7 @@ final class Memberships {
     func recordedChildren(parentTable: Int, relationship: Int, parentKey: SQLValue) -> (keys: [SQLValue], held: [any TrackedModel])? {
         let membership = Membership(parentTable: parentTable, relationship: relationship, parentKey: parentKey)
         let held = prefetched.removeValue(forKey: membership) ?? []
+        guard answersReads.contains(membership) else { return nil }
         return childrenRead[membership].map { ($0, held) }
     }
 
@@ -119,17 +133,22 @@ final class Memberships {
                 }
             }
             parents.remove(.null)
-            for parent in parents {
+            for parent in parents.sorted(by: { SQLValue.compare($0, $1) == .orderedAscending }) {
                 tell(Membership(parentTable: link.parentTable, relationship: link.relationship, parentKey: parent), origin: origin)
             }
         }
     }
 
-    /// Every row of a table may have changed (a reset): every parent the store holds hears it.
+    /// Every row of a table may have changed (a reset): every parent the store holds, every
+    /// parent with a record, and every parent with a feed hears it.
     func childTableReset(table: Int, origin: ChangeOrigin = .local) {
         touchedTables.insert(table)
         for link in links[table] {
-            for parent in parentKeys(link.parentTable) {
+            var parents = Set(parentKeys(link.parentTable, link.relationship))
+            for membership in childrenRead.keys where membership.parentTable == link.parentTable && membership.relationship == link.relationship {
+                parents.insert(membership.parentKey)
+            }
+            for parent in parents.sorted(by: { SQLValue.compare($0, $1) == .orderedAscending }) {
                 tell(Membership(parentTable: link.parentTable, relationship: link.relationship, parentKey: parent), origin: origin)
             }
         }
@@ -139,11 +158,19 @@ final class Memberships {
         touchedTables.removeAll()
     }
 
-    /// Forgets what a parent that went away was read with.
-    func forget(parentTable: Int, key: SQLValue) {
+    /// Forgets what a parent that went away was read with, but for the relationships a feed
+    /// still watches (`keeping`): their records go on finding the parent, and answer no read.
+    func forget(parentTable: Int, key: SQLValue, keeping: (Int) -> Bool) {
         guard !childrenRead.isEmpty else { return }
         for relationship in childTables[parentTable].indices {
-            forgetRead(Membership(parentTable: parentTable, relationship: relationship, parentKey: key))
+            let membership = Membership(parentTable: parentTable, relationship: relationship, parentKey: key)
+            if keeping(relationship) {
+                answersReads.remove(membership)
+                let held = prefetched.removeValue(forKey: membership)
+                withExtendedLifetime(held) {}
+            } else {
+                forgetRead(membership)
+            }
         }
     }
 
@@ -151,6 +178,7 @@ final class Memberships {
     func forgetAll() {
         childrenRead.removeAll()
         readIn.removeAll()
+        answersReads.removeAll()
         let held = prefetched
         prefetched = [:]
         withExtendedLifetime(held) {}
@@ -159,6 +187,7 @@ final class Memberships {
     private func forgetRead(_ membership: Membership) {
         let held = prefetched.removeValue(forKey: membership)
         defer { withExtendedLifetime(held) {} }
+        answersReads.remove(membership)
         guard let children = childrenRead.removeValue(forKey: membership),
               let childTable = childTables[membership.parentTable][membership.relationship]
         else { return }

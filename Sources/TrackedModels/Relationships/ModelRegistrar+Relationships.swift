@@ -216,7 +216,9 @@ extension ModelRegistrar {
         let schema = schemas[parent.table].relationships[relationship]
         guard parent.key != .null, let memberships, let childTable = try? tableIndex(of: schema.child) else { return }
         let children = loadChildren?(childTable, schema.childColumn, parent.key) ?? []
-        memberships.didRead(parentTable: parent.table, relationship: relationship, parentKey: parent.key, children: children.map(\._$tracking.key))
+        memberships.didRead(
+            parentTable: parent.table, relationship: relationship, parentKey: parent.key, children: children.map(\._$tracking.key), answersReads: false
+        )
     }
 
     /// Points a child's to-one column at nothing, as the program's assignment of `nil` would

@@ -11,9 +11,14 @@ extension ModelStore {
         let schema = Model._$schema
         for keyPath in keyPaths {
             if let column = Model._$columnIndex(of: keyPath), let reference = schema.columns[column].reference {
-                let targets = try prefetchTargets(column: column, reference: reference, of: objects)
-                // Reading the property now finds each target in the identity map and keeps it.
-                for object in objects { _ = object[keyPath: keyPath] }
+                let targetTable = try registrar.tableIndex(of: reference.model)
+                let targets = try prefetchTargets(column: column, table: targetTable, of: objects)
+                // Each object keeps its target, as reading the property would, without the read
+                // (which would make whoever tracks this fetch depend on every object's property).
+                for object in objects where object._$relatedObject(column: column) == nil {
+                    let key = object._$tracking.foreignKeys[column] ?? .null
+                    if key != .null, let target = registrar.object(table: targetTable, key: key) { object._$setRelatedObject(target, column: column) }
+                }
                 withExtendedLifetime(targets) {}
             } else if let relationship = schema.relationships.firstIndex(where: { $0.keyPath == keyPath }) {
                 try prefetchChildren(relationship: relationship, of: objects)
@@ -28,8 +33,7 @@ extension ModelStore {
 
     /// The objects of the rows that a to-one column of `objects` points at and that this store
     /// does not hold yet, read in one statement per 500 keys.
-    private func prefetchTargets(column: Int, reference: ColumnSchema.Reference, of objects: [some TrackedModel]) throws -> [any TrackedModel] {
-        let table = try registrar.tableIndex(of: reference.model)
+    private func prefetchTargets(column: Int, table: Int, of objects: [some TrackedModel]) throws -> [any TrackedModel] {
         var keys: [SQLValue] = []
         var seen: Set<SQLValue> = []
         for object in objects {

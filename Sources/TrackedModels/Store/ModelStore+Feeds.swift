@@ -13,6 +13,12 @@ extension ModelStore {
     public func subscribe<Model: TrackedModel>(to scope: FeedScope<Model>, _ handler: @escaping (ChangeEvent) -> Void) throws -> FeedToken {
         try checkOpen("subscribe")
         let table = try registrar.tableIndex(of: Model.self)
+        if case .children(.null, _) = scope.shape {
+            throw StoreError(
+                code: .notAttached,
+                message: "cannot subscribe to the children of a \(Model.self) that has no key yet; insert it and flush (or await committedKey(of:)) first"
+            )
+        }
         let (keys, columns) = Self.keys(of: scope, table: table)
         let token = registrar.feeds.add(keys: keys, columns: columns, handler: handler)
         if case .children(let key, let relationship) = scope.shape {

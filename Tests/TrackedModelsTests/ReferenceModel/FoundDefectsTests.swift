@@ -414,4 +414,24 @@ import Testing
         #expect(item.count == 0)
         #expect(item.payload == nil)
     }
+
+    /// Found by the generator: a column of NUMERIC affinity keeps the real 0.0 as the integer 0,
+    /// and another connection's replacement of the row (or update of the column) with the same
+    /// values was heard as an update of `score` from 0.0 to 0.
+    @Test func theSameNumberAsAnIntegerInsteadOfARealIsNoChange() async throws {
+        var declaration = TableDeclaration.plain
+        declaration.scoreType = "DECIMAL(10,5)"
+        let fixture = try Fixture(rows: 0, declaration: declaration)
+        let item = Item(id: 0, title: "", count: 0, note: "", score: 0, payload: Data(), flag: false)
+        try fixture.store.insert(item)
+        try await fixture.store.flush()
+        #expect(try fixture.file("SELECT typeof(score) FROM items WHERE id = 0") == .text("integer"))
+        var heard: [ChangeEvent] = []
+        let token = try fixture.store.subscribe(to: .table(Item.self)) { heard.append($0) }
+        try await fixture.commit("DELETE FROM items WHERE id = 0; INSERT INTO items VALUES (0, '', 0, '', 0.0, x'', 0, NULL)")
+        try await fixture.commit("UPDATE items SET score = 0.0 WHERE id = 0")
+        #expect(heard.isEmpty, "\(heard)")
+        #expect(item.score == 0)
+        token.cancel()
+    }
 }

@@ -53,7 +53,8 @@ struct SQLiteDialect {
     }
 
     /// The table, and each join: a left join of the target's table (named `j0`, `j1`, ...) on
-    /// its primary key, compared by bytes where it is text.
+    /// its primary key, compared as the key's own declaration compares (as reading the
+    /// relationship finds its target).
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/lang_select.html#joins>
     private var source: String {
@@ -62,8 +63,7 @@ struct SQLiteDialect {
             let join = query.joins[index]
             let alias = "\"j\(index)\""
             let key = join.target.primaryKey
-            let collation = key.type == .text ? " COLLATE BINARY" : ""
-            return source + " LEFT JOIN \(quoteIdentifier(join.target.name)) AS \(alias) ON \(alias).\(quoteIdentifier(key.name))\(collation) = \(table).\(quoteIdentifier(query.schema.columns[join.column].name))"
+            return source + " LEFT JOIN \(quoteIdentifier(join.target.name)) AS \(alias) ON \(alias).\(quoteIdentifier(key.name)) = \(table).\(quoteIdentifier(query.schema.columns[join.column].name))"
         }
     }
 
