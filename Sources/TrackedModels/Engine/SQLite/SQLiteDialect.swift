@@ -29,15 +29,8 @@ struct SQLiteDialect {
         return (sql, writer.arguments)
     }
 
-    /// An expression as a `WHERE` condition over the table's columns, for tests.
-    static func condition(_ expression: QueryExpression, schema: TableSchema) -> (sql: String, arguments: [SQLValue]) {
-        var writer = SQLiteDialect(CompiledQuery(
-            table: 0, schema: schema, predicate: expression, sort: [], columnsRead: [], limit: nil, offset: 0
-        ))
-        return (writer.write(expression), writer.arguments)
-    }
-
-    /// A query's rows as a `WHERE` condition reads them: the query's own, joins included, for tests.
+    /// A query's predicate as SQL, with the `FROM` clause it reads (the table and its joins), for
+    /// tests that compare its value with the evaluator's row by row.
     static func condition(_ query: CompiledQuery) -> (sql: String, from: String, arguments: [SQLValue]) {
         var writer = SQLiteDialect(query)
         let sql = query.predicate.map { writer.write($0) } ?? "1"
