@@ -29,8 +29,19 @@ final class ChangeLogReader {
         return version != dataVersion
     }
 
+    /// Rows a transaction of this store wrote itself, for ``collect(on:skipping:)``.
+    struct WrittenRows {
+        var rows: Set<RowReference> = []
+        /// Tables whose every row it wrote (a delete of all, a bulk insert).
+        var tables: Set<Int> = []
+    }
+
     /// Reads the entries past the position, merges them per row, and reloads those rows.
-    func collect(on connection: Connection) throws -> ExternalChangeBatch {
+    ///
+    /// - Parameter skipping: Inside this store's own write transaction, the rows it wrote: the
+    ///   entries of the others are what the database did on its own (a foreign key's `ON DELETE`
+    ///   action, a trigger), which the store must hear as it hears other connections' changes.
+    func collect(on connection: Connection, skipping written: WrittenRows? = nil) throws -> ExternalChangeBatch {
         var batch = ExternalChangeBatch()
         let prunedThrough = try connection.scalar("SELECT pruned_through FROM \(ChangeLog.stateTable) WHERE id = 1")
         let last = try Self.lastSequence(on: connection)
@@ -52,6 +63,7 @@ final class ChangeLogReader {
             else { continue }
             position = max(position, sequence)
             guard let table = tableIndexByName[name] else { continue }
+            if let written, written.tables.contains(table) || written.rows.contains(RowReference(table: table, key: entry[2])) { continue }
             if kindValue == ChangeLog.tableReset {
                 if !batch.resetTables.contains(table) { batch.resetTables.append(table) }
                 continue

@@ -53,10 +53,14 @@ enum SQLiteEngine {
                 )
             }
             let walFile = location == .inMemory || !configuration.wakesOnFileChanges ? nil : filename + "-wal"
+            let actions = try deleteActions(of: schemas, on: reader)
             return DatabaseEngine(
                 reader: SQLiteReader(connection: reader, schemas: schemas),
-                writer: SQLiteWriter(connection: writer, tables: schemas, changeLog: changeLog, walFile: walFile, logger: logger),
-                deleteActions: try deleteActions(of: schemas, on: reader)
+                writer: SQLiteWriter(
+                    connection: writer, tables: schemas, changeLog: changeLog, walFile: walFile,
+                    actionTargets: Set(actions.filter { $0.rule != .deny }.map(\.targetTable)), logger: logger
+                ),
+                deleteActions: actions
             )
         }
     }

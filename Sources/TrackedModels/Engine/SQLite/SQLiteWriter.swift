@@ -15,6 +15,7 @@ final class SQLiteWriter: EngineWriter {
     private var statements = StatementCache<StatementShape>(capacity: 256)
     private let changeLog: ChangeLogReader?
     private let tables: [TableSchema]
+    private let actionTargets: Set<Int>
     /// The WAL file, whose writes mean another connection may have committed; nil for none.
     private let walFile: String?
     private var walSignal: FileChangeSignal?
@@ -25,7 +26,10 @@ final class SQLiteWriter: EngineWriter {
     ///   - changeLog: Reads other connections' changes; `nil` when the store does not watch
     ///     for them.
     ///   - walFile: The WAL file to watch for other connections' commits; `nil` for none.
-    init(connection: Connection, tables: [TableSchema], changeLog: ChangeLogReader?, walFile: String?, logger: Logger) {
+    /// - Parameter actionTargets: The tables whose rows' deletion the database acts on (a
+    ///   foreign key's `ON DELETE`): a commit that deletes one reads back what the database did.
+    init(connection: Connection, tables: [TableSchema], changeLog: ChangeLogReader?, walFile: String?, actionTargets: Set<Int>, logger: Logger) {
+        self.actionTargets = actionTargets
         self.logger = logger
         self.connection = connection
         self.tables = tables
@@ -65,6 +69,12 @@ final class SQLiteWriter: EngineWriter {
                 }
             }
             do {
+                if let changeLog, deletesActionTarget(units) {
+                    // What the database did to other rows on its own (a cascade, a SET NULL) is
+                    // heard as another connection's change would be.
+                    let actions = try changeLog.collect(on: connection, skipping: Self.rowsWritten(by: units, rows: rows, report: commit.report))
+                    commit.external.rows += actions.rows
+                }
                 if let pruned = try changeLog?.skipOwnEntries(on: connection) { logPruning(pruned) }
                 try willCommit(commit.report)
                 try connection.execute("COMMIT TRANSACTION")
@@ -81,6 +91,41 @@ final class SQLiteWriter: EngineWriter {
             if let logPosition { changeLog?.rewind(to: logPosition) }
             throw error
         }
+    }
+
+    /// Whether the units delete a row of a table the database acts on when its rows are deleted.
+    private func deletesActionTarget(_ units: [WriteUnit]) -> Bool {
+        guard !actionTargets.isEmpty else { return false }
+        return units.contains { unit in
+            unit.operations.contains { operation in
+                switch operation {
+                case .delete(let row): actionTargets.contains(row.table)
+                case .deleteAll(let table): actionTargets.contains(table)
+                case .insert, .update: false
+                }
+            }
+        }
+    }
+
+    /// The rows a commit wrote itself, with the keys the database assigned.
+    private static func rowsWritten(by units: [WriteUnit], rows: BulkRows?, report: CommitReport) -> ChangeLogReader.WrittenRows {
+        var written = ChangeLogReader.WrittenRows()
+        if let rows { written.tables.insert(rows.table) }
+        for unit in units {
+            for operation in unit.operations {
+                switch operation {
+                case .insert(let request):
+                    if let row = request.row {
+                        written.rows.insert(row)
+                    } else if let key = report.assignedKeys[request.id] {
+                        written.rows.insert(RowReference(table: request.table, key: key))
+                    }
+                case .update(let row, _), .delete(let row): written.rows.insert(row)
+                case .deleteAll(let table): written.tables.insert(table)
+                }
+            }
+        }
+        return written
     }
 
     func readRows(table: Int, keys: [SQLValue]) throws -> [[SQLValue]?] {
