@@ -130,7 +130,7 @@ extension Harness {
         values[0] = .integer(key)
         let object = Item(key: key, values: values)
         note("insert \(key): \(values.map(\.describedExactly).joined(separator: ", "))")
-        let hasObject = objects[key] != nil
+        let hasObject = objects[key] != nil || isHeldThroughLinks(key)
         do {
             try live.insert(object)
             if hasObject { throw Divergence(message: "inserting a second object for key \(key) was accepted") }

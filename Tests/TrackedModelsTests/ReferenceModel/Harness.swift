@@ -223,6 +223,22 @@ final class Harness {
         objects.sorted { $0.key < $1.key }.map(\.value) + newObjects.sorted { $0.key < $1.key }.map(\.value) + detached
     }
 
+    /// Whether an object the store manages for `key` is kept alive by a held object's `link`
+    /// (followed from link to link) though the program holds it no longer: a detached object's
+    /// assignment is its own, and a transaction that throws does not take it back.
+    func isHeldThroughLinks(_ key: Int64) -> Bool {
+        var seen: Set<ObjectIdentifier> = []
+        var reachable = heldObjects
+        while let object = reachable.popLast() {
+            guard seen.insert(ObjectIdentifier(object)).inserted,
+                  let target = object._$relatedObject(column: Item.Column.link.rawValue) as? Item
+            else { continue }
+            if target.id == key, target._$tracking.isAttached { return true }
+            reachable.append(target)
+        }
+        return false
+    }
+
     /// One of the held objects, picked by `seed`: half the time one that a row the program
     /// shows links to (when there is one), so that changes read through `link` happen.
     func pickHeld(_ seed: UInt64) -> Item? {
