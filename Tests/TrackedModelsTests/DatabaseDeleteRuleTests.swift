@@ -11,6 +11,13 @@ final class Tag {
     var name: String
 }
 
+/// Points at a tag through a plain column: no relationship, only the database's foreign key.
+@Tracked(table: "stickers")
+final class Sticker {
+    @PrimaryKey var id: Int64
+    @Column("tag_id") var tagID: Int64?
+}
+
 @Tracked(table: "labels")
 final class Label {
     @PrimaryKey var id: Int64
@@ -135,6 +142,46 @@ final class Label {
         #expect(try store.find(Label.self, key: 4) == nil)
         #expect(live.keys == [3])
         #expect(live.keys == (try store.fetch(FetchDescriptor<Label>(sortBy: [SortDescriptor(\.id)]))).map(\.id))
+        try await store.close()
+    }
+
+    /// Found in review: the read-back skipped every entry of a row the commit also wrote, so a
+    /// child updated in the same flush and then cascaded by the database stayed in the store.
+    @Test func aChildTheCommitAlsoUpdatedIsHeardGoneWhenTheDatabaseCascades() async throws {
+        let directory = try TemporaryDirectory()
+        let (store, peek) = try await tags("ON DELETE CASCADE", in: directory)
+        let sweep = try #require(try store.find(Label.self, key: 3))
+        sweep.text = "changed here"
+        try store.delete(try #require(try store.find(Tag.self, key: 1)))
+        // Another process moves label 3 onto the tag this store deletes.
+        try peek.execute("UPDATE labels SET tag_id = 1 WHERE id = 3")
+        try await store.flush()
+        #expect(try peek.value("SELECT count(*) FROM labels") == .integer(0))
+        #expect(!sweep._$tracking.isAttached)
+        #expect(try store.find(Label.self, key: 3) == nil)
+        try await store.close()
+    }
+
+    /// Found in review: a foreign key on a column that is no relationship was not read back.
+    @Test func aCascadeThroughAPlainColumnIsHeard() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("db.sqlite")
+        let peek = try Peek(path)
+        try peek.execute("""
+            CREATE TABLE tags (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+            CREATE TABLE stickers (id INTEGER PRIMARY KEY, tag_id INTEGER REFERENCES tags (id) ON DELETE CASCADE);
+            INSERT INTO tags VALUES (1, 'red');
+            INSERT INTO stickers VALUES (1, 1), (2, NULL);
+            """)
+        let store = try ModelStore(.file(path), models: [Tag.self, Sticker.self], configuration: Stores.configuration())
+        let sticker = try #require(try store.find(Sticker.self, key: 1))
+        let live = try store.results(for: FetchDescriptor<Sticker>(sortBy: [SortDescriptor(\.id)]))
+        #expect(live.keys == [1, 2])
+        try store.delete(try #require(try store.find(Tag.self, key: 1)))
+        try await store.flush()
+        #expect(!sticker._$tracking.isAttached)
+        #expect(live.keys == [2])
+        #expect(try peek.value("SELECT group_concat(id) FROM stickers") == .text("2"))
         try await store.close()
     }
 }

@@ -230,9 +230,11 @@ final class Harness {
         var seen: Set<ObjectIdentifier> = []
         var reachable = heldObjects
         while let object = reachable.popLast() {
-            guard seen.insert(ObjectIdentifier(object)).inserted,
-                  let target = object._$relatedObject(column: Item.Column.link.rawValue) as? Item
-            else { continue }
+            let link = Item.Column.link.rawValue
+            guard seen.insert(ObjectIdentifier(object)).inserted, let target = object._$relatedObject(column: link) as? Item else { continue }
+            // A stored object's cached target must be the one its key names: anything else is the
+            // store's defect, not a reason to expect a refusal.
+            if object._$tracking.isAttached, object._$tracking.foreignKeys[link] != target._$tracking.key { continue }
             if target.id == key, target._$tracking.isAttached { return true }
             reachable.append(target)
         }

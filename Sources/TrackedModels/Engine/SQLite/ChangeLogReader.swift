@@ -29,19 +29,8 @@ final class ChangeLogReader {
         return version != dataVersion
     }
 
-    /// Rows a transaction of this store wrote itself, for ``collect(on:skipping:)``.
-    struct WrittenRows {
-        var rows: Set<RowReference> = []
-        /// Tables whose every row it wrote (a delete of all, a bulk insert).
-        var tables: Set<Int> = []
-    }
-
     /// Reads the entries past the position, merges them per row, and reloads those rows.
-    ///
-    /// - Parameter skipping: Inside this store's own write transaction, the rows it wrote: the
-    ///   entries of the others are what the database did on its own (a foreign key's `ON DELETE`
-    ///   action, a trigger), which the store must hear as it hears other connections' changes.
-    func collect(on connection: Connection, skipping written: WrittenRows? = nil) throws -> ExternalChangeBatch {
+    func collect(on connection: Connection) throws -> ExternalChangeBatch {
         var batch = ExternalChangeBatch()
         let prunedThrough = try connection.scalar("SELECT pruned_through FROM \(ChangeLog.stateTable) WHERE id = 1")
         let last = try Self.lastSequence(on: connection)
@@ -52,18 +41,49 @@ final class ChangeLogReader {
             position = last
             return batch
         }
-        var order: [RowReference] = []
-        // `replaced`: the row was deleted and inserted again, so it is another row now.
-        var merged: [RowReference: (kind: ChangeLog.Kind, mask: Int64, replaced: Bool)] = [:]
         let entries = try connection.cachedStatement("SELECT seq, tbl, row_key, kind, mask FROM \(ChangeLog.table) WHERE seq > ? ORDER BY seq")
             .rows([.integer(position)])
         for entry in entries {
-            guard case .integer(let sequence) = entry[0], case .text(let name) = entry[1],
-                  case .integer(let kindValue) = entry[3], case .integer(let mask) = entry[4]
+            if case .integer(let sequence) = entry[0] { position = max(position, sequence) }
+        }
+        try merge(entries, into: &batch, on: connection)
+        return batch
+    }
+
+    /// The log's newest entry, inside the writer's transaction: before and after one of its
+    /// statements, the range of that statement's entries.
+    func newestSequence(on connection: Connection) throws -> Int64 {
+        try Self.lastSequence(on: connection)
+    }
+
+    /// What the database did on its own while one of this store's deletes ran (a foreign key's
+    /// `ON DELETE CASCADE` or `SET NULL`): the entries past `after` through `through`, but for
+    /// the deleted row (or, for a delete of every row, the table's rows), merged and reloaded as
+    /// another connection's changes are. The position does not move.
+    func actions(ofDeleteOf deleted: RowReference?, table: Int, after: Int64, through: Int64, on connection: Connection) throws -> ExternalChangeBatch {
+        var batch = ExternalChangeBatch()
+        guard through > after else { return batch }
+        let entries = try connection.cachedStatement("SELECT seq, tbl, row_key, kind, mask FROM \(ChangeLog.table) WHERE seq > ? AND seq <= ? ORDER BY seq")
+            .rows([.integer(after), .integer(through)])
+            .filter { entry in
+                guard case .text(let name) = entry[1], let entryTable = tableIndexByName[name] else { return false }
+                guard let deleted else { return entryTable != table }
+                return RowReference(table: entryTable, key: entry[2]) != deleted
+            }
+        try merge(entries, into: &batch, on: connection)
+        return batch
+    }
+
+    /// Merges log entries (seq, tbl, row_key, kind, mask) per row, in the order rows first
+    /// appear, and reloads the rows that are still there.
+    private func merge(_ entries: [[SQLValue]], into batch: inout ExternalChangeBatch, on connection: Connection) throws {
+        var order: [RowReference] = []
+        // `replaced`: the row was deleted and inserted again, so it is another row now.
+        var merged: [RowReference: (kind: ChangeLog.Kind, mask: Int64, replaced: Bool)] = [:]
+        for entry in entries {
+            guard case .text(let name) = entry[1], case .integer(let kindValue) = entry[3], case .integer(let mask) = entry[4],
+                  let table = tableIndexByName[name]
             else { continue }
-            position = max(position, sequence)
-            guard let table = tableIndexByName[name] else { continue }
-            if let written, written.tables.contains(table) || written.rows.contains(RowReference(table: table, key: entry[2])) { continue }
             if kindValue == ChangeLog.tableReset {
                 if !batch.resetTables.contains(table) { batch.resetTables.append(table) }
                 continue
@@ -100,7 +120,6 @@ final class ChangeLogReader {
             }
             batch.rows.append(.init(table: row.table, key: row.key, kind: rowKind, columns: columns, values: values))
         }
-        return batch
     }
 
     /// Moves past the writer's own entries, made in the current write transaction, notes the

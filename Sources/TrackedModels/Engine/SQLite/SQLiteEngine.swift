@@ -58,7 +58,7 @@ enum SQLiteEngine {
                 reader: SQLiteReader(connection: reader, schemas: schemas),
                 writer: SQLiteWriter(
                     connection: writer, tables: schemas, changeLog: changeLog, walFile: walFile,
-                    actionTargets: Set(actions.filter { $0.rule != .deny }.map(\.targetTable)), logger: logger
+                    actionTargets: try actionTargets(of: schemas, on: reader), logger: logger
                 ),
                 deleteActions: actions
             )
@@ -96,6 +96,26 @@ extension SQLiteEngine {
             }
         }
         return actions
+    }
+}
+
+extension SQLiteEngine {
+    /// The tables whose rows' deletion makes the database change rows of the models' tables on
+    /// its own (`ON DELETE CASCADE`, `SET NULL` or `SET DEFAULT` on any of their columns,
+    /// relationships or not): a commit that deletes one reads back what the database did.
+    static func actionTargets(of schemas: [TableSchema], on connection: Connection) throws -> Set<Int> {
+        var targets: Set<Int> = []
+        for schema in schemas {
+            let keys = try connection.makeStatement("SELECT \"table\", on_delete FROM pragma_foreign_key_list(?)").rows([.text(schema.name)])
+            for key in keys {
+                guard case .text(let target) = key[0], case .text(let action) = key[1],
+                      ["CASCADE", "SET NULL", "SET DEFAULT"].contains(action.uppercased()),
+                      let table = schemas.firstIndex(where: { $0.name.caseInsensitiveCompare(target) == .orderedSame })
+                else { continue }
+                targets.insert(table)
+            }
+        }
+        return targets
     }
 }
 

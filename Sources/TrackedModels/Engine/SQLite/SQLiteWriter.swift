@@ -55,7 +55,17 @@ final class SQLiteWriter: EngineWriter {
             for (unitIndex, unit) in units.enumerated() {
                 for (operationIndex, operation) in unit.operations.enumerated() {
                     do {
-                        try apply(operation, on: connection, into: &commit.report)
+                        if let changeLog, let deleted = deletedActionTarget(operation) {
+                            // What the database does to other rows on its own as this delete runs
+                            // (a cascade, a SET NULL) is heard as another connection's change.
+                            let before = try changeLog.newestSequence(on: connection)
+                            try apply(operation, on: connection, into: &commit.report)
+                            let after = try changeLog.newestSequence(on: connection)
+                            let actions = try changeLog.actions(ofDeleteOf: deleted.row, table: deleted.table, after: before, through: after, on: connection)
+                            commit.external.rows += actions.rows
+                        } else {
+                            try apply(operation, on: connection, into: &commit.report)
+                        }
                     } catch let error as SQLiteError {
                         throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error.storeError)
                     }
@@ -69,12 +79,6 @@ final class SQLiteWriter: EngineWriter {
                 }
             }
             do {
-                if let changeLog, deletesActionTarget(units) {
-                    // What the database did to other rows on its own (a cascade, a SET NULL) is
-                    // heard as another connection's change would be.
-                    let actions = try changeLog.collect(on: connection, skipping: Self.rowsWritten(by: units, rows: rows, report: commit.report))
-                    commit.external.rows += actions.rows
-                }
                 if let pruned = try changeLog?.skipOwnEntries(on: connection) { logPruning(pruned) }
                 try willCommit(commit.report)
                 try connection.execute("COMMIT TRANSACTION")
@@ -93,39 +97,14 @@ final class SQLiteWriter: EngineWriter {
         }
     }
 
-    /// Whether the units delete a row of a table the database acts on when its rows are deleted.
-    private func deletesActionTarget(_ units: [WriteUnit]) -> Bool {
-        guard !actionTargets.isEmpty else { return false }
-        return units.contains { unit in
-            unit.operations.contains { operation in
-                switch operation {
-                case .delete(let row): actionTargets.contains(row.table)
-                case .deleteAll(let table): actionTargets.contains(table)
-                case .insert, .update: false
-                }
-            }
+    /// The row (or, for a delete of every row, the table) an operation deletes, when the
+    /// database acts on the deletion of that table's rows.
+    private func deletedActionTarget(_ operation: WriteOperation) -> (row: RowReference?, table: Int)? {
+        switch operation {
+        case .delete(let row) where actionTargets.contains(row.table): (row, row.table)
+        case .deleteAll(let table) where actionTargets.contains(table): (nil, table)
+        default: nil
         }
-    }
-
-    /// The rows a commit wrote itself, with the keys the database assigned.
-    private static func rowsWritten(by units: [WriteUnit], rows: BulkRows?, report: CommitReport) -> ChangeLogReader.WrittenRows {
-        var written = ChangeLogReader.WrittenRows()
-        if let rows { written.tables.insert(rows.table) }
-        for unit in units {
-            for operation in unit.operations {
-                switch operation {
-                case .insert(let request):
-                    if let row = request.row {
-                        written.rows.insert(row)
-                    } else if let key = report.assignedKeys[request.id] {
-                        written.rows.insert(RowReference(table: request.table, key: key))
-                    }
-                case .update(let row, _), .delete(let row): written.rows.insert(row)
-                case .deleteAll(let table): written.tables.insert(table)
-                }
-            }
-        }
-        return written
     }
 
     func readRows(table: Int, keys: [SQLValue]) throws -> [[SQLValue]?] {
