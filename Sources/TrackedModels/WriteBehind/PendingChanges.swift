@@ -52,6 +52,21 @@ struct PendingChanges {
 
         var operationCount: Int { updatedRow == nil ? operations.count : 1 }
 
+        /// Adds the keys of the rows of `table` that the unit writes, read as the unit holds
+        /// them (without building its operations); returns whether it deletes every row.
+        func collectRows(of table: Int, into keys: inout Set<SQLValue>) -> Bool {
+            if let updatedRow {
+                if updatedRow.table == table { keys.insert(updatedRow.key) }
+                return false
+            }
+            var deletesEveryRow = false
+            for operation in operations where operation.table == table {
+                if case .deleteAll = operation { deletesEveryRow = true }
+                if let row = operation.row { keys.insert(row.key) }
+            }
+            return deletesEveryRow
+        }
+
         /// Merges a cell write into the row's insert or update; `false` if the unit has none.
         mutating func merge(_ write: CellWrite, to cell: CellReference) -> Bool {
             if updatedRow != nil {

@@ -464,12 +464,12 @@ final class WriteBehind {
     func uncommittedRows(table: Int) -> (keys: Set<SQLValue>, deletesEveryRow: Bool) {
         var keys: Set<SQLValue> = []
         var deletesEveryRow = false
-        for unit in queuedUnits {
-            for operation in unit.operations where operation.table == table {
-                if case .deleteAll = operation { deletesEveryRow = true }
-                if let row = operation.row { keys.insert(row.key) }
-            }
+        guard hasChanges else { return (keys, deletesEveryRow) }
+        func collect(_ unit: PendingChanges.Unit) {
+            if unit.collectRows(of: table, into: &keys) { deletesEveryRow = true }
         }
+        for batch in inFlight { batch.units.forEach(collect) }
+        pending.all.forEach(collect)
         return (keys, deletesEveryRow)
     }
 

@@ -174,11 +174,17 @@ extension Harness {
             // The delete rule of `linkedFrom` (nullify): the rows that link to the deleted one
             // link to nothing, in the delete's unit.
             let snapshot = reference.beginTransaction()
-            for other in rows(linkingTo: key) where other != .key(key) {
+            let nullified = rows(linkingTo: key).filter { $0 != .key(key) }
+            for other in nullified {
                 reference.write(.set(.null), column: Item.Column.link.rawValue, of: other)
             }
             reference.delete(.key(key))
             reference.endTransaction(succeeded: true, restoring: snapshot)
+            // The rule made an object of each of those rows, which its pending change keeps
+            // alive: the program holds them now, as the store does.
+            for case .key(let other) in nullified where objects[other] == nil {
+                if let found = try live.find(Item.self, key: other) { hold(found) }
+            }
         } catch let error as StoreError where error.code == .notAttached {
             if deletable { throw Divergence(message: "delete of a managed object threw \(error)") }
         }
