@@ -133,7 +133,7 @@ final class Memberships {
                 }
             }
             parents.remove(.null)
-            for parent in parents.sorted(by: { SQLValue.compare($0, $1) == .orderedAscending }) {
+            for parent in parents {
                 tell(Membership(parentTable: link.parentTable, relationship: link.relationship, parentKey: parent), origin: origin)
             }
         }

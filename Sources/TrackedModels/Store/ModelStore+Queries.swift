@@ -57,15 +57,13 @@ extension ModelStore {
     func matchingRows(_ plan: CompiledQuery, windowed: Bool) throws -> [[SQLValue]] {
         let uncommitted = writeBehind.uncommittedRows(table: plan.table)
         let keyColumn = plan.schema.primaryKeyIndex
-        let changedTargets = plan.joins.contains { join in
-            let targets = writeBehind.uncommittedRows(table: join.targetTable)
-            return !targets.keys.isEmpty || targets.deletesEveryRow
-        }
+        // Each join's target rows with uncommitted changes, looked up once.
+        let targetChanges = plan.joins.map { writeBehind.uncommittedRows(table: $0.targetTable) }
+        let changedTargets = targetChanges.contains { !$0.keys.isEmpty || $0.deletesEveryRow }
         // Rows whose target has uncommitted changes, with their own committed values.
         var pointing: [SQLValue: [SQLValue]] = [:]
         if !uncommitted.deletesEveryRow, changedTargets, plan.readsThroughJoins {
-            for join in plan.joins {
-                let targets = writeBehind.uncommittedRows(table: join.targetTable)
+            for (join, targets) in zip(plan.joins, targetChanges) {
                 var reads: [CompiledQuery] = []
                 if targets.deletesEveryRow {
                     reads = [CompiledQuery(

@@ -53,69 +53,77 @@ enum SQLiteEngine {
                 )
             }
             let walFile = location == .inMemory || !configuration.wakesOnFileChanges ? nil : filename + "-wal"
-            let actions = try deleteActions(of: schemas, on: reader)
+            let keys = try foreignKeys(of: schemas, on: reader)
             return DatabaseEngine(
                 reader: SQLiteReader(connection: reader, schemas: schemas),
                 writer: SQLiteWriter(
                     connection: writer, tables: schemas, changeLog: changeLog, walFile: walFile,
-                    actionTargets: try actionTargets(of: schemas, on: reader), logger: logger
+                    actionTargets: actionTargets(of: keys, schemas: schemas), logger: logger
                 ),
-                deleteActions: actions
+                deleteActions: deleteActions(of: keys, schemas: schemas)
             )
         }
     }
 }
 
 extension SQLiteEngine {
-    /// The `ON DELETE` actions the tables declare for the models' to-one columns
-    /// (`PRAGMA foreign_key_list`). `CASCADE` deletes, `SET NULL` nullifies, and `RESTRICT` or
-    /// `NO ACTION` (the default of a `REFERENCES` clause) refuse while children are left.
-    /// `SET DEFAULT` is left to the database alone.
+    /// One foreign key of a model's table, as `PRAGMA foreign_key_list` declares it.
+    struct ForeignKey {
+        var childTable: Int
+        var column: String
+        var target: String
+        /// The `ON DELETE` action, upper-cased (`CASCADE`, `SET NULL`, `NO ACTION`, ...).
+        var onDelete: String
+    }
+
+    /// The foreign keys of the models' tables, read once at open.
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/foreignkeys.html#fk_actions>
-    static func deleteActions(of schemas: [TableSchema], on connection: Connection) throws -> [DeleteAction] {
-        var actions: [DeleteAction] = []
-        for (childTable, schema) in schemas.enumerated() where !schema.relationshipColumns.isEmpty {
-            let keys = try connection.makeStatement("SELECT \"table\", \"from\", on_delete FROM pragma_foreign_key_list(?)").rows([.text(schema.name)])
-            for key in keys {
-                guard case .text(let target) = key[0], case .text(let from) = key[1], case .text(let declared) = key[2] else { continue }
-                let rule: DeleteRule
-                switch declared.uppercased() {
-                case "CASCADE": rule = .cascade
-                case "SET NULL": rule = .nullify
-                case "RESTRICT", "NO ACTION": rule = .deny
-                default: continue
-                }
-                for column in schema.relationshipColumns where schema.columns[column].name.caseInsensitiveCompare(from) == .orderedSame {
-                    let targetName = schema.columns[column].reference!.target._$schema.name
-                    guard targetName.caseInsensitiveCompare(target) == .orderedSame,
-                          let targetTable = schemas.firstIndex(where: { $0.name == targetName })
-                    else { continue }
-                    actions.append(DeleteAction(childTable: childTable, column: column, targetTable: targetTable, rule: rule, declared: "ON DELETE \(declared.uppercased())"))
-                }
+    static func foreignKeys(of schemas: [TableSchema], on connection: Connection) throws -> [ForeignKey] {
+        var keys: [ForeignKey] = []
+        for (childTable, schema) in schemas.enumerated() {
+            let rows = try connection.makeStatement("SELECT \"table\", \"from\", on_delete FROM pragma_foreign_key_list(?)").rows([.text(schema.name)])
+            for row in rows {
+                guard case .text(let target) = row[0], case .text(let column) = row[1], case .text(let onDelete) = row[2] else { continue }
+                keys.append(ForeignKey(childTable: childTable, column: column, target: target, onDelete: onDelete.uppercased()))
             }
         }
-        return actions
+        return keys
     }
-}
 
-extension SQLiteEngine {
+    /// The `ON DELETE` actions the tables declare for the models' to-one columns. `CASCADE`
+    /// deletes, `SET NULL` nullifies, and `RESTRICT` or `NO ACTION` (the default of a
+    /// `REFERENCES` clause) refuse while children are left. `SET DEFAULT` is left to the
+    /// database alone.
+    static func deleteActions(of keys: [ForeignKey], schemas: [TableSchema]) -> [DeleteAction] {
+        keys.flatMap { key -> [DeleteAction] in
+            let rule: DeleteRule
+            switch key.onDelete {
+            case "CASCADE": rule = .cascade
+            case "SET NULL": rule = .nullify
+            case "RESTRICT", "NO ACTION": rule = .deny
+            default: return []
+            }
+            let schema = schemas[key.childTable]
+            return schema.relationshipColumns.compactMap { column in
+                let targetName = schema.columns[column].reference!.target._$schema.name
+                guard schema.columns[column].name.caseInsensitiveCompare(key.column) == .orderedSame,
+                      targetName.caseInsensitiveCompare(key.target) == .orderedSame,
+                      let targetTable = schemas.firstIndex(where: { $0.name == targetName })
+                else { return nil }
+                return DeleteAction(childTable: key.childTable, column: column, targetTable: targetTable, rule: rule, declared: "ON DELETE \(key.onDelete)")
+            }
+        }
+    }
+
     /// The tables whose rows' deletion makes the database change rows of the models' tables on
     /// its own (`ON DELETE CASCADE`, `SET NULL` or `SET DEFAULT` on any of their columns,
     /// relationships or not): a commit that deletes one reads back what the database did.
-    static func actionTargets(of schemas: [TableSchema], on connection: Connection) throws -> Set<Int> {
-        var targets: Set<Int> = []
-        for schema in schemas {
-            let keys = try connection.makeStatement("SELECT \"table\", on_delete FROM pragma_foreign_key_list(?)").rows([.text(schema.name)])
-            for key in keys {
-                guard case .text(let target) = key[0], case .text(let action) = key[1],
-                      ["CASCADE", "SET NULL", "SET DEFAULT"].contains(action.uppercased()),
-                      let table = schemas.firstIndex(where: { $0.name.caseInsensitiveCompare(target) == .orderedSame })
-                else { continue }
-                targets.insert(table)
-            }
-        }
-        return targets
+    static func actionTargets(of keys: [ForeignKey], schemas: [TableSchema]) -> Set<Int> {
+        Set(keys.compactMap { key in
+            guard ["CASCADE", "SET NULL", "SET DEFAULT"].contains(key.onDelete) else { return nil }
+            return schemas.firstIndex { $0.name.caseInsensitiveCompare(key.target) == .orderedSame }
+        })
     }
 }
 
