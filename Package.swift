@@ -17,6 +17,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         .systemLibrary(
@@ -37,7 +40,15 @@ let package = Package(
         ),
         .target(
             name: "TrackedModels",
-            dependencies: ["CSQLite", "TrackedMacros", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CSQLite",
+                "TrackedMacros",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         .target(name: "TrackedModelsTesting", dependencies: ["TrackedModels"]),
         .target(name: "TrackedModelsBenchmarks", dependencies: ["TrackedModels"]),

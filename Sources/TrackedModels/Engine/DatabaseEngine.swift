@@ -1,8 +1,8 @@
 import Dispatch
 import Logging
 
-/// The database under a store, opened: the one place where an engine (SQLite today,
-/// PostgreSQL next) differs from another.
+/// The database under a store, opened: the one place where an engine (SQLite or PostgreSQL)
+/// differs from another.
 ///
 /// Opening sets the database up for the models (creates missing tables when asked, checks
 /// every table against its model, installs the change log) and yields two halves, one per
@@ -14,7 +14,7 @@ import Logging
 ///
 /// ```swift
 /// let name = DatabaseEngine.name(of: .file("app.sqlite"))
-/// let database = try DatabaseEngine.open(.file("app.sqlite"), named: name, schemas: schemas, configuration: configuration, logger: logger)
+/// let database = try await DatabaseEngine.open(.file("app.sqlite"), named: name, schemas: schemas, configuration: configuration, logger: logger)
 /// let rows = try database.reader.rows(matching: query, limit: 10)
 /// ```
 struct DatabaseEngine {
@@ -26,20 +26,41 @@ struct DatabaseEngine {
     let deleteActions: [DeleteAction]
 
     /// The name a location's database goes by in messages and logs: an absolute path for a
-    /// file, a new private name for an in-memory database.
+    /// file, a new private name for an in-memory database, `user@host:port/database` (no
+    /// password) for PostgreSQL.
     static func name(of location: DatabaseLocation) -> String {
-        SQLiteEngine.filename(of: location)
+        switch location {
+        case .file, .inMemory: SQLiteEngine.filename(of: location)
+        case .postgres(let url): (try? PostgresEndpoint(url: url))?.description ?? PostgresEndpoint.redacted(url)
+        }
     }
 
-    /// Opens and sets up a database for the models.
+    /// Opens and sets up a local database (SQLite) for the models, on the caller's thread.
     ///
     /// - Parameter name: The location's ``name(of:)``.
     /// - Throws: ``StoreError``: ``StoreError/Code/schemaMismatch`` listing every difference
-    ///   (nothing in the database is changed then), or what kept the database from opening.
+    ///   (nothing in the database is changed then), or what kept the database from opening;
+    ///   ``StoreError/Code/asyncReadRequired`` for a database across a network.
     static func open(
         _ location: DatabaseLocation, named name: String, schemas: [TableSchema], configuration: ModelStore.Configuration, logger: Logger
     ) throws -> DatabaseEngine {
-        try SQLiteEngine.open(location, filename: name, schemas: schemas, configuration: configuration, logger: logger)
+        guard case .postgres = location else {
+            return try SQLiteEngine.open(location, filename: name, schemas: schemas, configuration: configuration, logger: logger)
+        }
+        throw StoreError(
+            code: .asyncReadRequired,
+            message: "opening \(name) connects to PostgreSQL, which the store's actor does not wait for; open it with `try await ModelStore.open(...)`"
+        )
+    }
+
+    /// Opens and sets up a database of either engine; a server's round trips are awaited.
+    static func open(
+        _ location: DatabaseLocation, named name: String, schemas: [TableSchema], configuration: ModelStore.Configuration, logger: Logger
+    ) async throws -> DatabaseEngine {
+        guard case .postgres(let url) = location else {
+            return try SQLiteEngine.open(location, filename: name, schemas: schemas, configuration: configuration, logger: logger)
+        }
+        return try await PostgreSQLEngine.open(PostgresEndpoint(url: url), schemas: schemas, configuration: configuration, logger: logger)
     }
 }
 

@@ -130,10 +130,15 @@ final class DatabaseWorker: @unchecked Sendable {
         queue.async { [self] in closeEngine() }
     }
 
-    /// Closes the engine once every submitted batch has run, and returns when it is closed. The
-    /// worker's queue never waits for the store's actor, so the caller may block on it.
-    func closeAndWait() {
-        queue.sync { closeEngine() }
+    /// Closes the engine once every submitted batch has run; returns when it is closed,
+    /// without blocking the caller.
+    func closed() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { [self] in
+                closeEngine()
+                continuation.resume()
+            }
+        }
     }
 
     private func closeEngine() {

@@ -41,6 +41,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let notReadOnly = Code(name: "notReadOnly")
         /// SQL was expected and none was given (empty, or only comments).
         public static let noStatement = Code(name: "noStatement")
+        /// A synchronous read (or open) was asked of a database across a network (PostgreSQL),
+        /// which the store's actor never waits for; use the `async` form.
+        public static let asyncReadRequired = Code(name: "asyncReadRequired")
         /// A delete was refused by a ``DeleteRule/deny`` relationship that still has children;
         /// nothing changed.
         public static let deleteDenied = Code(name: "deleteDenied")

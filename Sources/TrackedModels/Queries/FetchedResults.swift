@@ -63,12 +63,14 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private var streams: [AsyncStream<Difference>.Continuation] = []
     private var lastHandler: UInt64 = 0
 
-    init(store: ModelStore, plan: CompiledQuery) throws {
+    /// Results of a plan, starting from the rows it matches now (``ModelStore/matchingRows(_:windowed:)``,
+    /// not windowed).
+    init(store: ModelStore, plan: CompiledQuery, matching: [[SQLValue]]) {
         self.store = store
         self.plan = plan
         revisionKeyPath = \FetchedResults.revision
         rows = SortedRows(precedes: plan.precedes)
-        try load()
+        load(matching)
         subscriptions.append(store.subscribe(table: plan.table, columns: plan.columnsRead) { [weak self] event in
             self?.apply(event)
         })
@@ -195,13 +197,13 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     // MARK: - Keeping current
 
-    /// Reads the matching rows: at creation, and after a reset.
-    private func load() throws {
-        let matching = try store.matchingRows(plan, windowed: false)
+    /// Takes the matching rows: at creation, and after a reset.
+    private func load(_ matching: [[SQLValue]]) {
         members.removeAll(keepingCapacity: true)
         let entries = matching.map { values in
             let entry = plan.entry(of: values)
             members[entry.key] = entry
+            keepObject(entry.key, values: values)
             return entry
         }
         rows.replace(withSorted: entries)
@@ -214,7 +216,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
             switch event.kind {
             case .reset:
                 let before = rows.keys(in: 0..<rows.count)
-                try load()
+                load(try store.matchingRows(plan, windowed: false))
                 changes.replaceAll(before: before, after: rows.keys(in: 0..<rows.count))
             case .delete:
                 // Gone for this store, whether or not its delete has committed yet.
@@ -238,6 +240,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         beginChange()
         do {
             for values in try store.matchingRows(plan.rowsPointing(at: event.key, through: join), windowed: false) {
+                if plan.matches(values) { keepObject(values[plan.schema.primaryKeyIndex], values: values) }
                 place(values[plan.schema.primaryKeyIndex], as: plan.matches(values) ? plan.entry(of: values) : nil)
             }
         } catch {
@@ -249,7 +252,17 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// Puts one row where its current values say: in, out, or elsewhere.
     private func reevaluate(_ key: SQLValue) throws {
         let values = try store.queryRow(plan, key: key)
-        place(key, as: values.flatMap { plan.matches($0) ? plan.entry(of: $0) : nil })
+        let matches = values.map(plan.matches) ?? false
+        if matches, let values { keepObject(key, values: values) }
+        place(key, as: values.flatMap { matches ? plan.entry(of: $0) : nil })
+    }
+
+    /// Makes a member's object now, from values at hand, where reading its row later would be
+    /// a round trip (PostgreSQL); on a local file, members' objects are made when first read.
+    private func keepObject(_ key: SQLValue, values: [SQLValue]) {
+        guard store.location.isRemote, objects[key] == nil, !store.isClosed else { return }
+        let width = plan.schema.columns.count
+        objects[key] = try? store.object(Model.self, table: plan.table, values: values.count == width ? values : Array(values.prefix(width)))
     }
 
     /// Moves a row to where its entry says, or out of the list for nil.

@@ -45,7 +45,9 @@ extension ModelStore {
         public var observesExternalChanges = true
 
         /// How often the store checks for other connections' commits: 25 ms. A check that
-        /// finds nothing costs one `PRAGMA data_version`.
+        /// finds nothing costs one `PRAGMA data_version`. On PostgreSQL, where a check is a round
+        /// trip to the server and the change log's doorbell rings at each commit, the store
+        /// checks at most every 250 ms, to catch what a doorbell missed.
         public var externalChangePollInterval: Duration = .milliseconds(25)
 
         /// Whether the store also checks as soon as another process writes the database's WAL
@@ -58,6 +60,12 @@ extension ModelStore {
         /// to this when it doubles; a store that falls further behind reloads its objects and
         /// sends a ``ChangeEvent/Kind/reset``.
         public var changeLogRetention = 10_000
+
+        /// How long a store may be away (closed, disconnected, stopped) before PostgreSQL's
+        /// change log is pruned past what it has read: 10 minutes. A store that comes back later
+        /// reloads its objects and sends a ``ChangeEvent/Kind/reset``. (SQLite's log keeps
+        /// ``changeLogRetention`` entries instead.)
+        public var changeLogReaderTimeout: Duration = .seconds(600)
 
         /// Where the store logs what it does on its own: busy retries (debug), commits that
         /// failed and changes the database refused (warning), resets after falling behind other

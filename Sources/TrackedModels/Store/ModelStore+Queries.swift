@@ -176,6 +176,7 @@ extension ModelStore {
     /// ```
     public func results<Model: TrackedModel>(for descriptor: FetchDescriptor<Model>) throws -> FetchedResults<Model> {
         try checkOpen("results(for:)")
-        return try FetchedResults(store: self, plan: compile(descriptor))
+        let plan = try compile(descriptor)
+        return FetchedResults(store: self, plan: plan, matching: try matchingRows(plan, windowed: false))
     }
 }

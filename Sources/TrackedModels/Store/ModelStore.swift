@@ -29,7 +29,8 @@ import Synchronization
 public final class ModelStore {
     public let location: DatabaseLocation
     public let configuration: Configuration
-    /// The absolute file name of the database (a private name for in-memory stores).
+    /// The absolute file name of the database (a private name for in-memory stores), or
+    /// `user@host:port/database` for PostgreSQL.
     public let filename: String
 
     let registrar: ModelRegistrar
@@ -51,11 +52,13 @@ public final class ModelStore {
     /// The continuations of ``changes(_:bufferingPolicy:)`` streams, by subscription.
     var feedStreams: [UInt64: AsyncStream<ChangeEvent>.Continuation] = [:]
 
-    /// Opens a database for the given models and checks that each one matches its table.
+    /// Opens a local database (SQLite) for the models and checks that each one matches its
+    /// table.
     ///
     /// A file is created when missing and put in WAL mode. Opening fails with one
     /// ``StoreError`` (code ``StoreError/Code/schemaMismatch``) listing every missing table,
-    /// missing column or incompatible type.
+    /// missing column or incompatible type. A PostgreSQL database is opened with
+    /// ``open(_:models:configuration:isolation:)``, which awaits the server.
     ///
     /// ```swift
     /// let store = try ModelStore(.file("app.sqlite"), models: [Row.self])
@@ -68,27 +71,78 @@ public final class ModelStore {
     ///   - isolation: The actor the store and its objects belong to; by default, the caller's.
     ///     Open stores from an actor-isolated context (`@MainActor` code, or an actor's method).
     /// - Throws: ``StoreError``: ``StoreError/Code/schemaMismatch`` listing every difference,
-    ///   or what kept the database from opening (``StoreError/Code/cannotOpen`` ...).
-    public init(
+    ///   or what kept the database from opening (``StoreError/Code/cannotOpen`` ...);
+    ///   ``StoreError/Code/asyncReadRequired`` for a PostgreSQL location.
+    public convenience init(
         _ location: DatabaseLocation,
         models: [any TrackedModel.Type],
         configuration: Configuration = Configuration(),
         isolation: (any Actor)? = #isolation
     ) throws {
+        let isolation = Self.requireIsolation(isolation)
+        try Self.checkRelationships(of: models)
+        let name = DatabaseEngine.name(of: location)
+        let logger = Self.logger(of: configuration, name: name)
+        let database = try DatabaseEngine.open(location, named: name, schemas: models.map { $0._$schema }, configuration: configuration, logger: logger)
+        self.init(location: location, models: models, configuration: configuration, isolation: isolation, name: name, logger: logger, database: database)
+    }
+
+    /// Opens a database of either engine for the models and checks that each one matches its
+    /// table; a PostgreSQL server's round trips are awaited, never waited for on the actor.
+    ///
+    /// ```swift
+    /// let store = try await ModelStore.open(.postgres("postgres://app:secret@db.internal/app"), models: [Row.self])
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - location: A PostgreSQL URL, a file path, or ``DatabaseLocation/inMemory``.
+    ///   - models: Every model type the store manages.
+    ///   - configuration: Write-behind and durability settings.
+    ///   - isolation: The actor the store and its objects belong to; by default, the caller's.
+    /// - Throws: ``StoreError``: ``StoreError/Code/schemaMismatch`` listing every difference,
+    ///   or what kept the database from opening: ``StoreError/Code/cannotOpen`` for a wrong URL,
+    ///   bad credentials or a missing database, ``StoreError/Code/connectionLost`` for a server
+    ///   that cannot be reached, each naming the host and database.
+    public static func open(
+        _ location: DatabaseLocation,
+        models: [any TrackedModel.Type],
+        configuration: Configuration = Configuration(),
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws -> ModelStore {
+        let actor = requireIsolation(isolation)
+        try checkRelationships(of: models)
+        let name = DatabaseEngine.name(of: location)
+        let logger = logger(of: configuration, name: name)
+        let database = try await DatabaseEngine.open(location, named: name, schemas: models.map { $0._$schema }, configuration: configuration, logger: logger)
+        return ModelStore(location: location, models: models, configuration: configuration, isolation: actor, name: name, logger: logger, database: database)
+    }
+
+    private static func requireIsolation(_ isolation: (any Actor)?) -> any Actor {
         guard let isolation else {
             preconditionFailure("open a ModelStore from an actor-isolated context (for example @MainActor code): the store and its objects belong to that actor")
         }
+        return isolation
+    }
+
+    /// The configuration's logger, with the database's name as metadata.
+    private static func logger(of configuration: Configuration, name: String) -> Logger {
+        var logger = configuration.logger
+        logger[metadataKey: "file"] = "\(name)"
+        return logger
+    }
+
+    /// Wires the parts together around an opened database.
+    private init(
+        location: DatabaseLocation, models: [any TrackedModel.Type], configuration: Configuration, isolation: any Actor,
+        name: String, logger: Logger, database: DatabaseEngine
+    ) {
         self.location = location
         self.configuration = configuration
         self.isolation = isolation
         isMainActor = isolation === MainActor.shared
         let schemas = models.map { $0._$schema }
-        try Self.checkRelationships(of: models)
-        filename = DatabaseEngine.name(of: location)
-        var logger = configuration.logger
-        logger[metadataKey: "file"] = "\(filename)"
+        filename = name
         self.logger = logger
-        let database = try DatabaseEngine.open(location, named: filename, schemas: schemas, configuration: configuration, logger: logger)
         reader = database.reader
         databaseDeleteRules = schemas.indices.map { target in
             database.deleteActions.filter { action in
@@ -102,7 +156,7 @@ public final class ModelStore {
         worker = DatabaseWorker(
             engine: database.writer,
             watchesChanges: configuration.observesExternalChanges,
-            pollInterval: configuration.externalChangePollInterval,
+            pollInterval: location.isRemote ? max(configuration.externalChangePollInterval, .milliseconds(250)) : configuration.externalChangePollInterval,
             maxBusyRetries: configuration.maxBusyRetries,
             logger: logger,
             afterCommit: configuration.afterCommit,
@@ -161,14 +215,14 @@ public final class ModelStore {
         // no write lands between the last flush and the objects' detaching.
         isClosed = true
         registrar.detachAll()
-        // Nothing is left to commit: this only closes the connection, so waiting is brief.
-        worker.closeAndWait()
         writeBehind.finishErrorStreams()
         for continuation in feedStreams.values { continuation.finish() }
         feedStreams.removeAll()
         for waiter in pollWaiters.values { waiter.resume() }
         pollWaiters.removeAll()
         mailbox.finish()
+        // Nothing is left to commit: this only closes the connections.
+        await worker.closed()
     }
 
     /// What the database worker has done: commits, statements, failures, retries.

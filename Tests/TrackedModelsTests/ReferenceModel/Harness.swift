@@ -169,7 +169,7 @@ final class Harness {
         guard let store else { return false }
         token = try store.subscribe(to: .table(Item.self)) { [weak self] event in self?.events.append(event) }
         lists = try queries.map { try store.results(for: $0.descriptor) }
-        generatedList = try FetchedResults(store: store, plan: generatedQuery)
+        generatedList = FetchedResults(store: store, plan: generatedQuery, matching: try store.matchingRows(generatedQuery, windowed: false))
         heard = reference.shownRows
         return true
     }

@@ -18,15 +18,7 @@ enum ChangeLog {
     static let table = "trackedmodels_changes"
     static let stateTable = "trackedmodels_changes_state"
 
-    enum Kind: Int64, Sendable {
-        case update = 0
-        case insert = 1
-        case delete = 2
-    }
-
-    /// The `kind` of an entry that stands for the whole table (`row_key` is NULL): rows were
-    /// inserted in bulk, and readers reload the table.
-    static let tableReset: Int64 = 3
+    typealias Kind = ChangeLogEntries.Kind
 
     /// Runs `body`, which inserts rows in bulk inside the caller's write transaction, with the
     /// table's insert trigger dropped; then creates the trigger again as it was and logs one
@@ -43,7 +35,7 @@ enum ChangeLog {
         try body()
         try connection.execute(definition)
         try connection.cachedStatement("INSERT INTO \(Self.table) (tbl, row_key, kind, mask) VALUES (?, NULL, ?, -1)")
-            .run([.text(table), .integer(tableReset)])
+            .run([.text(table), .integer(ChangeLogEntries.tableReset)])
     }
 
     /// A trigger's name: `trackedmodels_<table>_<kind>_v<version>`.
@@ -51,22 +43,8 @@ enum ChangeLog {
         "trackedmodels_\(table)_\(kind)_v\(version)"
     }
 
-    /// Which model column each bit of a table's mask stands for.
-    struct Layout: Sendable {
-        /// By bit position (the table's column order): the model column, if the model has it.
-        var modelColumns: [Int?]
-
-        /// The model columns a mask names; every model column for a mask of -1.
-        func columns(in mask: Int64, modelColumnCount: Int) -> [Int] {
-            guard mask != -1, modelColumns.count <= 62 else { return Array(0..<modelColumnCount) }
-            return modelColumns.enumerated().compactMap { bit, column in
-                mask & (1 << Int64(bit)) != 0 ? column : nil
-            }.sorted()
-        }
-    }
-
     /// Creates the log and the triggers of each table when missing or out of date.
-    static func install(on connection: Connection, schemas: [TableSchema]) throws -> [Layout] {
+    static func install(on connection: Connection, schemas: [TableSchema]) throws -> [ChangeLogEntries.Layout] {
         try connection.withTransaction(.immediate) {
             try connection.execute("""
                 CREATE TABLE IF NOT EXISTS \(table) (
@@ -92,7 +70,7 @@ enum ChangeLog {
                     let present = existing.contains { $0[0] == .text(name) && $0[1] == .text(sql) }
                     if !present { try connection.execute(sql) }
                 }
-                return Layout(modelColumns: columns.map { schema.columnIndex(named: $0) })
+                return ChangeLogEntries.Layout(modelColumns: columns.map { schema.columnIndex(named: $0) })
             }
         }
     }
@@ -103,7 +81,7 @@ enum ChangeLog {
         let tableLiteral = "'" + table.replacingOccurrences(of: "'", with: "''") + "'"
         let key = quoteIdentifier(primaryKey)
         let differences = columns.map { "OLD.\(quoteIdentifier($0)) IS NOT NEW.\(quoteIdentifier($0))" }
-        let mask = columns.count > 62
+        let mask = columns.count > ChangeLogEntries.Layout.maskWidth
             ? "-1"
             : differences.enumerated().map { bit, difference in bit == 0 ? "(\(difference))" : "((\(difference)) << \(bit))" }
                 .joined(separator: " | ")

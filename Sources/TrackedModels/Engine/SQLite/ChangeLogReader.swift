@@ -5,7 +5,7 @@
 /// Outside flushes, `PRAGMA data_version` says whether anyone else committed at all.
 final class ChangeLogReader {
     private let schemas: [TableSchema]
-    private let layouts: [ChangeLog.Layout]
+    private let layouts: [ChangeLogEntries.Layout]
     private let tableIndexByName: [String: Int]
     private let retention: Int64
     private(set) var position: Int64 = 0
@@ -13,7 +13,7 @@ final class ChangeLogReader {
     /// Whether the log had grown past twice its retention when last read.
     private(set) var needsPruning = false
 
-    init(schemas: [TableSchema], layouts: [ChangeLog.Layout], retention: Int, connection: Connection) throws {
+    init(schemas: [TableSchema], layouts: [ChangeLogEntries.Layout], retention: Int, connection: Connection) throws {
         self.schemas = schemas
         self.layouts = layouts
         self.retention = Int64(max(retention, 1))
@@ -74,51 +74,22 @@ final class ChangeLogReader {
         return batch
     }
 
-    /// Merges log entries (seq, tbl, row_key, kind, mask) per row, in the order rows first
-    /// appear, and reloads the rows that are still there.
-    private func merge(_ entries: [[SQLValue]], into batch: inout ExternalChangeBatch, on connection: Connection) throws {
-        var order: [RowReference] = []
-        // `replaced`: the row was deleted and inserted again, so it is another row now.
-        var merged: [RowReference: (kind: ChangeLog.Kind, mask: Int64, replaced: Bool)] = [:]
-        for entry in entries {
-            guard case .text(let name) = entry[1], case .integer(let kindValue) = entry[3], case .integer(let mask) = entry[4],
+    /// Merges log rows (seq, tbl, row_key, kind, mask) per row and reloads the rows that are
+    /// still there.
+    private func merge(_ rows: [[SQLValue]], into batch: inout ExternalChangeBatch, on connection: Connection) throws {
+        let entries = rows.compactMap { row -> ChangeLogEntries.Entry? in
+            guard case .text(let name) = row[1], case .integer(let kind) = row[3], case .integer(let mask) = row[4],
                   let table = tableIndexByName[name]
-            else { continue }
-            if kindValue == ChangeLog.tableReset {
-                if !batch.resetTables.contains(table) { batch.resetTables.append(table) }
-                continue
-            }
-            guard let kind = ChangeLog.Kind(rawValue: kindValue) else { continue }
-            let row = RowReference(table: table, key: entry[2])
-            if let previous = merged[row] {
-                let kind: ChangeLog.Kind = switch (previous.kind, kind) {
-                case (_, .delete): .delete
-                case (.insert, .update): .insert
-                default: kind
-                }
-                let replaced = previous.replaced || (previous.kind == .delete && kind == .insert)
-                merged[row] = (kind, previous.mask | mask, replaced)
-            } else {
-                order.append(row)
-                merged[row] = (kind, mask, false)
-            }
+            else { return nil }
+            return ChangeLogEntries.Entry(table: table, key: row[2], kind: kind, mask: mask)
         }
-        for row in order {
-            let (kind, mask, replaced) = merged[row]!
-            let schema = schemas[row.table]
-            let values = kind == .delete ? nil : try reload(row, schema: schema, on: connection)
-            let columns = layouts[row.table].columns(in: mask, modelColumnCount: schema.columns.count)
-            let rowKind: ExternalChangeBatch.Row.Kind = switch (kind, values) {
-            case (.delete, _), (_, nil): .delete
-            case (.insert, _): .insert
-            case (.update, _): .update
+        try ChangeLogEntries.merge(entries, schemas: schemas, layouts: layouts, into: &batch) { table, keys in
+            var found: [SQLValue: [SQLValue]] = [:]
+            let statement = try connection.cachedStatement(schemas[table].selectByKeySQL)
+            for key in keys {
+                if let values = try statement.rows([key]).first { found[key] = values }
             }
-            // A row deleted and inserted again is told as that: the store's changes to the old
-            // row do not carry over to the new one.
-            if replaced, rowKind == .insert {
-                batch.rows.append(.init(table: row.table, key: row.key, kind: .delete, columns: columns, values: nil))
-            }
-            batch.rows.append(.init(table: row.table, key: row.key, kind: rowKind, columns: columns, values: values))
+            return found
         }
     }
 
@@ -162,10 +133,6 @@ final class ChangeLogReader {
     func rewind(to position: Int64) {
         self.position = position
         dataVersion = .null
-    }
-
-    private func reload(_ row: RowReference, schema: TableSchema, on connection: Connection) throws -> [SQLValue]? {
-        try connection.cachedStatement(schema.selectByKeySQL).rows([row.key]).first
     }
 
     private static func lastSequence(on connection: Connection) throws -> Int64 {

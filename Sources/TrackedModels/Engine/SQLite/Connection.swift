@@ -1,16 +1,6 @@
 internal import CSQLite
 import Foundation
 
-/// Where a database lives.
-public enum DatabaseLocation: Sendable, Hashable {
-    /// A file. A relative path is resolved against the current directory when the store opens,
-    /// and the path is always a plain file name: `file:x.sqlite` names a file called
-    /// `file:x.sqlite`, never a URI with options.
-    case file(String)
-    /// A private in-memory database, shared by the store's connections and gone on close.
-    case inMemory
-}
-
 /// How a connection opens its database.
 package enum OpenMode: Sendable {
     case readOnly

@@ -15,6 +15,7 @@ enum SQLiteEngine {
         switch location {
         case .file(let path): Connection.absoluteFilename(path)
         case .inMemory: Connection.inMemoryFilename()
+        case .postgres: preconditionFailure("a PostgreSQL location has no SQLite file")
         }
     }
 
@@ -58,24 +59,15 @@ enum SQLiteEngine {
                 reader: SQLiteReader(connection: reader, schemas: schemas),
                 writer: SQLiteWriter(
                     connection: writer, tables: schemas, changeLog: changeLog, walFile: walFile,
-                    actionTargets: actionTargets(of: keys, schemas: schemas), logger: logger
+                    actionTargets: ForeignKey.actionTargets(of: keys, schemas: schemas), logger: logger
                 ),
-                deleteActions: deleteActions(of: keys, schemas: schemas)
+                deleteActions: ForeignKey.deleteActions(of: keys, schemas: schemas)
             )
         }
     }
 }
 
 extension SQLiteEngine {
-    /// One foreign key of a model's table, as `PRAGMA foreign_key_list` declares it.
-    struct ForeignKey {
-        var childTable: Int
-        var column: String
-        var target: String
-        /// The `ON DELETE` action, upper-cased (`CASCADE`, `SET NULL`, `NO ACTION`, ...).
-        var onDelete: String
-    }
-
     /// The foreign keys of the models' tables, read once at open.
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/foreignkeys.html#fk_actions>
@@ -89,41 +81,6 @@ extension SQLiteEngine {
             }
         }
         return keys
-    }
-
-    /// The `ON DELETE` actions the tables declare for the models' to-one columns. `CASCADE`
-    /// deletes, `SET NULL` nullifies, and `RESTRICT` or `NO ACTION` (the default of a
-    /// `REFERENCES` clause) refuse while children are left. `SET DEFAULT` is left to the
-    /// database alone.
-    static func deleteActions(of keys: [ForeignKey], schemas: [TableSchema]) -> [DeleteAction] {
-        keys.flatMap { key -> [DeleteAction] in
-            let rule: DeleteRule
-            switch key.onDelete {
-            case "CASCADE": rule = .cascade
-            case "SET NULL": rule = .nullify
-            case "RESTRICT", "NO ACTION": rule = .deny
-            default: return []
-            }
-            let schema = schemas[key.childTable]
-            return schema.relationshipColumns.compactMap { column in
-                let targetName = schema.columns[column].reference!.target._$schema.name
-                guard schema.columns[column].name.caseInsensitiveCompare(key.column) == .orderedSame,
-                      targetName.caseInsensitiveCompare(key.target) == .orderedSame,
-                      let targetTable = schemas.firstIndex(where: { $0.name == targetName })
-                else { return nil }
-                return DeleteAction(childTable: key.childTable, column: column, targetTable: targetTable, rule: rule, declared: "ON DELETE \(key.onDelete)")
-            }
-        }
-    }
-
-    /// The tables whose rows' deletion makes the database change rows of the models' tables on
-    /// its own (`ON DELETE CASCADE`, `SET NULL` or `SET DEFAULT` on any of their columns,
-    /// relationships or not): a commit that deletes one reads back what the database did.
-    static func actionTargets(of keys: [ForeignKey], schemas: [TableSchema]) -> Set<Int> {
-        Set(keys.compactMap { key in
-            guard ["CASCADE", "SET NULL", "SET DEFAULT"].contains(key.onDelete) else { return nil }
-            return schemas.firstIndex { $0.name.caseInsensitiveCompare(key.target) == .orderedSame }
-        })
     }
 }
 

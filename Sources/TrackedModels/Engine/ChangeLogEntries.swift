@@ -1,0 +1,94 @@
+/// What both engines' change logs hold, and how their entries become an
+/// ``ExternalChangeBatch``: triggers append one entry (table, row key, kind, changed-column
+/// mask) per row a transaction writes, whoever writes; a reader merges the entries past its
+/// position per row and reloads the rows that are still there.
+enum ChangeLogEntries {
+    enum Kind: Int64, Sendable {
+        case update = 0
+        case insert = 1
+        case delete = 2
+    }
+
+    /// The `kind` of an entry that stands for the whole table (its key is NULL): rows were
+    /// inserted in bulk, or the table was emptied, and readers reload the table.
+    static let tableReset: Int64 = 3
+
+    /// One entry: `row` has a NULL key for a table reset.
+    struct Entry {
+        var table: Int
+        var key: SQLValue
+        var kind: Int64
+        var mask: Int64
+    }
+
+    /// Which model column each bit of a table's mask stands for.
+    struct Layout: Sendable {
+        /// By bit position (the table's column order): the model column, if the model has it.
+        var modelColumns: [Int?]
+
+        /// The most columns a mask can name; a wider table logs -1 (every column).
+        static let maskWidth = 62
+
+        /// The model columns a mask names; every model column for a mask of -1.
+        func columns(in mask: Int64, modelColumnCount: Int) -> [Int] {
+            guard mask != -1, modelColumns.count <= Self.maskWidth else { return Array(0..<modelColumnCount) }
+            return modelColumns.enumerated().compactMap { bit, column in
+                mask & (1 << Int64(bit)) != 0 ? column : nil
+            }.sorted()
+        }
+    }
+
+    /// Merges entries per row, in the order rows first appear, and reloads the rows that are
+    /// still there with `reload` (the table, and the keys of that table's rows to read; it
+    /// returns the rows found, in model column order).
+    static func merge(
+        _ entries: [Entry], schemas: [TableSchema], layouts: [Layout], into batch: inout ExternalChangeBatch,
+        reload: (_ table: Int, _ keys: [SQLValue]) throws -> [SQLValue: [SQLValue]]
+    ) throws {
+        var order: [RowReference] = []
+        // `replaced`: the row was deleted and inserted again, so it is another row now.
+        var merged: [RowReference: (kind: Kind, mask: Int64, replaced: Bool)] = [:]
+        for entry in entries {
+            if entry.kind == tableReset {
+                if !batch.resetTables.contains(entry.table) { batch.resetTables.append(entry.table) }
+                continue
+            }
+            guard let kind = Kind(rawValue: entry.kind) else { continue }
+            let row = RowReference(table: entry.table, key: entry.key)
+            if let previous = merged[row] {
+                let kind: Kind = switch (previous.kind, kind) {
+                case (_, .delete): .delete
+                case (.insert, .update): .insert
+                default: kind
+                }
+                let replaced = previous.replaced || (previous.kind == .delete && kind == .insert)
+                merged[row] = (kind, previous.mask | entry.mask, replaced)
+            } else {
+                order.append(row)
+                merged[row] = (kind, entry.mask, false)
+            }
+        }
+        var present: [Int: [SQLValue: [SQLValue]]] = [:]
+        let reloaded = Dictionary(grouping: order.filter { merged[$0]!.kind != .delete }, by: \.table)
+        for (table, rows) in reloaded {
+            present[table] = try reload(table, rows.map(\.key))
+        }
+        for row in order {
+            let (kind, mask, replaced) = merged[row]!
+            let schema = schemas[row.table]
+            let values = kind == .delete ? nil : present[row.table]?[row.key]
+            let columns = layouts[row.table].columns(in: mask, modelColumnCount: schema.columns.count)
+            let rowKind: ExternalChangeBatch.Row.Kind = switch (kind, values) {
+            case (.delete, _), (_, nil): .delete
+            case (.insert, _): .insert
+            case (.update, _): .update
+            }
+            // A row deleted and inserted again is told as that: the store's changes to the old
+            // row do not carry over to the new one.
+            if replaced, rowKind == .insert {
+                batch.rows.append(.init(table: row.table, key: row.key, kind: .delete, columns: columns, values: nil))
+            }
+            batch.rows.append(.init(table: row.table, key: row.key, kind: rowKind, columns: columns, values: values))
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+
+/// The PostgreSQL change log: a trigger on each tracked table appends (transaction, table, row,
+/// kind, changed-column mask) to `trackedmodels_changes` inside the writing transaction,
+/// whoever writes (another store, `modelctl`, `psql`), and rings a payload-less `NOTIFY`
+/// doorbell, which PostgreSQL sends once per transaction however many rows it wrote.
+///
+/// Readers never rely on a notification (one sent while a listener is disconnected is gone):
+/// each keeps a horizon, a transaction id below which it has read every entry, and reads the
+/// window up to the oldest transaction still running (`pg_snapshot_xmin`). Sequence numbers
+/// are taken at insert, not at commit, so a reader that took `seq > last` would skip a
+/// transaction that commits after a younger one; below `xmin` every transaction has ended,
+/// so each entry is read exactly once, whatever order transactions commit in.
+///
+/// Each reader records its horizon in `trackedmodels_readers`; the log is pruned below the
+/// slowest reader seen lately, and a reader that fell behind the pruning (it was away longer)
+/// reloads its tables.
+///
+/// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/functions-info.html#FUNCTIONS-PG-SNAPSHOT>,
+/// <https://www.postgresql.org/docs/current/sql-notify.html>, <https://www.postgresql.org/docs/current/plpgsql-trigger.html>
+enum PostgreSQLChangeLog {
+    static let version = 1
+    static let table = "trackedmodels_changes"
+    static let readersTable = "trackedmodels_readers"
+    static let stateTable = "trackedmodels_changes_state"
+    /// The channel the triggers notify.
+    static let channel = "trackedmodels_changes"
+    /// The advisory lock every store takes while it sets a database up, so that two opening at
+    /// once do not race to create the same table, function or trigger.
+    static let setupLock: Int64 = 0x7472_6163_6B65_64
+
+    static let createSQL = [
+        """
+        CREATE TABLE IF NOT EXISTS \(table) (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            xid XID8 NOT NULL DEFAULT pg_current_xact_id(),
+            tbl TEXT NOT NULL, row_key TEXT, kind SMALLINT NOT NULL, mask BIGINT NOT NULL
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS \(table)_by_xid ON \(table) (xid)",
+        "CREATE TABLE IF NOT EXISTS \(readersTable) (id TEXT PRIMARY KEY, horizon XID8 NOT NULL, seen TIMESTAMPTZ NOT NULL DEFAULT now())",
+        "CREATE TABLE IF NOT EXISTS \(stateTable) (id INTEGER PRIMARY KEY CHECK (id = 1), pruned_below XID8 NOT NULL)",
+        "INSERT INTO \(stateTable) (id, pruned_below) VALUES (1, '0') ON CONFLICT DO NOTHING",
+    ]
+
+    /// A table's trigger function and triggers, generated from its real columns (in catalog
+    /// order, each a bit of the mask).
+    struct Triggers {
+        var functionName: String
+        var functionBody: String
+        /// The triggers by name, with their `CREATE OR REPLACE` statements.
+        var triggers: [String: String]
+    }
+
+    static func triggers(table: String, columns: [String], primaryKey: String) -> Triggers {
+        let base = "trackedmodels_\(table)_v\(version)"
+        let functionName = quoteIdentifier(base)
+        let tableLiteral = "'" + table.replacingOccurrences(of: "'", with: "''") + "'"
+        let key = quoteIdentifier(primaryKey)
+        let mask = columns.count > ChangeLogEntries.Layout.maskWidth
+            ? "-1"
+            : columns.enumerated().map { bit, column in
+                "(CASE WHEN OLD.\(quoteIdentifier(column)) IS DISTINCT FROM NEW.\(quoteIdentifier(column)) THEN \(Int64(1) << Int64(bit)) ELSE 0 END)"
+            }.joined(separator: " | ")
+        func log(_ row: String, _ kind: ChangeLogEntries.Kind, _ mask: String) -> String {
+            "INSERT INTO \(Self.table) (tbl, row_key, kind, mask) VALUES (\(tableLiteral), \(row).\(key)::text, \(kind.rawValue), \(mask));"
+        }
+        // A changed primary key is another row: the old one is gone, the new one arrives.
+        let body = """
+
+            DECLARE changed BIGINT;
+            BEGIN
+                IF TG_OP = 'TRUNCATE' THEN
+                    INSERT INTO \(Self.table) (tbl, row_key, kind, mask) VALUES (\(tableLiteral), NULL, \(ChangeLogEntries.tableReset), -1);
+                ELSIF TG_OP = 'INSERT' THEN
+                    \(log("NEW", .insert, "-1"))
+                ELSIF TG_OP = 'DELETE' THEN
+                    \(log("OLD", .delete, "-1"))
+                ELSIF OLD.\(key) IS DISTINCT FROM NEW.\(key) THEN
+                    \(log("OLD", .delete, "-1"))
+                    \(log("NEW", .insert, "-1"))
+                ELSE
+                    changed := \(mask);
+                    IF changed = 0 THEN RETURN NULL; END IF;
+                    \(log("NEW", .update, "changed"))
+                END IF;
+                PERFORM pg_notify('\(channel)', '');
+                RETURN NULL;
+            END;
+
+            """
+        let rowTrigger = quoteIdentifier(base)
+        let truncateTrigger = quoteIdentifier("\(base)_truncate")
+        return Triggers(
+            functionName: base,
+            functionBody: body,
+            triggers: [
+                base: "CREATE OR REPLACE TRIGGER \(rowTrigger) AFTER INSERT OR UPDATE OR DELETE ON \(quoteIdentifier(table)) FOR EACH ROW EXECUTE FUNCTION \(functionName)()",
+                "\(base)_truncate": "CREATE OR REPLACE TRIGGER \(truncateTrigger) AFTER TRUNCATE ON \(quoteIdentifier(table)) FOR EACH STATEMENT EXECUTE FUNCTION \(functionName)()",
+            ]
+        )
+    }
+
+    static func createFunctionSQL(_ triggers: Triggers) -> String {
+        "CREATE OR REPLACE FUNCTION \(quoteIdentifier(triggers.functionName))() RETURNS trigger LANGUAGE plpgsql AS $trackedmodels$\(triggers.functionBody)$trackedmodels$"
+    }
+
+    /// A log key, as the trigger wrote it (`::text`), as the value of the table's key column.
+    static func key(_ text: String, type: ColumnType) -> SQLValue {
+        switch type {
+        case .integer: Int64(text).map(SQLValue.integer) ?? .text(text)
+        case .real: Double(text).map(SQLValue.real) ?? .text(text)
+        case .text: .text(text)
+        case .blob: PostgresValues.bytes(fromHex: text).map(SQLValue.blob) ?? .text(text)
+        }
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+
+/// Reads the PostgreSQL change log for one store, on the database worker's queue: the window
+/// of entries between its horizon and the oldest transaction still running, less the entries
+/// of its own commits (see ``PostgreSQLChangeLog``).
+final class PostgreSQLChangeLogReader {
+    private let schemas: [TableSchema]
+    private let layouts: [ChangeLogEntries.Layout]
+    private let tableIndexByName: [String: Int]
+    /// This store's row in the readers table.
+    let id = UUID().uuidString
+    /// Every entry of a transaction below this id has been read (or was before the store opened).
+    private(set) var horizon: UInt64
+    /// The store's own committed transactions at or past the horizon: their entries are skipped.
+    private var ownTransactions: Set<UInt64> = []
+    /// When this reader last recorded its horizon and pruned.
+    private var lastRecorded = ContinuousClock.now - .seconds(3600)
+    /// How long a reader may be away before the log is pruned past it.
+    private let staleAfter: Duration
+    private let recordEvery: Duration = .seconds(1)
+
+    init(schemas: [TableSchema], layouts: [ChangeLogEntries.Layout], horizon: UInt64, staleAfter: Duration) {
+        self.schemas = schemas
+        self.layouts = layouts
+        self.horizon = horizon
+        self.staleAfter = staleAfter
+        tableIndexByName = Dictionary(schemas.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The oldest transaction still running, as the server sees it now.
+    static let snapshotSQL = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text"
+
+    /// Where the reader stands: what a failed read or a rolled-back transaction goes back to.
+    struct Position {
+        fileprivate var horizon: UInt64
+        fileprivate var ownTransactions: Set<UInt64>
+    }
+
+    var position: Position { Position(horizon: horizon, ownTransactions: ownTransactions) }
+
+    func rewind(to position: Position) {
+        horizon = position.horizon
+        ownTransactions = position.ownTransactions
+    }
+
+    /// Reads the window past the horizon and reloads its rows; moves the horizon. Records the
+    /// horizon and prunes the log now and then.
+    ///
+    /// - Returns: What others committed; nil when no transaction ended since the last look.
+    func collect(on session: PostgresSession) throws -> ExternalChangeBatch? {
+        var batch = ExternalChangeBatch()
+        let state = try session.rowsWaiting(
+            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text, (SELECT pruned_below::text FROM \(PostgreSQLChangeLog.stateTable) WHERE id = 1)",
+            doing: "reading the change log"
+        )
+        guard case .text(let xminText) = state.first?[0], let xmin = UInt64(xminText) else { return batch }
+        if case .text(let prunedText) = state.first?[1], let pruned = UInt64(prunedText), pruned > horizon {
+            // Entries this reader had not read were pruned: it was away too long.
+            batch.resetTables = Array(schemas.indices)
+            move(to: max(xmin, pruned))
+            try recordIfDue(on: session, force: true)
+            return batch
+        }
+        guard xmin > horizon else {
+            try recordIfDue(on: session)
+            return nil
+        }
+        let rows = try session.rowsWaiting(
+            "SELECT xid::text, tbl, row_key, kind, mask FROM \(PostgreSQLChangeLog.table) WHERE xid >= $1::text::xid8 AND xid < $2::text::xid8 ORDER BY seq",
+            [.text(String(horizon)), .text(String(xmin))], doing: "reading the change log"
+        )
+        let entries = rows.compactMap { row -> ChangeLogEntries.Entry? in
+            guard case .text(let xidText) = row[0], let xid = UInt64(xidText), !ownTransactions.contains(xid),
+                  case .text(let name) = row[1], let table = tableIndexByName[name],
+                  case .integer(let kind) = row[3], case .integer(let mask) = row[4]
+            else { return nil }
+            let key: SQLValue = if case .text(let keyText) = row[2] {
+                PostgreSQLChangeLog.key(keyText, type: schemas[table].primaryKey.type)
+            } else {
+                .null
+            }
+            return ChangeLogEntries.Entry(table: table, key: key, kind: kind, mask: mask)
+        }
+        try merge(entries, into: &batch, on: session)
+        move(to: xmin)
+        try recordIfDue(on: session)
+        return batch
+    }
+
+    /// Merges entries per row and reloads the rows that are still there.
+    func merge(_ entries: [ChangeLogEntries.Entry], into batch: inout ExternalChangeBatch, on session: PostgresSession) throws {
+        try ChangeLogEntries.merge(entries, schemas: schemas, layouts: layouts, into: &batch) { table, keys in
+            try Self.rows(of: schemas[table], keys: keys, on: session)
+        }
+    }
+
+    /// Notes a transaction of this store's own that committed: its entries are not another's.
+    func noteOwnTransaction(_ xid: UInt64) {
+        if xid >= horizon { ownTransactions.insert(xid) }
+    }
+
+    private func move(to xmin: UInt64) {
+        horizon = xmin
+        ownTransactions = ownTransactions.filter { $0 >= xmin }
+    }
+
+    /// The current rows of a table by key, in model column order.
+    static func rows(of schema: TableSchema, keys: [SQLValue], on session: PostgresSession) throws -> [SQLValue: [SQLValue]] {
+        guard !keys.isEmpty else { return [:] }
+        let keyIndex = schema.primaryKeyIndex
+        var found: [SQLValue: [SQLValue]] = [:]
+        let sql = "\(schema.selectSQL) WHERE \(quoteIdentifier(schema.primaryKey.name)) = ANY($1)"
+        for start in stride(from: 0, to: keys.count, by: 1000) {
+            let chunk = Array(keys[start..<min(start + 1000, keys.count)])
+            for row in try session.rowsWaiting(sql, [PostgresValues.arrayLiteral(chunk)], doing: "reading rows of \(schema.name)") {
+                found[row[keyIndex]] = row
+            }
+        }
+        return found
+    }
+
+    /// Records the horizon in the readers table and prunes the log below the slowest reader seen
+    /// lately, at most once a second unless forced.
+    private func recordIfDue(on session: PostgresSession, force: Bool = false) throws {
+        let now = ContinuousClock.now
+        guard force || now - lastRecorded >= recordEvery else { return }
+        lastRecorded = now
+        let stale = "\(Int(staleAfter.components.seconds)) seconds"
+        _ = try session.rowsWaiting(
+            """
+            WITH recorded AS (
+                INSERT INTO \(PostgreSQLChangeLog.readersTable) (id, horizon, seen) VALUES ($1, $2::text::xid8, now())
+                ON CONFLICT (id) DO UPDATE SET horizon = excluded.horizon, seen = now()
+            ), forgotten AS (
+                DELETE FROM \(PostgreSQLChangeLog.readersTable) WHERE seen < now() - $3::text::interval AND id <> $1
+            ), slowest AS (
+                SELECT least($2::text::xid8, (SELECT min(horizon) FROM \(PostgreSQLChangeLog.readersTable) WHERE seen >= now() - $3::text::interval AND id <> $1)) AS below
+            ), moved AS (
+                UPDATE \(PostgreSQLChangeLog.stateTable) SET pruned_below = slowest.below FROM slowest
+                WHERE id = 1 AND pruned_below < slowest.below RETURNING pruned_below
+            )
+            DELETE FROM \(PostgreSQLChangeLog.table) WHERE xid < (SELECT pruned_below FROM moved)
+            """,
+            [.text(id), .text(String(horizon)), .text(stale)], doing: "recording the change log position"
+        )
+    }
+
+    /// Forgets this reader, so that the log is not kept for it (at close).
+    func forget(on session: PostgresSession) {
+        _ = try? session.rowsWaiting("DELETE FROM \(PostgreSQLChangeLog.readersTable) WHERE id = $1", [.text(id)], doing: "closing")
+    }
+}

@@ -1,0 +1,171 @@
+/// A compiled query as PostgreSQL's SQL, with the semantics the in-memory evaluator has (those
+/// of SQLite, see ``QueryExpression``): values bound as `$n` parameters cast to their kind;
+/// text compared by its bytes (`COLLATE "C"`); `==` as `IS NOT DISTINCT FROM`; NULLs first in
+/// an ascending order, as in SQLite; division and remainder by zero NULL (`NULLIF`); a
+/// comparison used as a number 0 or 1, and a number used as a condition true when not 0.
+///
+/// Two things SQLite does cannot be said here: the `localizedStandard` order (a comparison of
+/// Swift's, which SQLite calls through a registered collation) is refused with
+/// ``StoreError/Code/unsupportedPredicate``, and integer arithmetic that overflows fails the
+/// read instead of turning into a real.
+///
+/// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/functions-comparison.html>,
+/// <https://www.postgresql.org/docs/current/collation.html>, <https://www.postgresql.org/docs/current/queries-order.html>
+struct PostgreSQLDialect {
+    /// The select of a query's matching rows in order, at most `limit` of them (no offset).
+    static func select(_ query: CompiledQuery, limit: Int?) throws -> (sql: String, arguments: [SQLValue]) {
+        var writer = PostgreSQLDialect(query)
+        var sql = query.joins.isEmpty
+            ? query.schema.selectSQL
+            : "SELECT \((0..<query.width).map(writer.name).joined(separator: ", ")) FROM \(writer.source)"
+        if let predicate = query.predicate { sql += " WHERE \(writer.condition(predicate))" }
+        sql += " ORDER BY " + (try query.sort.map(writer.write)).joined(separator: ", ")
+        if let limit { sql += " LIMIT \(limit)" }
+        return (sql, writer.arguments)
+    }
+
+    /// The count of a query's matching rows (no window).
+    static func count(_ query: CompiledQuery) -> (sql: String, arguments: [SQLValue]) {
+        var writer = PostgreSQLDialect(query)
+        var sql = "SELECT count(*) FROM \(writer.source)"
+        if let predicate = query.predicate { sql += " WHERE \(writer.condition(predicate))" }
+        return (sql, writer.arguments)
+    }
+
+    private let query: CompiledQuery
+    /// The values bound, in parameter-number order.
+    private(set) var arguments: [SQLValue] = []
+
+    private init(_ query: CompiledQuery) {
+        self.query = query
+    }
+
+    /// The table, and each join: a left join of the target's table (`j0`, `j1`, ...) on its
+    /// primary key.
+    private var source: String {
+        let table = quoteIdentifier(query.schema.name)
+        return query.joins.indices.reduce(table) { source, index in
+            let join = query.joins[index]
+            let alias = "\"j\(index)\""
+            let key = join.target.primaryKey
+            return source + " LEFT JOIN \(quoteIdentifier(join.target.name)) AS \(alias) ON \(alias).\(quoteIdentifier(key.name)) = \(table).\(quoteIdentifier(query.schema.columns[join.column].name))"
+        }
+    }
+
+    private func name(_ position: Int) -> String {
+        guard !query.joins.isEmpty else { return quoteIdentifier(query.schema.columns[position].name) }
+        guard let (join, column) = query.joined(at: position) else {
+            return "\(quoteIdentifier(query.schema.name)).\(quoteIdentifier(query.schema.columns[position].name))"
+        }
+        return "\"j\(join)\".\(quoteIdentifier(query.joins[join].target.columns[column].name))"
+    }
+
+    /// A column in expressions and orders: text with `COLLATE "C"`, whatever the table or the
+    /// database declares.
+    private func column(_ position: Int) -> String {
+        query.column(at: position).type == .text ? "\(name(position)) COLLATE \"C\"" : name(position)
+    }
+
+    private func write(_ term: CompiledQuery.SortTerm) throws -> String {
+        guard term.textOrder == .binary else {
+            throw StoreError(
+                code: .unsupportedPredicate,
+                message: "the localizedStandard order of \(query.column(at: term.column).property) has no PostgreSQL translation; sort with the default (binary) text order"
+            )
+        }
+        return "\(column(term.column)) \(term.ascending ? "ASC NULLS FIRST" : "DESC NULLS LAST")"
+    }
+
+    /// Whether an expression is a condition in SQL (a boolean), rather than a value.
+    private static func isCondition(_ expression: QueryExpression) -> Bool {
+        switch expression {
+        case .compare, .and, .or, .not, .contains, .startsWith, .isIn: true
+        default: false
+        }
+    }
+
+    /// An expression where SQL wants a condition: a value is true when it is not 0.
+    private mutating func condition(_ expression: QueryExpression) -> String {
+        let sql = write(expression)
+        return Self.isCondition(expression) ? sql : "(\(sql) <> 0)"
+    }
+
+    /// An expression where SQL wants a value: a condition is 1 or 0 (or NULL).
+    private mutating func value(_ expression: QueryExpression) -> String {
+        let sql = write(expression)
+        return Self.isCondition(expression) ? "CAST(\(sql) AS BIGINT)" : sql
+    }
+
+    private mutating func bind(_ value: SQLValue) -> String {
+        arguments.append(value)
+        let type = switch value {
+        case .null: "TEXT"
+        case .integer: "BIGINT"
+        case .real: "DOUBLE PRECISION"
+        case .text: "TEXT"
+        case .blob: "BYTEA"
+        }
+        return "$\(arguments.count)::\(type)"
+    }
+
+    private mutating func write(_ expression: QueryExpression) -> String {
+        switch expression {
+        case .column(let index):
+            return column(index)
+        case .value(.null):
+            return "NULL"
+        case .value(let value):
+            return bind(value)
+        case .compare(let comparison, let lhs, let rhs):
+            let op = switch comparison {
+            case .equal: "IS NOT DISTINCT FROM"
+            case .notEqual: "IS DISTINCT FROM"
+            case .less: "<"
+            case .lessOrEqual: "<="
+            case .greater: ">"
+            case .greaterOrEqual: ">="
+            }
+            let left = value(lhs)
+            return "(\(left) \(op) \(value(rhs)))"
+        case .and(let lhs, let rhs):
+            let left = condition(lhs)
+            return "(\(left) AND \(condition(rhs)))"
+        case .or(let lhs, let rhs):
+            let left = condition(lhs)
+            return "(\(left) OR \(condition(rhs)))"
+        case .not(let operand):
+            return "(NOT \(condition(operand)))"
+        case .arithmetic(let operation, let lhs, let rhs):
+            let left = value(lhs)
+            let right = value(rhs)
+            return switch operation {
+            case .add: "(\(left) + \(right))"
+            case .subtract: "(\(left) - \(right))"
+            case .multiply: "(\(left) * \(right))"
+            case .divide: "(\(left) / NULLIF(\(right), 0))"
+            case .remainder: "(\(left) % NULLIF(\(right), 0))"
+            case .realDivide: "(CAST(\(left) AS DOUBLE PRECISION) / NULLIF(\(right), 0))"
+            }
+        case .negate(let operand):
+            return "(-\(value(operand)))"
+        case .coalesce(let lhs, let rhs):
+            let left = value(lhs)
+            return "COALESCE(\(left), \(value(rhs)))"
+        case .conditional(let test, let whenTrue, let whenFalse):
+            let test = condition(test)
+            let first = value(whenTrue)
+            return "(CASE WHEN \(test) THEN \(first) ELSE \(value(whenFalse)) END)"
+        case .contains(let text, let part):
+            let haystack = value(text)
+            return "(strpos(\(haystack), \(value(part))) > 0)"
+        case .startsWith(let text, let prefix):
+            let haystack = value(text)
+            return "(strpos(\(haystack), \(value(prefix))) = 1)"
+        case .isIn(let element, let values):
+            guard !values.isEmpty else { return "FALSE" }
+            let left = value(element)
+            let list = values.map { bind($0) }
+            return "(\(left) IN (\(list.joined(separator: ", "))))"
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Logging
+
+/// The PostgreSQL engine: connects a store to a server, sets the database up, and makes its
+/// two halves, the ``PostgreSQLReader`` on the store's actor and the ``PostgreSQLWriter`` on the
+/// worker's queue, each with a connection of its own (and the writer's doorbell a third).
+///
+/// Setting up runs in one transaction under an advisory lock, so that stores opening at once
+/// neither race to create the same table nor see a half-made one: missing tables are created
+/// when asked, every table is checked against its model (nothing is changed when one does not
+/// fit), and the change log's table and each table's trigger are installed or brought up to
+/// date.
+///
+/// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/explicit-locking.html#ADVISORY-LOCKS>
+enum PostgreSQLEngine {
+    static func open(_ endpoint: PostgresEndpoint, schemas: [TableSchema], configuration: ModelStore.Configuration, logger: Logger) async throws -> DatabaseEngine {
+        let writer = try await PostgresSession.connect(endpoint, role: "trackedmodels writer", logger: logger)
+        do {
+            let reader = try await PostgresSession.connect(endpoint, role: "trackedmodels reader", logger: logger)
+            do {
+                _ = try await writer.rows("BEGIN", doing: "setting up the database")
+                let layouts: [ChangeLogEntries.Layout]
+                let keys: [ForeignKey]
+                do {
+                    _ = try await writer.rows("SELECT pg_advisory_xact_lock($1::bigint)", [.integer(PostgreSQLChangeLog.setupLock)], doing: "setting up the database")
+                    try await createMissingTables(schemas, if: configuration.createsMissingTables, on: writer)
+                    // Checked before anything else is written: a database that does not fit is left as it was.
+                    var differences: [SchemaDifference] = []
+                    for schema in schemas {
+                        let catalog = try await writer.rows(PostgreSQLSchema.columnsSQL, [.text(schema.name)], doing: "reading the schema of \(schema.name)")
+                        differences += PostgreSQLSchema.differences(of: schema, catalog: catalog)
+                    }
+                    guard differences.isEmpty else { throw StoreError.schemaMismatch(differences) }
+                    layouts = configuration.observesExternalChanges ? try await installChangeLog(schemas, on: writer) : []
+                    keys = try await foreignKeys(of: schemas, on: writer)
+                    _ = try await writer.rows("COMMIT", doing: "setting up the database")
+                } catch {
+                    _ = try? await writer.rows("ROLLBACK", doing: "setting up the database")
+                    throw error
+                }
+                var changeLog: PostgreSQLChangeLogReader?
+                if configuration.observesExternalChanges {
+                    let snapshot = try await writer.rows(PostgreSQLChangeLogReader.snapshotSQL, doing: "reading the change log")
+                    guard case .text(let xminText) = snapshot.first?.first, let xmin = UInt64(xminText) else {
+                        throw StoreError(code: .engineFailure, message: "PostgreSQL at \(endpoint) gave no snapshot; the change log cannot be read")
+                    }
+                    let log = PostgreSQLChangeLogReader(schemas: schemas, layouts: layouts, horizon: xmin, staleAfter: configuration.changeLogReaderTimeout)
+                    // Recorded at once, so that no store prunes what this one has yet to read.
+                    _ = try await writer.rows(
+                        "INSERT INTO \(PostgreSQLChangeLog.readersTable) (id, horizon) VALUES ($1, $2::text::xid8)", [.text(log.id), .text(xminText)],
+                        doing: "recording the change log position"
+                    )
+                    changeLog = log
+                }
+                return DatabaseEngine(
+                    reader: PostgreSQLReader(session: reader, schemas: schemas),
+                    writer: PostgreSQLWriter(
+                        session: writer, tables: schemas, changeLog: changeLog,
+                        actionTargets: ForeignKey.actionTargets(of: keys, schemas: schemas), logger: logger
+                    ),
+                    deleteActions: ForeignKey.deleteActions(of: keys, schemas: schemas)
+                )
+            } catch {
+                reader.close()
+                throw error
+            }
+        } catch {
+            writer.close()
+            throw error
+        }
+    }
+
+    private static func createMissingTables(_ schemas: [TableSchema], if creates: Bool, on session: PostgresSession) async throws {
+        guard creates else { return }
+        for schema in schemas {
+            let exists = try await session.rows("SELECT to_regclass(quote_ident($1)) IS NOT NULL", [.text(schema.name)], doing: "looking for table \(schema.name)")
+            guard exists.first?.first == .integer(0) else { continue }
+            _ = try await session.rows(PostgreSQLSchema.createTableSQL(schema), doing: "creating table \(schema.name)")
+            for index in schema.createIndexSQL {
+                _ = try await session.rows(index, doing: "indexing table \(schema.name)")
+            }
+        }
+    }
+
+    /// Creates the log's tables, and each table's trigger function and triggers where they are
+    /// missing or differ (a table that gained a column gets a new mask); drops the store's
+    /// triggers of other versions.
+    private static func installChangeLog(_ schemas: [TableSchema], on session: PostgresSession) async throws -> [ChangeLogEntries.Layout] {
+        for statement in PostgreSQLChangeLog.createSQL {
+            _ = try await session.rows(statement, doing: "installing the change log")
+        }
+        var layouts: [ChangeLogEntries.Layout] = []
+        for schema in schemas {
+            let columns = try await session.rows(PostgreSQLSchema.columnsSQL, [.text(schema.name)], doing: "reading the schema of \(schema.name)")
+                .compactMap { row -> String? in if case .text(let name) = row[0] { name } else { nil } }
+            let wanted = PostgreSQLChangeLog.triggers(table: schema.name, columns: columns, primaryKey: schema.primaryKey.name)
+            let source = try await session.rows("SELECT prosrc FROM pg_proc WHERE proname = $1", [.text(wanted.functionName)], doing: "installing the change log")
+            if source.first?.first != .text(wanted.functionBody) {
+                _ = try await session.rows(PostgreSQLChangeLog.createFunctionSQL(wanted), doing: "installing the change log of \(schema.name)")
+            }
+            let existing = try await session.rows(
+                "SELECT tgname::text FROM pg_trigger WHERE tgrelid = to_regclass(quote_ident($1)) AND NOT tgisinternal AND tgname::text LIKE 'trackedmodels\\_%'",
+                [.text(schema.name)], doing: "installing the change log"
+            ).compactMap { row -> String? in if case .text(let name) = row[0] { name } else { nil } }
+            for name in existing where wanted.triggers[name] == nil {
+                _ = try await session.rows("DROP TRIGGER \(quoteIdentifier(name)) ON \(quoteIdentifier(schema.name))", doing: "installing the change log of \(schema.name)")
+            }
+            for (name, sql) in wanted.triggers.sorted(by: { $0.key < $1.key }) where !existing.contains(name) {
+                _ = try await session.rows(sql, doing: "installing the change log of \(schema.name)")
+            }
+            layouts.append(ChangeLogEntries.Layout(modelColumns: columns.map { schema.columnIndex(named: $0) }))
+        }
+        return layouts
+    }
+
+    /// The single-column foreign keys of the models' tables.
+    ///
+    /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/catalog-pg-constraint.html>
+    private static func foreignKeys(of schemas: [TableSchema], on session: PostgresSession) async throws -> [ForeignKey] {
+        var keys: [ForeignKey] = []
+        for (childTable, schema) in schemas.enumerated() {
+            let rows = try await session.rows(
+                """
+                SELECT target.relname::text, a.attname::text, CASE c.confdeltype WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL'
+                    WHEN 'd' THEN 'SET DEFAULT' WHEN 'r' THEN 'RESTRICT' ELSE 'NO ACTION' END
+                FROM pg_constraint c
+                JOIN pg_class target ON target.oid = c.confrelid
+                JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+                WHERE c.contype = 'f' AND c.conrelid = to_regclass(quote_ident($1)) AND cardinality(c.conkey) = 1
+                """,
+                [.text(schema.name)], doing: "reading the foreign keys of \(schema.name)"
+            )
+            for row in rows {
+                guard case .text(let target) = row[0], case .text(let column) = row[1], case .text(let onDelete) = row[2] else { continue }
+                keys.append(ForeignKey(childTable: childTable, column: column, target: target, onDelete: onDelete))
+            }
+        }
+        return keys
+    }
+}

@@ -1,0 +1,285 @@
+import Dispatch
+import Logging
+
+/// The writing half of the PostgreSQL engine: the writer's own connection, waited on from the
+/// database worker's queue; the change log; and the doorbell.
+///
+/// Each commit is one transaction: read what others committed (the change log's window), write
+/// the units, note the transaction's id (its log
+/// entries are the store's own), commit. A connection lost at `COMMIT` leaves the outcome
+/// unknown: the writer asks the server for the transaction's status once it reconnects, so
+/// that a commit that went through is not made twice (an increment would count double).
+///
+/// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/functions-info.html#FUNCTIONS-PG-SNAPSHOT>
+final class PostgreSQLWriter: EngineWriter {
+    private let session: PostgresSession
+    private let tables: [TableSchema]
+    private let changeLog: PostgreSQLChangeLogReader?
+    private let actionTargets: Set<Int>
+    private let logger: Logger
+    private var doorbell: CommitDoorbell?
+    private var isClosed = false
+
+    init(session: PostgresSession, tables: [TableSchema], changeLog: PostgreSQLChangeLogReader?, actionTargets: Set<Int>, logger: Logger) {
+        self.session = session
+        self.tables = tables
+        self.changeLog = changeLog
+        self.actionTargets = actionTargets
+        self.logger = logger
+    }
+
+    func commit(_ units: [WriteUnit], rows: BulkRows?, willCommit: (CommitReport) throws -> Void) throws -> EngineCommit {
+        guard !isClosed else { throw EngineFailure.transaction(StoreError.closed(operation: "commit")) }
+        let position = changeLog?.position
+        do {
+            _ = try session.rowsWaiting("BEGIN", doing: "beginning a transaction")
+        } catch let error as StoreError {
+            throw EngineFailure.transaction(error)
+        }
+        var commit = EngineCommit(report: CommitReport(), external: ExternalChangeBatch())
+        do {
+            do {
+                if let changeLog { commit.external = try changeLog.collect(on: session) ?? ExternalChangeBatch() }
+            } catch let error as StoreError {
+                throw EngineFailure.transaction(error)
+            }
+            for (unitIndex, unit) in units.enumerated() {
+                for (operationIndex, operation) in unit.operations.enumerated() {
+                    do {
+                        if changeLog != nil, let deleted = deletedActionTarget(operation) {
+                            // What the database does to other rows on its own as this delete runs
+                            // (a cascade, a SET NULL) is heard as another connection's change.
+                            let before = try newestOwnSequence()
+                            try apply(operation, into: &commit.report)
+                            commit.external.rows += try actions(ofDeleteOf: deleted.row, table: deleted.table, after: before).rows
+                        } else {
+                            try apply(operation, into: &commit.report)
+                        }
+                    } catch let error as StoreError {
+                        throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
+                    }
+                }
+            }
+            if let rows {
+                do {
+                    try insert(rows, into: &commit.report)
+                } catch let error as StoreError {
+                    throw EngineFailure.transaction(error)
+                }
+            }
+            do {
+                try willCommit(commit.report)
+                let transaction = try session.rowsWaiting("SELECT pg_current_xact_id_if_assigned()::text", doing: "committing").first?.first
+                let xid: UInt64? = if case .text(let text) = transaction { UInt64(text) } else { nil }
+                try finishCommit(xid)
+                if let xid { changeLog?.noteOwnTransaction(xid) }
+            } catch let error as StoreError {
+                throw EngineFailure.transaction(error)
+            }
+            return commit
+        } catch {
+            if session.isConnected { _ = try? session.rowsWaiting("ROLLBACK", doing: "rolling back") }
+            if let position { changeLog?.rewind(to: position) }
+            throw error
+        }
+    }
+
+    /// Commits; when the connection is lost on the way, asks a new one whether the transaction
+    /// committed, and succeeds if it did.
+    private func finishCommit(_ xid: UInt64?) throws {
+        do {
+            _ = try session.rowsWaiting("COMMIT", doing: "committing")
+        } catch let error as StoreError where error.code == .connectionLost {
+            guard let xid else { throw error }
+            let status = try? session.rowsWaiting("SELECT pg_xact_status($1::text::xid8)", [.text(String(xid))], doing: "checking a commit").first?.first
+            guard status == .text("committed") else { throw error }
+            logger.debug("the connection was lost at COMMIT, which went through", metadata: ["xid": "\(xid)"])
+        }
+    }
+
+    /// The row (or, for a delete of every row, the table) an operation deletes, when the
+    /// database acts on the deletion of that table's rows.
+    private func deletedActionTarget(_ operation: WriteOperation) -> (row: RowReference?, table: Int)? {
+        switch operation {
+        case .delete(let row) where actionTargets.contains(row.table): (row, row.table)
+        case .deleteAll(let table) where actionTargets.contains(table): (nil, table)
+        default: nil
+        }
+    }
+
+    /// The newest log entry this transaction can see: the entries a statement adds come after.
+    private func newestOwnSequence() throws -> Int64 {
+        let newest = try session.rowsWaiting("SELECT coalesce(max(seq), 0) FROM \(PostgreSQLChangeLog.table)", doing: "reading the change log")
+        if case .integer(let sequence) = newest.first?.first { return sequence }
+        return 0
+    }
+
+    /// What the database did on its own while one of this store's deletes ran: this
+    /// transaction's entries past `after`, but for the deleted row (or, for a delete of every
+    /// row, the table's rows), merged and reloaded as another connection's changes are.
+    private func actions(ofDeleteOf deleted: RowReference?, table: Int, after: Int64) throws -> ExternalChangeBatch {
+        let rows = try session.rowsWaiting(
+            "SELECT tbl, row_key, kind, mask FROM \(PostgreSQLChangeLog.table) WHERE seq > $1 AND xid = pg_current_xact_id() ORDER BY seq",
+            [.integer(after)], doing: "reading the change log"
+        )
+        let entries = rows.compactMap { row -> ChangeLogEntries.Entry? in
+            guard case .text(let name) = row[0], let entryTable = tables.firstIndex(where: { $0.name == name }),
+                  case .integer(let kind) = row[2], case .integer(let mask) = row[3]
+            else { return nil }
+            let key: SQLValue = if case .text(let text) = row[1] { PostgreSQLChangeLog.key(text, type: tables[entryTable].primaryKey.type) } else { .null }
+            if let deleted, RowReference(table: entryTable, key: key) == deleted { return nil }
+            if deleted == nil, entryTable == table { return nil }
+            return ChangeLogEntries.Entry(table: entryTable, key: key, kind: kind, mask: mask)
+        }
+        var batch = ExternalChangeBatch()
+        try changeLog?.merge(entries, into: &batch, on: session)
+        return batch
+    }
+
+    func readRows(table: Int, keys: [SQLValue]) throws -> [[SQLValue]?] {
+        guard !isClosed else { throw StoreError.closed(operation: "read rows") }
+        let found = try PostgreSQLChangeLogReader.rows(of: tables[table], keys: keys, on: session)
+        return keys.map { found[$0] }
+    }
+
+    func readChangeLog() throws -> ExternalChangeBatch? {
+        guard !isClosed, let changeLog else { return nil }
+        let position = changeLog.position
+        do {
+            return try changeLog.collect(on: session)
+        } catch {
+            // A failed read is retried on the next look: the position only moves on success.
+            changeLog.rewind(to: position)
+            throw error
+        }
+    }
+
+    func watchForCommits(on queue: DispatchQueue, wake: @escaping @Sendable () -> Void) {
+        guard changeLog != nil, doorbell == nil, !isClosed else { return }
+        doorbell = CommitDoorbell(endpoint: session.endpoint, logger: logger) { queue.async(execute: wake) }
+    }
+
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        doorbell?.stop()
+        doorbell = nil
+        changeLog?.forget(on: session)
+        session.close()
+    }
+
+    // MARK: - Operations
+
+    private func apply(_ operation: WriteOperation, into report: inout CommitReport) throws {
+        switch operation {
+        case .insert(let request):
+            let schema = tables[request.table]
+            let assignsKey = request.row == nil
+            var arguments = request.values
+            if assignsKey { arguments.remove(at: schema.primaryKeyIndex) }
+            let inserted = try session.rowsWaiting(insertSQL(request.table, assignsKey: assignsKey), arguments, doing: "inserting into \(schema.name)")
+            let key = request.row?.key ?? inserted.first?.first ?? .null
+            if assignsKey {
+                report.assignedKeys[request.id] = key
+            } else if schema.assignsPrimaryKey {
+                try advanceKeySequence(request.table, past: key)
+            }
+            report.forgetCounters(of: RowReference(table: request.table, key: key), columns: request.values.indices)
+        case .update(let row, let cells):
+            let schema = tables[row.table]
+            let sets = cells.compactMap { if case .set = $0.write { $0.column } else { nil } }
+            let adds = cells.compactMap { if case .add = $0.write { $0.column } else { nil } }
+            var arguments: [SQLValue] = cells.compactMap { if case .set(let value) = $0.write { value } else { nil } }
+            arguments += cells.compactMap { if case .add(let delta) = $0.write { .integer(delta) } else { nil } }
+            arguments.append(row.key)
+            report.forgetCounters(of: row, columns: sets)
+            let updated = try session.rowsWaiting(updateSQL(row.table, sets: sets, adds: adds), arguments, doing: "updating \(schema.name)")
+            guard let values = updated.first else {
+                throw StoreError(
+                    code: .rowNotFound,
+                    message: "row \(row.key) of \(schema.name) is no longer in the database (another connection deleted it or changed its key), so this change to it cannot be stored"
+                )
+            }
+            for (offset, column) in adds.enumerated() {
+                guard case .integer = values[offset] else {
+                    throw StoreError(code: .valueNotStorable, message: "adding to \(schema.name).\(schema.columns[column].name) of row \(row.key): the column holds \(values[offset].storageClass), not an integer")
+                }
+                report.counterValues[CellReference(row: row, column: column)] = values[offset]
+            }
+        case .delete(let row):
+            let schema = tables[row.table]
+            _ = try session.rowsWaiting(
+                "DELETE FROM \(quoteIdentifier(schema.name)) WHERE \(quoteIdentifier(schema.primaryKey.name)) = $1", [row.key], doing: "deleting from \(schema.name)"
+            )
+            report.forgetCounters(of: row, columns: schema.columns.indices)
+        case .deleteAll(let table):
+            _ = try session.rowsWaiting("DELETE FROM \(quoteIdentifier(tables[table].name))", doing: "deleting from \(tables[table].name)")
+            report.counterValues = report.counterValues.filter { $0.key.row.table != table }
+        }
+        report.statementCount += 1
+    }
+
+    /// Inserts streamed rows as they arrive.
+    private func insert(_ rows: BulkRows, into report: inout CommitReport) throws {
+        let schema = tables[rows.table]
+        var highestKey: SQLValue?
+        while let chunk = try rows.next() {
+            for values in chunk {
+                let assignsKey = schema.assignsPrimaryKey && values[schema.primaryKeyIndex] == .null
+                var arguments = values
+                if assignsKey { arguments.remove(at: schema.primaryKeyIndex) }
+                do {
+                    _ = try session.rowsWaiting(insertSQL(rows.table, assignsKey: assignsKey), arguments, doing: "inserting into \(schema.name)")
+                } catch let error as StoreError {
+                    var error = error
+                    let row = assignsKey ? "a new row" : "row \(values[schema.primaryKeyIndex])"
+                    error.message = "inserting \(row) into \(schema.name): \(error.message)"
+                    throw error
+                }
+                if !assignsKey, schema.assignsPrimaryKey, case .integer(let key) = values[schema.primaryKeyIndex] {
+                    if case .integer(let highest) = highestKey, highest >= key { continue }
+                    highestKey = .integer(key)
+                }
+            }
+            report.statementCount += chunk.count
+        }
+        if let highestKey { try advanceKeySequence(rows.table, past: highestKey) }
+    }
+
+    /// Moves an identity column's sequence past a key given explicitly, so that the keys the
+    /// database assigns later do not collide with it (SQLite's rowid does this on its own).
+    private func advanceKeySequence(_ table: Int, past key: SQLValue) throws {
+        let schema = tables[table]
+        _ = try session.rowsWaiting(
+            """
+            SELECT setval(sequence, $2) FROM (SELECT pg_get_serial_sequence($1, $3)::regclass AS sequence) AS found
+            WHERE sequence IS NOT NULL AND $2 > coalesce(pg_sequence_last_value(sequence), 0)
+            """,
+            [.text(quoteIdentifier(schema.name)), key, .text(schema.primaryKey.name)], doing: "advancing the key sequence of \(schema.name)"
+        )
+    }
+
+    private func insertSQL(_ table: Int, assignsKey: Bool) -> String {
+        let schema = tables[table]
+        let columns = schema.columns.filter { !(assignsKey && $0.isPrimaryKey) }.map { quoteIdentifier($0.name) }
+        let placeholders = (1...max(columns.count, 1)).prefix(columns.count).map { "$\($0)" }
+        var sql = columns.isEmpty
+            ? "INSERT INTO \(quoteIdentifier(schema.name)) DEFAULT VALUES"
+            : "INSERT INTO \(quoteIdentifier(schema.name)) (\(columns.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
+        if assignsKey { sql += " RETURNING \(quoteIdentifier(schema.primaryKey.name))" }
+        return sql
+    }
+
+    private func updateSQL(_ table: Int, sets: [Int], adds: [Int]) -> String {
+        let schema = tables[table]
+        var parameter = 0
+        func next() -> String {
+            parameter += 1
+            return "$\(parameter)"
+        }
+        let assignments = sets.map { "\(quoteIdentifier(schema.columns[$0].name)) = \(next())" }
+            + adds.map { "\(quoteIdentifier(schema.columns[$0].name)) = \(quoteIdentifier(schema.columns[$0].name)) + \(next())" }
+        let returning = adds.isEmpty ? "1" : adds.map { quoteIdentifier(schema.columns[$0].name) }.joined(separator: ", ")
+        return "UPDATE \(quoteIdentifier(schema.name)) SET \(assignments.joined(separator: ", ")) WHERE \(quoteIdentifier(schema.primaryKey.name)) = \(next()) RETURNING \(returning)"
+    }
+}

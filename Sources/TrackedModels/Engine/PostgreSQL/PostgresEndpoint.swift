@@ -1,0 +1,92 @@
+import Foundation
+import NIOSSL
+import PostgresNIO
+
+/// Where a PostgreSQL database is, read from a URL such as
+/// `postgres://user:password@db.example.com:5432/app?sslmode=require`.
+///
+/// As libpq reads it: the user defaults to `$USER`, the port to 5432, the database to the
+/// user's name; `sslmode` is `disable`, `prefer` (the default: TLS when the server offers it)
+/// or `require`. A host that is a path (`postgres:///app?host=/var/run/postgresql`) is a Unix
+/// socket's folder.
+///
+/// Related PostgreSQL documentation:
+/// <https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS>
+struct PostgresEndpoint: Sendable, CustomStringConvertible {
+    var host: String
+    var port: Int
+    var socketFolder: String?
+    var user: String
+    var password: String?
+    var database: String
+    var sslMode: String
+
+    /// Reads a URL.
+    ///
+    /// - Throws: ``StoreError/Code/cannotOpen`` naming what is wrong with it.
+    init(url: String) throws {
+        func invalid(_ problem: String) -> StoreError {
+            StoreError(code: .cannotOpen, message: "\(problem) in the PostgreSQL URL \(Self.redacted(url)); write it as postgres://user:password@host:port/database")
+        }
+        guard let components = URLComponents(string: url) else { throw invalid("not a URL") }
+        guard let scheme = components.scheme?.lowercased(), scheme == "postgres" || scheme == "postgresql" else {
+            throw invalid("the scheme is not postgres://")
+        }
+        let options = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, last in last })
+        user = components.user.flatMap { $0.removingPercentEncoding } ?? options["user"] ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
+        password = components.password.flatMap { $0.removingPercentEncoding } ?? options["password"]
+        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        guard !path.contains("/") else { throw invalid("the database name \(path) holds a slash") }
+        database = path.removingPercentEncoding.flatMap { $0.isEmpty ? nil : $0 } ?? options["dbname"] ?? user
+        let hostOption = components.host.flatMap { $0.isEmpty ? nil : $0.removingPercentEncoding } ?? options["host"]
+        if let hostOption, hostOption.hasPrefix("/") {
+            socketFolder = hostOption
+            host = "localhost"
+        } else {
+            host = hostOption ?? "localhost"
+        }
+        if let portOption = components.port ?? options["port"].flatMap(Int.init) {
+            guard (1...65535).contains(portOption) else { throw invalid("port \(portOption) is out of range") }
+            port = portOption
+        } else if options["port"] != nil {
+            throw invalid("the port is not a number")
+        } else {
+            port = 5432
+        }
+        sslMode = options["sslmode"] ?? "prefer"
+        guard ["disable", "prefer", "require"].contains(sslMode) else {
+            throw invalid("sslmode \(sslMode) is not one of disable, prefer, require")
+        }
+    }
+
+    /// `user@host:port/database`, without the password: how messages and logs name it.
+    var description: String {
+        if let socketFolder { return "\(user)@\(socketFolder)/.s.PGSQL.\(port)/\(database)" }
+        return "\(user)@\(host):\(port)/\(database)"
+    }
+
+    /// postgres-nio's configuration for a connection.
+    func configuration() throws -> PostgresConnection.Configuration {
+        if let socketFolder {
+            return PostgresConnection.Configuration(
+                unixSocketPath: "\(socketFolder)/.s.PGSQL.\(port)", username: user, password: password, database: database
+            )
+        }
+        let tls: PostgresConnection.Configuration.TLS
+        switch sslMode {
+        case "disable": tls = .disable
+        case "require": tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        default: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        }
+        var configuration = PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tls)
+        configuration.options.connectTimeout = .seconds(10)
+        return configuration
+    }
+
+    /// A URL with its password left out, for messages.
+    static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "…"
+        return components.string ?? url
+    }
+}

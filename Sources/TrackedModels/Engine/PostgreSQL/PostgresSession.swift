@@ -1,0 +1,141 @@
+import Logging
+import Synchronization
+import NIOCore
+import NIOPosix
+import PostgresNIO
+
+/// One connection to PostgreSQL, owned by one isolation domain at a time: the database
+/// worker's queue, which waits for each answer (it is no event loop, and nothing else runs on
+/// it), or the store's reads, which await theirs.
+///
+/// A connection that broke is made again at the next use; the caller hears the failure once,
+/// as ``StoreError/Code/connectionLost``.
+final class PostgresSession {
+    let endpoint: PostgresEndpoint
+    private let logger: Logger
+    private var connection: PostgresConnection?
+    private static let ids = Mutex(0)
+
+    /// What the connection calls itself to the server (`application_name`, as
+    /// `pg_stat_activity` lists it).
+    private let role: String
+
+    private init(endpoint: PostgresEndpoint, role: String, connection: PostgresConnection, logger: Logger) {
+        self.endpoint = endpoint
+        self.role = role
+        self.connection = connection
+        self.logger = logger
+    }
+
+    /// Connects, awaiting the server.
+    ///
+    /// - Parameter role: What the connection is for (`trackedmodels writer`), as
+    ///   `pg_stat_activity` shows it.
+    static func connect(_ endpoint: PostgresEndpoint, role: String, logger: Logger) async throws -> PostgresSession {
+        let connection = try await makeConnection(endpoint, role: role, logger: logger).get()
+        return PostgresSession(endpoint: endpoint, role: role, connection: connection, logger: logger)
+    }
+
+    /// A new connection to the endpoint, with failures in the store's terms.
+    static func makeConnection(_ endpoint: PostgresEndpoint, role: String, logger: Logger) -> EventLoopFuture<PostgresConnection> {
+        let eventLoop = MultiThreadedEventLoopGroup.singleton.any()
+        do {
+            let id = ids.withLock { id in
+                id += 1
+                return id
+            }
+            var configuration = try endpoint.configuration()
+            configuration.options.additionalStartupParameters.append(("application_name", role))
+            return PostgresConnection.connect(on: eventLoop, configuration: configuration, id: id, logger: logger)
+                .flatMapErrorThrowing { throw PostgresErrors.storeError($0, endpoint: endpoint, doing: "connecting") }
+        } catch {
+            return eventLoop.makeFailedFuture(PostgresErrors.storeError(error, endpoint: endpoint, doing: "connecting"))
+        }
+    }
+
+    /// Whether the connection is there (it may still break at the next statement).
+    var isConnected: Bool { connection.map { !$0.isClosed } ?? false }
+
+    // MARK: - Awaiting
+
+    /// Runs a statement and returns its rows.
+    func rows(_ sql: String, _ arguments: [SQLValue] = [], doing operation: String) async throws -> [[SQLValue]] {
+        do {
+            let connection = try await current()
+            let result = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments)), logger: logger).get()
+            return try result.rows.map(PostgresValues.values(of:))
+        } catch {
+            throw failure(error, doing: operation)
+        }
+    }
+
+    private func current() async throws -> PostgresConnection {
+        if let connection, !connection.isClosed { return connection }
+        let connection = try await Self.makeConnection(endpoint, role: role, logger: logger).get()
+        self.connection = connection
+        return connection
+    }
+
+    // MARK: - Waiting (on the worker's queue)
+
+    /// Runs a statement and returns its rows, waiting for the server.
+    func rowsWaiting(_ sql: String, _ arguments: [SQLValue] = [], doing operation: String) throws -> [[SQLValue]] {
+        do {
+            let connection = try currentWaiting()
+            let query = PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments))
+            return try connection.query(query, logger: logger).wait().rows.map(PostgresValues.values(of:))
+        } catch {
+            throw failure(error, doing: operation)
+        }
+    }
+
+    /// Runs statements one after another without waiting for each answer (one round trip for
+    /// all of them), then returns each one's rows, or the first failure.
+    func pipelinedWaiting(_ statements: [(sql: String, arguments: [SQLValue])], doing operation: String) throws -> [[[SQLValue]]] {
+        do {
+            let connection = try currentWaiting()
+            let futures = statements.map { statement in
+                connection.query(PostgresQuery(unsafeSQL: statement.sql, binds: PostgresValues.bindings(statement.arguments)), logger: logger)
+            }
+            return try futures.map { try $0.wait().rows.map(PostgresValues.values(of:)) }
+        } catch {
+            throw failure(error, doing: operation)
+        }
+    }
+
+    private func currentWaiting() throws -> PostgresConnection {
+        if let connection, !connection.isClosed { return connection }
+        let connection = try Self.makeConnection(endpoint, role: role, logger: logger).wait()
+        self.connection = connection
+        return connection
+    }
+
+    deinit {
+        connection.map(Self.close)
+    }
+
+    /// Closes the connection; a later use connects again.
+    func close() {
+        let connection = self.connection
+        self.connection = nil
+        connection.map(Self.close)
+    }
+
+    /// Closes a connection, which stays alive until the server has been told (postgres-nio
+    /// requires a connection to be closed before it goes).
+    static func close(_ connection: PostgresConnection) {
+        let closing: EventLoopFuture<Void> = connection.close()
+        closing.whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+
+    /// A failure in the store's terms; a connection that broke is dropped, to be made again.
+    private func failure(_ error: any Error, doing operation: String) -> StoreError {
+        let error = PostgresErrors.storeError(error, endpoint: endpoint, doing: operation)
+        if error.code == .connectionLost {
+            let connection = self.connection
+            self.connection = nil
+                connection.map(Self.close)
+        }
+        return error
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import NIOCore
+import PostgresNIO
+
+/// How ``SQLValue``s cross to PostgreSQL and back.
+///
+/// Parameters go in text format with no type of their own, so that the server reads each one
+/// as what its place in the statement calls for (an `INTEGER` column takes `42` as well as a
+/// `BIGINT` does); where a statement gives a parameter no type, the dialect casts it. Results
+/// come back by the type the server names: integers, reals and `numeric` as numbers, `boolean`
+/// as 0 or 1 (as SQLite stores it), text types as text, `bytea` as bytes.
+enum PostgresValues {
+    /// The text a parameter sends: the value as PostgreSQL's text input reads it; nil for NULL.
+    static func parameterText(_ value: SQLValue) -> String? {
+        switch value {
+        case .null: nil
+        // As SQLite stores it, and as the evaluator reads a NaN: NULL.
+        case .real(let real) where real.isNaN: nil
+        case .integer(let integer): String(integer)
+        // Swift writes the shortest text that reads back as the same Double.
+        case .real(let real): real.isInfinite ? (real < 0 ? "-Infinity" : "Infinity") : "\(real)"
+        case .text(let string): string
+        case .blob(let data): "\\x" + data.map { String(format: "%02x", $0) }.joined()
+        }
+    }
+
+    static func bindings(_ values: [SQLValue]) -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: values.count)
+        for value in values {
+            if let text = parameterText(value) { bindings.append(TextParameter(text: text)) } else { bindings.appendNull() }
+        }
+        return bindings
+    }
+
+    /// A parameter in text format with no type of its own: the server reads it as its place
+    /// in the statement calls for.
+    private struct TextParameter: PostgresDynamicTypeEncodable {
+        var text: String
+        var psqlType: PostgresDataType { .null }
+        var psqlFormat: PostgresFormat { .text }
+
+        func encode<JSONEncoder: PostgresJSONEncoder>(into byteBuffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
+            byteBuffer.writeString(text)
+        }
+    }
+
+    /// A row's cells as values.
+    ///
+    /// - Throws: ``StoreError/Code/decodingFailed`` for a cell of a type the store does not read.
+    static func values(of row: PostgresRow) throws -> [SQLValue] {
+        try row.map(value(of:))
+    }
+
+    static func value(of cell: PostgresCell) throws -> SQLValue {
+        guard cell.bytes != nil else { return .null }
+        do {
+            switch cell.dataType {
+            case .int2, .int4, .int8, .oid: return .integer(try cell.decode(Int64.self))
+            case .float4, .float8: return .real(try cell.decode(Double.self))
+            case .numeric:
+                let decimal = try cell.decode(Decimal.self)
+                if let integer = Int64(exactly: NSDecimalNumber(decimal: decimal).doubleValue), Decimal(integer) == decimal {
+                    return .integer(integer)
+                }
+                return .real(NSDecimalNumber(decimal: decimal).doubleValue)
+            case .bool: return .integer(try cell.decode(Bool.self) ? 1 : 0)
+            case .bytea: return .blob(Data(try cell.decode(ByteBuffer.self).readableBytesView))
+            default: return .text(try cell.decode(String.self))
+            }
+        } catch {
+            throw StoreError(
+                code: .decodingFailed,
+                message: "column \(cell.columnName) holds a value of PostgreSQL type \(cell.dataType) that the store cannot read; declare it BIGINT, DOUBLE PRECISION, TEXT or BYTEA",
+                underlying: error
+            )
+        }
+    }
+}
+
+extension PostgresValues {
+    /// Bytes from `bytea`'s text form (`\x0aff`); nil when the text is not that.
+    static func bytes(fromHex text: String) -> Data? {
+        guard text.hasPrefix("\\x"), text.count % 2 == 0 else { return nil }
+        var data = Data(capacity: (text.count - 2) / 2)
+        var index = text.index(text.startIndex, offsetBy: 2)
+        while index < text.endIndex {
+            let next = text.index(index, offsetBy: 2)
+            guard let byte = UInt8(text[index..<next], radix: 16) else { return nil }
+            data.append(byte)
+            index = next
+        }
+        return data
+    }
+
+    /// An array literal (`{"1","2"}`) of values, for `= ANY($1)`: every element quoted, with
+    /// its quotes and backslashes escaped, so that any text survives.
+    static func arrayLiteral(_ values: [SQLValue]) -> SQLValue {
+        let elements = values.map { value -> String in
+            let text: String = switch value {
+            case .null: "NULL"
+            case .integer(let integer): String(integer)
+            case .real(let real): "\(real)"
+            case .text(let string): string
+            case .blob(let data): "\\x" + data.map { String(format: "%02x", $0) }.joined()
+            }
+            if value == .null { return "NULL" }
+            return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }
+        return .text("{" + elements.joined(separator: ",") + "}")
+    }
+}

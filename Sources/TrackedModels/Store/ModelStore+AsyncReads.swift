@@ -1,0 +1,94 @@
+extension ModelStore {
+    /// The store's reads in `async` form, for both engines: on PostgreSQL a read is a round
+    /// trip to the server, which these await with the store's actor free meanwhile; on SQLite
+    /// they read the file as the synchronous forms do.
+    ///
+    /// ```swift
+    /// let store = try await ModelStore.open(.postgres(url), models: [Row.self])
+    /// let busy = try await store.async.fetch(FetchDescriptor<Row>(predicate: #Predicate { $0.count > 10 }))
+    /// let live = try await store.async.results(for: FetchDescriptor<Row>(sortBy: [SortDescriptor(\.count)]))
+    /// ```
+    ///
+    /// The synchronous forms (``fetch(_:)``, ``find(_:key:)`` ...) are for a local file, and
+    /// fail with ``StoreError/Code/asyncReadRequired`` on PostgreSQL. Live results, once made,
+    /// are read synchronously on both: they are kept in memory.
+    public var async: AsyncReads { AsyncReads(store: self) }
+
+    /// See ``ModelStore/async``.
+    public struct AsyncReads {
+        let store: ModelStore
+
+        /// The objects a descriptor matches, in its order and window; as ``ModelStore/fetch(_:)``.
+        ///
+        /// ```swift
+        /// let rows = try await store.async.fetch(FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
+        /// ```
+        public func fetch<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>) async throws -> [Model] {
+            try store.checkOpen("fetch")
+            let plan = try store.compile(descriptor)
+            let width = plan.schema.columns.count
+            let rows = try await store.reading(sideEffects: false) { try store.matchingRows(plan, windowed: true) }
+            try store.checkOpen("fetch")
+            let objects = try rows.map { try store.object(Model.self, table: plan.table, values: $0.count == width ? $0 : Array($0.prefix(width))) }
+            try await store.reading(sideEffects: true) { try store.prefetch(descriptor.relationshipKeyPathsForPrefetching, of: objects) }
+            return objects
+        }
+
+        /// How many objects a descriptor matches; as ``ModelStore/fetchCount(_:)``.
+        ///
+        /// ```swift
+        /// let n = try await store.async.fetchCount(FetchDescriptor<Row>(predicate: #Predicate { $0.count > 0 }))
+        /// ```
+        public func fetchCount<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>) async throws -> Int {
+            try store.checkOpen("fetchCount")
+            return try await store.reading(sideEffects: false) { try store.fetchCount(descriptor) }
+        }
+
+        /// The object with a primary key, or nil; as ``ModelStore/find(_:key:)``.
+        ///
+        /// ```swift
+        /// if let row = try await store.async.find(Row.self, key: 42) { row.count += 1 }
+        /// ```
+        public func find<Model: TrackedModel>(_ type: Model.Type, key: Model.PrimaryKeyValue) async throws -> Model? {
+            try store.checkOpen("find")
+            let table = try store.registrar.tableIndex(of: type)
+            let values = try await store.reading(sideEffects: false) { try store.currentValues(table: table, key: key.sqlValue) }
+            try store.checkOpen("find")
+            if let object = store.registrar.object(table: table, key: key.sqlValue) as? Model { return object }
+            return try values.map { try store.object(Model.self, table: table, values: $0) }
+        }
+
+        /// Live results of a descriptor; as ``ModelStore/results(for:)``.
+        ///
+        /// ```swift
+        /// let busy = try await store.async.results(for: FetchDescriptor<Row>(predicate: #Predicate { $0.count > 0 }))
+        /// ```
+        public func results<Model: TrackedModel>(for descriptor: FetchDescriptor<Model>) async throws -> FetchedResults<Model> {
+            try store.checkOpen("results(for:)")
+            let plan = try store.compile(descriptor)
+            // Read and made in one run, with no await between: no change can fall in a gap.
+            return try await store.reading(sideEffects: true) {
+                FetchedResults(store: store, plan: plan, matching: try store.matchingRows(plan, windowed: false))
+            }
+        }
+    }
+
+    /// Runs synchronous read code with the database's reads answered; on an engine across a
+    /// network, fetches what a run missed and runs the code again, until a run finds every
+    /// answer it needs. Each run is synchronous, so it sees the store in one state.
+    ///
+    /// - Parameter sideEffects: Whether `body` changes anything before its last read: then a
+    ///   missing read ends a run, so that nothing after it happens twice. Without, a missing
+    ///   read is answered as empty and the run goes on, so that one run finds every read.
+    func reading<Result>(sideEffects: Bool, _ body: () throws -> Result) async throws -> Result {
+        guard let remote = reader as? any RemoteEngineReader else { return try body() }
+        var answers: [RemoteRead: [[SQLValue]]] = [:]
+        while true {
+            let run = remote.answering(from: answers, stopsAtMiss: sideEffects, body)
+            if run.misses.isEmpty { return try run.result.get() }
+            try Task.checkCancellation()
+            answers.merge(try await remote.read(run.misses)) { _, new in new }
+            try checkOpen("read")
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+@testable import TrackedModels
+
+/// The store on PostgreSQL: what it writes is in the server, another store (another process:
+/// `psql`) sees and is heard, reads are awaited, and bad input fails clearly.
+@MainActor
+@Suite(.enabled(if: PostgresServer.isEnabled, "no PostgreSQL server: set TRACKEDMODELS_POSTGRES_URL, or install PostgreSQL's server (apt-get install postgresql)"))
+struct PostgresStoreTests {
+    static func open(_ url: String, models: [any TrackedModel.Type] = [Row.self]) async throws -> ModelStore {
+        try await ModelStore.open(.postgres(url), models: models, configuration: Stores.configuration())
+    }
+
+    @Test func whatAStoreFlushesIsInTheServerAndAnotherStoreFetchesIt() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let store = try await Self.open(url)
+        try store.insert(contentsOf: (1...5).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
+        let row = try #require(try await store.async.find(Row.self, key: 3))
+        row.title = "Renamed"
+        try store.increment(\Row.count, of: row, by: 4)
+        try await store.flush()
+        #expect(try await PostgresServer.psql(url, "SELECT title, count FROM rows WHERE id = 3") == "Renamed|4")
+
+        let other = try await Self.open(url)
+        let fetched = try await other.async.fetch(FetchDescriptor<Row>(predicate: #Predicate { $0.count > 0 }))
+        #expect(fetched.map(\.id) == [3])
+        #expect(fetched.first?.title == "Renamed")
+        #expect(try await other.async.fetchCount(FetchDescriptor<Row>()) == 5)
+        try await other.close()
+        try await store.close()
+    }
+
+    @Test func fetchCountsChangesNotYetFlushed() async throws {
+        let store = try await Self.open(try await PostgresServer.makeDatabase())
+        try store.insert(contentsOf: (1...4).map { Row(id: $0, title: "Row \($0)", count: Int($0)) })
+        try await store.flush()
+        let rows = try await store.async.fetch(FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
+        rows[0].count = 100
+        try store.delete(rows[1])
+        try store.insert(Row(id: 9, title: "Row 9", count: 50))
+        let busy = try await store.async.fetch(FetchDescriptor<Row>(predicate: #Predicate { $0.count > 3 }, sortBy: [SortDescriptor(\.count, order: .reverse)]))
+        #expect(busy.map(\.id) == [1, 9, 4])
+        #expect(try await store.async.fetchCount(FetchDescriptor<Row>()) == 4)
+        #expect(try await store.async.find(Row.self, key: 2) == nil)
+        try await store.close()
+    }
+
+    @Test func aSynchronousReadSaysToAwait() async throws {
+        let store = try await Self.open(try await PostgresServer.makeDatabase())
+        #expect { try store.fetch(FetchDescriptor<Row>()) } throws: { ($0 as? StoreError)?.code == .asyncReadRequired }
+        #expect { try ModelStore(.postgres("postgres://localhost/x"), models: [Row.self]) } throws: { ($0 as? StoreError)?.code == .asyncReadRequired }
+        try await store.close()
+    }
+
+    @Test func anotherConnectionsCommitIsHeardCellPrecise() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let store = try await Self.open(url)
+        try store.insert(contentsOf: (1...3).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
+        let row = try #require(try await store.async.find(Row.self, key: 2))
+        var heard: [ChangeEvent] = []
+        let token = try store.subscribe(to: .object(row, \Row.count)) { heard.append($0) }
+        var titles = 0
+        let titleToken = try store.subscribe(to: .object(row, \Row.title)) { _ in titles += 1 }
+        try await PostgresServer.psql(url, "UPDATE rows SET count = 7 WHERE id = 2; UPDATE rows SET title = 'elsewhere' WHERE id = 3")
+        try await settle { !heard.isEmpty }
+        #expect(heard.count == 1)
+        #expect(heard.first?.origin == .external)
+        #expect(heard.first?.change(of: \Row.count).map { [$0.old, $0.new] } == [0, 7])
+        #expect(row.count == 7)
+        #expect(titles == 0)
+        token.cancel()
+        titleToken.cancel()
+        try await store.close()
+    }
+
+    @Test func aStoresOwnCommitIsNotHeardAsAnothers() async throws {
+        let store = try await Self.open(try await PostgresServer.makeDatabase())
+        try store.insert(Row(id: 1, title: "Row 1", count: 0))
+        try await store.flush()
+        let row = try #require(try await store.async.find(Row.self, key: 1))
+        var external = 0
+        let token = try store.subscribe(to: .object(row, \Row.count)) { if $0.origin == .external { external += 1 } }
+        for _ in 0..<5 { try store.increment(\Row.count, of: row) }
+        try await store.flush()
+        try await store.refreshExternalChanges()
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(external == 0)
+        #expect(row.count == 5)
+        token.cancel()
+        try await store.close()
+    }
+
+    @Test func twoStoresIncrementingOneRowLoseNothing() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let first = try await Self.open(url)
+        try first.insert(Row(id: 1, title: "Row 1", count: 0))
+        try await first.flush()
+        let second = try await Self.open(url)
+        let a = try #require(try await first.async.find(Row.self, key: 1))
+        let b = try #require(try await second.async.find(Row.self, key: 1))
+        for round in 0..<20 {
+            for _ in 0..<25 {
+                try first.increment(\Row.count, of: a)
+                try second.increment(\Row.count, of: b)
+            }
+            if round % 2 == 0 { try await first.flush() } else { try await second.flush() }
+        }
+        try await first.flush()
+        try await second.flush()
+        #expect(try await PostgresServer.psql(url, "SELECT count FROM rows WHERE id = 1") == "1000")
+        try await second.refreshExternalChanges()
+        try await first.refreshExternalChanges()
+        try await settle { a.count == 1000 && b.count == 1000 }
+        #expect(a.count == 1000)
+        #expect(b.count == 1000)
+        try await first.close()
+        try await second.close()
+    }
+
+    @Test func liveResultsFollowAnotherConnectionsCommits() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let store = try await Self.open(url)
+        try store.insert(contentsOf: (1...6).map { Row(id: $0, title: "Row \($0)", count: Int($0)) })
+        try await store.flush()
+        let busy = try await store.async.results(for: FetchDescriptor<Row>(predicate: #Predicate { $0.count > 3 }, sortBy: [SortDescriptor(\.count)]))
+        #expect(busy.map(\.id) == [4, 5, 6])
+        try await PostgresServer.psql(url, "UPDATE rows SET count = 10 WHERE id = 1; UPDATE rows SET count = 0 WHERE id = 5")
+        try await settle { busy.map(\.id) == [4, 6, 1] }
+        #expect(busy.map(\.id) == [4, 6, 1])
+        try await store.close()
+    }
+
+    @Test func aTerminatedDoorbellLosesNoCommit() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let store = try await Self.open(url)
+        try store.insert(Row(id: 1, title: "Row 1", count: 0))
+        try await store.flush()
+        let row = try #require(try await store.async.find(Row.self, key: 1))
+        try await settle { true }
+        let terminated = try await PostgresServer.psql(url, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'trackedmodels doorbell' AND datname = current_database()")
+        #expect(terminated == "1")
+        try await PostgresServer.psql(url, "UPDATE rows SET count = 42 WHERE id = 1")
+        try await settle { row.count == 42 }
+        #expect(row.count == 42)
+        try await store.close()
+    }
+
+    @Test func badURLsAndCredentialsFailNamingTheServer() async throws {
+        let server = try PostgresServer.server.get()
+        await #expect { _ = try await Self.open("mysql://localhost/x") } throws: { error in
+            let error = try #require(error as? StoreError)
+            return error.code == .cannotOpen && error.message.contains("scheme")
+        }
+        await #expect { _ = try await Self.open(try PostgresServer.url(user: "tracked", password: "wrong")) } throws: { error in
+            let error = try #require(error as? StoreError)
+            return error.code == .cannotOpen && error.message.contains("credentials") && error.message.contains("\(server.host!):\(server.port!)")
+        }
+        await #expect { _ = try await Self.open("postgres://tracked:tracked@127.0.0.1:1/tracked") } throws: { error in
+            let error = try #require(error as? StoreError)
+            return error.code == .connectionLost && error.message.contains("127.0.0.1:1/tracked")
+        }
+        var missing = server
+        missing.path = "/no_such_database"
+        await #expect { _ = try await Self.open(missing.string!) } throws: { error in
+            let error = try #require(error as? StoreError)
+            return error.code == .cannotOpen && error.message.contains("no_such_database")
+        }
+    }
+
+    @Test func aTableThatDoesNotFitIsRefusedAndLeftAlone() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        try await PostgresServer.psql(url, "CREATE TABLE rows (id BIGINT PRIMARY KEY, title BYTEA, count TEXT)")
+        await #expect { _ = try await ModelStore.open(.postgres(url), models: [Row.self]) } throws: { error in
+            let error = try #require(error as? StoreError)
+            return error.code == .schemaMismatch && error.differences.count == 4
+        }
+        #expect(try await PostgresServer.psql(url, "SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'trackedmodels%'") == "0")
+    }
+}
