@@ -51,7 +51,10 @@ let package = Package(
             ]
         ),
         .target(name: "TrackedModelsTesting", dependencies: ["TrackedModels"]),
-        .target(name: "TrackedModelsBenchmarks", dependencies: ["TrackedModels"]),
+        .target(
+            name: "TrackedModelsBenchmarks",
+            dependencies: ["TrackedModels", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+        ),
         .executableTarget(
             name: "modelctl",
             dependencies: [

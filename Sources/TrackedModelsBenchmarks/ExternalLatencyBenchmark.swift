@@ -33,17 +33,19 @@ public struct ExternalLatencyBenchmark {
         public var eventsPerCommit: Double
     }
 
-    /// Runs the measurement on a database file whose `rows` table holds row 0.
+    /// Runs the measurement on a database (a SQLite file's path, or a PostgreSQL URL) whose
+    /// `rows` table holds row 0.
     ///
-    /// - Parameter startCommitter: Starts the other process with the database path, the number
-    ///   of commits and the gap in milliseconds; it must print `VALUE BEFORE AFTER` per commit
+    /// - Parameter startCommitter: Starts the other process with the database, the number of
+    ///   commits and the gap in milliseconds; it must print `VALUE BEFORE AFTER` per commit
     ///   (monotonic nanoseconds before the bump and after its flush returned).
     public func run(path: String, startCommitter: (_ path: String, _ commits: Int, _ gapMilliseconds: Int) throws -> (Process, Pipe)) async throws -> Report {
         var configuration = ModelStore.Configuration()
         configuration.createsMissingTables = true
-        let store = try ModelStore(.file(path), models: [BenchmarkRow.self], configuration: configuration)
-        guard let row = try store.find(BenchmarkRow.self, key: Int64(0)) else {
-            throw BenchmarkError("the latency benchmark needs row 0 in \(path)")
+        let location: DatabaseLocation = path.hasPrefix("postgres://") ? .postgres(path) : .file(path)
+        let store = try await ModelStore.open(location, models: [BenchmarkRow.self], configuration: configuration)
+        guard let row = try await store.async.find(BenchmarkRow.self, key: Int64(0)) else {
+            throw BenchmarkError("the latency benchmark needs row 0 in \(store.filename)")
         }
         let start = row.count
         var received: [Int64: UInt64] = [:]

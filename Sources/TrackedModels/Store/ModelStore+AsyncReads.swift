@@ -75,20 +75,41 @@ extension ModelStore {
 
     /// Runs synchronous read code with the database's reads answered; on an engine across a
     /// network, fetches what a run missed and runs the code again, until a run finds every
-    /// answer it needs. Each run is synchronous, so it sees the store in one state.
+    /// answer it needs. Each run is synchronous, so it sees the store in one state; answers
+    /// fetched before the store applied new committed data (its own commit, another
+    /// connection's) are fetched again, so that what a run returns is never older than what
+    /// the store has applied.
     ///
     /// - Parameter sideEffects: Whether `body` changes anything before its last read: then a
     ///   missing read ends a run, so that nothing after it happens twice. Without, a missing
     ///   read is answered as empty and the run goes on, so that one run finds every read.
+    /// - Throws: ``StoreError/Code/busy`` when the data kept changing under the read for
+    ///   ``maximumReadRounds`` rounds.
     func reading<Result>(sideEffects: Bool, _ body: () throws -> Result) async throws -> Result {
         guard let remote = reader as? any RemoteEngineReader else { return try body() }
         var answers: [RemoteRead: [[SQLValue]]] = [:]
-        while true {
+        var answeredAt = deliveries
+        for _ in 0..<Self.maximumReadRounds {
+            if deliveries != answeredAt {
+                answers = [:]
+                answeredAt = deliveries
+            }
             let run = remote.answering(from: answers, stopsAtMiss: sideEffects, body)
             if run.misses.isEmpty { return try run.result.get() }
             try Task.checkCancellation()
-            answers.merge(try await remote.read(run.misses)) { _, new in new }
+            let fetchedFrom = deliveries
+            let fetched = try await remote.read(run.misses)
             try checkOpen("read")
+            guard deliveries == fetchedFrom else { continue }
+            answers.merge(fetched) { _, new in new }
         }
+        throw StoreError(
+            code: .busy,
+            message: "the data changed under the read \(Self.maximumReadRounds) times in a row before it could finish; try again",
+            mayPass: true
+        )
     }
+
+    /// How many rounds a read takes at most (see ``reading(sideEffects:_:)``).
+    static let maximumReadRounds = 64
 }

@@ -49,6 +49,10 @@ public final class ModelStore {
     /// Callers of ``refreshExternalChanges()`` waiting for their poll, by poll.
     var pollWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     var lastPoll: UInt64 = 0
+    /// How many of the worker's reports of committed data (its commits, other connections'
+    /// changes, rows read back) the store has applied: a read fetched ahead across an await is
+    /// stale once this moved.
+    private(set) var deliveries: UInt64 = 0
     /// The continuations of ``changes(_:bufferingPolicy:)`` streams, by subscription.
     var feedStreams: [UInt64: AsyncStream<ChangeEvent>.Continuation] = [:]
 
@@ -252,6 +256,16 @@ public final class ModelStore {
     }
 }
 
+extension WorkerEvent {
+    /// Whether the event brings committed data the store applies.
+    var deliversData: Bool {
+        switch self {
+        case .batchFinished, .externalChanges, .rowsReloaded: true
+        case .polled, .settled: false
+        }
+    }
+}
+
 /// Messages delivered to a store on its actor.
 enum StoreMessage: Sendable {
     case worker(WorkerEvent)
@@ -262,6 +276,7 @@ enum StoreMessage: Sendable {
 
 extension ModelStore: MailboxTarget {
     func receive(_ message: StoreMessage) {
+        if case .worker(let event) = message, event.deliversData { deliveries &+= 1 }
         switch message {
         case .worker(.batchFinished(let outcome)):
             let finished = writeBehind.finish(outcome)

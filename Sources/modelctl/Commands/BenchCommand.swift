@@ -7,8 +7,11 @@ struct BenchCommand: AsyncParsableCommand {
         commandName: "bench",
         abstract: "Measure the headline table: events and ns per bump, and flush throughput.",
         discussion: """
-            Runs in a temporary database, never --db. Build in release mode for real figures: \
-            swift run -c release modelctl bench --rows 100000
+            Runs in a temporary database. Build in release mode for real figures: \
+            swift run -c release modelctl bench --rows 100000. With --db postgres://..., measures \
+            PostgreSQL on that server instead (commit-to-event latency between two processes, and \
+            flush throughput against a raw postgres-nio loop), in a database of its own that it \
+            creates and drops: the URL's user needs CREATEDB.
             """
     )
 
@@ -30,6 +33,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object instead of a table.")
     var json = false
 
+    @Option(name: .customLong("db"), help: "A postgres:// server URL: measure PostgreSQL there instead of SQLite.")
+    var database: String?
+
     func validate() throws {
         guard (1...10_000_000).contains(rows) else { throw ValidationError("--rows must be from 1 to 10,000,000, not \(rows)") }
         guard (1...100_000_000).contains(bumps) else { throw ValidationError("--bumps must be from 1 to 100,000,000, not \(bumps)") }
@@ -44,19 +50,33 @@ struct BenchCommand: AsyncParsableCommand {
         }
     }
 
+    /// Starts the other process of a latency measurement.
+    private static func startCommitter(_ path: String, _ commits: Int, _ gap: Int) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = ["_commit-timed", "--db", path, "--commits", String(commits), "--gap", String(gap)]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        return (process, output)
+    }
+
     @MainActor private func bench() async throws {
+        if let database {
+            guard database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
+                throw ValidationError("--db takes a postgres:// server URL (the SQLite benchmark runs in a temporary file of its own)")
+            }
+            var benchmark = PostgresBenchmark(serverURL: database)
+            benchmark.rows = min(rows, 100_000)
+            benchmark.commits = commits
+            let report = try await benchmark.run(startCommitter: Self.startCommitter)
+            print(json ? report.json : report.table)
+            return
+        }
         var benchmark = HeadlineBenchmark(rows: rows)
         benchmark.bumps = bumps
         benchmark.latencyCommits = commits
-        benchmark.startCommitter = { path, commits, gap in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            process.arguments = ["_commit-timed", "--db", path, "--commits", String(commits), "--gap", String(gap)]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            return (process, output)
-        }
+        benchmark.startCommitter = Self.startCommitter
         let folder = FileManager.default.temporaryDirectory.path
         let report = try await benchmark.run(in: folder)
         var live = LiveListBenchmark(rows: rows)

@@ -26,8 +26,9 @@ struct CommitTimedCommand: AsyncParsableCommand {
     @MainActor private func commit() async throws {
         var configuration = ModelStore.Configuration()
         configuration.observesExternalChanges = false
-        let store = try ModelStore(.file(path), models: [BenchmarkFileRow.self], configuration: configuration)
-        guard let row = try store.find(BenchmarkFileRow.self, key: Int64(0)) else { throw CLIError(.dataError, "bench \(path): no row 0") }
+        let location: DatabaseLocation = path.hasPrefix("postgres://") ? .postgres(path) : .file(path)
+        let store = try await ModelStore.open(location, models: [BenchmarkFileRow.self], configuration: configuration)
+        guard let row = try await store.async.find(BenchmarkFileRow.self, key: Int64(0)) else { throw CLIError(.dataError, "bench \(store.filename): no row 0") }
         for _ in 0..<commits {
             try await Task.sleep(for: .milliseconds(gap))
             let before = monotonicNanoseconds()

@@ -1,9 +1,13 @@
 // A helper process for the cross-process tests of TrackedModelsTests.
 //
-//   tracked-increment-helper increment PATH ID TIMES   increments rows.count of row ID, flushing each time
-//   tracked-increment-helper write-then-wait PATH ID   sets rows.title of row ID, flushes, prints
+// DATABASE is a SQLite file's path or a postgres:// URL.
+//
+//   tracked-increment-helper increment DATABASE ID TIMES [EVERY]
+//                                                      increments rows.count of row ID, flushing
+//                                                      after every EVERY increments (1)
+//   tracked-increment-helper write-then-wait DATABASE ID  sets rows.title of row ID, flushes, prints
 //                                                      "flushed", then waits to be killed
-//   tracked-increment-helper use-off-actor PATH ID     reads the store from a task off its actor,
+//   tracked-increment-helper use-off-actor DATABASE ID    reads the store from a task off its actor,
 //                                                      which must trap
 import Foundation
 import TrackedModels
@@ -22,20 +26,22 @@ func fail(_ message: String) -> Never {
 
 let arguments = CommandLine.arguments.dropFirst()
 guard arguments.count >= 3, let id = Int64(arguments[arguments.startIndex + 2]) else {
-    fail("usage: increment PATH ID TIMES | write-then-wait PATH ID | use-off-actor PATH ID")
+    fail("usage: increment PATH ID TIMES | write-then-wait DATABASE ID| use-off-actor PATH ID")
 }
 let command = arguments[arguments.startIndex]
 let path = arguments[arguments.startIndex + 1]
 
 do {
-    let store = try ModelStore(.file(path), models: [Row.self])
-    guard let row = try store.find(Row.self, key: id) else { fail("no row \(id) in \(path)") }
+    let location: DatabaseLocation = path.hasPrefix("postgres://") ? .postgres(path) : .file(path)
+    let store = try await ModelStore.open(location, models: [Row.self])
+    guard let row = try await store.async.find(Row.self, key: id) else { fail("no row \(id) in \(path)") }
     switch command {
     case "increment":
-        guard arguments.count == 4, let times = Int(arguments[arguments.startIndex + 3]) else { fail("increment needs TIMES") }
-        for _ in 0..<times {
+        guard arguments.count >= 4, let times = Int(arguments[arguments.startIndex + 3]) else { fail("increment needs TIMES") }
+        let every = arguments.count == 5 ? Int(arguments[arguments.startIndex + 4]) ?? 1 : 1
+        for done in 1...times {
             try store.increment(\Row.count, of: row, by: 1)
-            try await store.flush()
+            if done % every == 0 || done == times { try await store.flush() }
         }
         try await store.close()
     case "write-then-wait":

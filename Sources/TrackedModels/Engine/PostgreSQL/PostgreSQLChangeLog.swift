@@ -52,15 +52,20 @@ enum PostgreSQLChangeLog {
         var triggers: [String: String]
     }
 
-    static func triggers(table: String, columns: [String], primaryKey: String) -> Triggers {
-        let base = "trackedmodels_\(table)_v\(version)"
+    /// - Parameter columns: The table's columns in catalog order, with their types (as
+    ///   `format_type` names them): a type without an equality operator (`json`, `xml`, the
+    ///   geometric ones) is compared as text.
+    static func triggers(table: String, columns: [(name: String, type: String)], primaryKey: String) -> Triggers {
+        let base = baseName(table)
         let functionName = quoteIdentifier(base)
         let tableLiteral = "'" + table.replacingOccurrences(of: "'", with: "''") + "'"
         let key = quoteIdentifier(primaryKey)
         let mask = columns.count > ChangeLogEntries.Layout.maskWidth
             ? "-1"
             : columns.enumerated().map { bit, column in
-                "(CASE WHEN OLD.\(quoteIdentifier(column)) IS DISTINCT FROM NEW.\(quoteIdentifier(column)) THEN \(Int64(1) << Int64(bit)) ELSE 0 END)"
+                let cast = typesWithoutEquality.contains(column.type) ? "::text" : ""
+                let name = quoteIdentifier(column.name)
+                return "(CASE WHEN OLD.\(name)\(cast) IS DISTINCT FROM NEW.\(name)\(cast) THEN \(Int64(1) << Int64(bit)) ELSE 0 END)"
             }.joined(separator: " | ")
         func log(_ row: String, _ kind: ChangeLogEntries.Kind, _ mask: String) -> String {
             "INSERT INTO \(Self.table) (tbl, row_key, kind, mask) VALUES (\(tableLiteral), \(row).\(key)::text, \(kind.rawValue), \(mask));"
@@ -99,6 +104,24 @@ enum PostgreSQLChangeLog {
                 "\(base)_truncate": "CREATE OR REPLACE TRIGGER \(truncateTrigger) AFTER TRUNCATE ON \(quoteIdentifier(table)) FOR EACH STATEMENT EXECUTE FUNCTION \(functionName)()",
             ]
         )
+    }
+
+    /// Types PostgreSQL cannot compare with `=`.
+    private static let typesWithoutEquality: Set<String> = ["json", "xml", "point", "line", "lseg", "box", "path", "polygon", "circle"]
+
+    /// The name of a table's function and row trigger: `trackedmodels_<table>_v<version>`, or,
+    /// for a table whose name would not fit PostgreSQL's 63 bytes with the truncate trigger's
+    /// suffix, its first 20 characters and a hash of the whole name.
+    static func baseName(_ table: String) -> String {
+        let name = "trackedmodels_\(table)_v\(version)"
+        guard name.utf8.count + "_truncate".utf8.count > 63 else { return name }
+        // FNV-1a: stable across processes and runs, unlike Swift's Hasher.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in table.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return "trackedmodels_\(String(table.prefix(20)))_\(String(hash, radix: 16))_v\(version)"
     }
 
     static func createFunctionSQL(_ triggers: Triggers) -> String {

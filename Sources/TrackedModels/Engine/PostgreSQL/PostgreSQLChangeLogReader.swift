@@ -81,6 +81,17 @@ final class PostgreSQLChangeLogReader {
             }
             return ChangeLogEntries.Entry(table: table, key: key, kind: kind, mask: mask)
         }
+        if ContinuousClock.now - lastRecorded > staleAfter / 2 {
+            // Away long enough that another store may have pruned past this one's horizon while
+            // it read: the entries read may be short, so look again.
+            let pruned = try session.rowsWaiting("SELECT pruned_below::text FROM \(PostgreSQLChangeLog.stateTable) WHERE id = 1", doing: "reading the change log")
+            if case .text(let prunedText) = pruned.first?.first, let prunedBelow = UInt64(prunedText), prunedBelow > horizon {
+                batch.resetTables = Array(schemas.indices)
+                move(to: max(xmin, prunedBelow))
+                try recordIfDue(on: session, force: true)
+                return batch
+            }
+        }
         try merge(entries, into: &batch, on: session)
         move(to: xmin)
         try recordIfDue(on: session)

@@ -1,13 +1,16 @@
 /// A compiled query as PostgreSQL's SQL, with the semantics the in-memory evaluator has (those
 /// of SQLite, see ``QueryExpression``): values bound as `$n` parameters cast to their kind;
 /// text compared by its bytes (`COLLATE "C"`); `==` as `IS NOT DISTINCT FROM`; NULLs first in
-/// an ascending order, as in SQLite; division and remainder by zero NULL (`NULLIF`); a
-/// comparison used as a number 0 or 1, and a number used as a condition true when not 0.
+/// an ascending order, as in SQLite; division and remainder by zero NULL (`NULLIF`), and so is
+/// a real result that is NaN; a comparison used as a number 0 or 1, and a number used as a
+/// condition true when not 0. `PostgresQueryAgreementTests` checks this against the evaluator
+/// on generated queries.
 ///
 /// Two things SQLite does cannot be said here: the `localizedStandard` order (a comparison of
 /// Swift's, which SQLite calls through a registered collation) is refused with
 /// ``StoreError/Code/unsupportedPredicate``, and integer arithmetic that overflows fails the
-/// read instead of turning into a real.
+/// read (``StoreError/Code/valueNotStorable``) instead of turning into a real. Nor can text hold
+/// U+0000 on PostgreSQL: a value or literal with one is refused the same way.
 ///
 /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/functions-comparison.html>,
 /// <https://www.postgresql.org/docs/current/collation.html>, <https://www.postgresql.org/docs/current/queries-order.html>
@@ -30,6 +33,14 @@ struct PostgreSQLDialect {
         var sql = "SELECT count(*) FROM \(writer.source)"
         if let predicate = query.predicate { sql += " WHERE \(writer.condition(predicate))" }
         return (sql, writer.arguments)
+    }
+
+    /// A query's predicate as a condition, with the `FROM` clause it reads (the table and its
+    /// joins), for tests that compare its value with the evaluator's row by row.
+    static func condition(_ query: CompiledQuery) -> (sql: String, from: String, arguments: [SQLValue]) {
+        var writer = PostgreSQLDialect(query)
+        let sql = query.predicate.map { writer.condition($0) } ?? "TRUE"
+        return (sql, writer.source, writer.arguments)
     }
 
     private let query: CompiledQuery
@@ -90,10 +101,30 @@ struct PostgreSQLDialect {
         return Self.isCondition(expression) ? sql : "(\(sql) <> 0)"
     }
 
-    /// An expression where SQL wants a value: a condition is 1 or 0 (or NULL).
+    /// An expression where SQL wants a value: a condition is 1 or 0 (or NULL). (PostgreSQL
+    /// casts a boolean to `integer` only, so a `CASE` says it.)
     private mutating func value(_ expression: QueryExpression) -> String {
         let sql = write(expression)
-        return Self.isCondition(expression) ? "CAST(\(sql) AS BIGINT)" : sql
+        return Self.isCondition(expression) ? "(CASE WHEN \(sql) THEN 1 WHEN NOT \(sql) THEN 0 END)" : sql
+    }
+
+    /// An operand of arithmetic: a NULL is typed (PostgreSQL cannot pick `-` for an untyped
+    /// one); the result is NULL whatever the type.
+    private mutating func operand(_ expression: QueryExpression) -> String {
+        expression == .value(.null) ? "NULL::BIGINT" : value(expression)
+    }
+
+    /// Whether an expression's value is a real (as Swift types it: a real column or value, or
+    /// arithmetic with one).
+    private func isReal(_ expression: QueryExpression) -> Bool {
+        switch expression {
+        case .column(let position): query.column(at: position).type == .real
+        case .value(let value): if case .real = value { true } else { false }
+        case .arithmetic(.realDivide, _, _): true
+        case .arithmetic(_, let lhs, let rhs), .coalesce(let lhs, let rhs), .conditional(_, let lhs, let rhs): isReal(lhs) || isReal(rhs)
+        case .negate(let operand): isReal(operand)
+        default: false
+        }
     }
 
     private mutating func bind(_ value: SQLValue) -> String {
@@ -136,9 +167,9 @@ struct PostgreSQLDialect {
         case .not(let operand):
             return "(NOT \(condition(operand)))"
         case .arithmetic(let operation, let lhs, let rhs):
-            let left = value(lhs)
-            let right = value(rhs)
-            return switch operation {
+            let left = operand(lhs)
+            let right = operand(rhs)
+            let sql = switch operation {
             case .add: "(\(left) + \(right))"
             case .subtract: "(\(left) - \(right))"
             case .multiply: "(\(left) * \(right))"
@@ -146,8 +177,10 @@ struct PostgreSQLDialect {
             case .remainder: "(\(left) % NULLIF(\(right), 0))"
             case .realDivide: "(CAST(\(left) AS DOUBLE PRECISION) / NULLIF(\(right), 0))"
             }
+            // A real result that is NaN (infinity minus infinity) is NULL, as in SQLite.
+            return isReal(expression) ? "NULLIF(\(sql), 'NaN'::DOUBLE PRECISION)" : sql
         case .negate(let operand):
-            return "(-\(value(operand)))"
+            return "(-\(self.operand(operand)))"
         case .coalesce(let lhs, let rhs):
             let left = value(lhs)
             return "COALESCE(\(left), \(value(rhs)))"

@@ -92,7 +92,9 @@ enum PostgreSQLEngine {
         var layouts: [ChangeLogEntries.Layout] = []
         for schema in schemas {
             let columns = try await session.rows(PostgreSQLSchema.columnsSQL, [.text(schema.name)], doing: "reading the schema of \(schema.name)")
-                .compactMap { row -> String? in if case .text(let name) = row[0] { name } else { nil } }
+                .compactMap { row -> (name: String, type: String)? in
+                    if case .text(let name) = row[0], case .text(let type) = row[1] { (name, type) } else { nil }
+                }
             let wanted = PostgreSQLChangeLog.triggers(table: schema.name, columns: columns, primaryKey: schema.primaryKey.name)
             let source = try await session.rows("SELECT prosrc FROM pg_proc WHERE proname = $1", [.text(wanted.functionName)], doing: "installing the change log")
             if source.first?.first != .text(wanted.functionBody) {
@@ -108,7 +110,7 @@ enum PostgreSQLEngine {
             for (name, sql) in wanted.triggers.sorted(by: { $0.key < $1.key }) where !existing.contains(name) {
                 _ = try await session.rows(sql, doing: "installing the change log of \(schema.name)")
             }
-            layouts.append(ChangeLogEntries.Layout(modelColumns: columns.map { schema.columnIndex(named: $0) }))
+            layouts.append(ChangeLogEntries.Layout(modelColumns: columns.map { schema.columnIndex(named: $0.name) }))
         }
         return layouts
     }

@@ -3,8 +3,9 @@
 /// A created table declares `BIGINT`, `DOUBLE PRECISION`, `TEXT` and `BYTEA` columns (what
 /// ``SQLValue`` holds), and an optional integer key as an identity column, which the database
 /// assigns as SQLite assigns a rowid. A table made elsewhere may declare narrower types
-/// (`INTEGER`, `VARCHAR(20)`, `REAL`, `NUMERIC`): the check accepts every type that reads back
-/// as the model's kind of value.
+/// (`INTEGER`, `VARCHAR(20)`, `REAL`, `NUMERIC` for a real): the check accepts every type that
+/// reads back as the model's kind of value and compares as the in-memory evaluator does (not
+/// `boolean`, nor `numeric` for an integer, whose division does not truncate).
 ///
 /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/datatype.html>,
 /// <https://www.postgresql.org/docs/current/ddl-identity-columns.html>
@@ -93,7 +94,7 @@ enum PostgreSQLSchema {
     /// Whether a declared type (as `format_type` names it) reads back as this kind of value.
     static func isCompatible(_ type: ColumnType, declared: String) -> Bool {
         switch type {
-        case .integer: ["smallint", "integer", "bigint", "numeric", "boolean"].contains(declared)
+        case .integer: ["smallint", "integer", "bigint"].contains(declared)
         case .real: ["real", "double precision", "numeric"].contains(declared)
         case .text: ["text", "character varying", "character", "name"].contains(declared)
         case .blob: declared == "bytea"

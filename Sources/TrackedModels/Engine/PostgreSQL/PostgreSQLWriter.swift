@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Logging
 
 /// The writing half of the PostgreSQL engine: the writer's own connection, waited on from the
@@ -32,7 +33,7 @@ final class PostgreSQLWriter: EngineWriter {
         guard !isClosed else { throw EngineFailure.transaction(StoreError.closed(operation: "commit")) }
         let position = changeLog?.position
         do {
-            _ = try session.rowsWaiting("BEGIN", doing: "beginning a transaction")
+            try session.begin(doing: "beginning a transaction")
         } catch let error as StoreError {
             throw EngineFailure.transaction(error)
         }
@@ -78,24 +79,45 @@ final class PostgreSQLWriter: EngineWriter {
             }
             return commit
         } catch {
-            if session.isConnected { _ = try? session.rowsWaiting("ROLLBACK", doing: "rolling back") }
+            if session.isInTransaction { try? session.end("ROLLBACK", doing: "rolling back") }
             if let position { changeLog?.rewind(to: position) }
             throw error
         }
     }
 
-    /// Commits; when the connection is lost on the way, asks a new one whether the transaction
-    /// committed, and succeeds if it did.
+    /// Commits; when the connection is lost on the way, asks new ones whether the transaction
+    /// committed (for up to ``outcomeWait``), and succeeds if it did: trying a commit that went
+    /// through again would count its increments twice.
+    ///
+    /// - Throws: The connection's loss when the transaction did not commit (the store tries
+    ///   again), or a failure that does not pass on its own when nobody could tell in time.
     private func finishCommit(_ xid: UInt64?) throws {
         do {
-            _ = try session.rowsWaiting("COMMIT", doing: "committing")
+            try session.end("COMMIT", doing: "committing")
         } catch let error as StoreError where error.code == .connectionLost {
             guard let xid else { throw error }
-            let status = try? session.rowsWaiting("SELECT pg_xact_status($1::text::xid8)", [.text(String(xid))], doing: "checking a commit").first?.first
-            guard status == .text("committed") else { throw error }
-            logger.debug("the connection was lost at COMMIT, which went through", metadata: ["xid": "\(xid)"])
+            let deadline = ContinuousClock.now + Self.outcomeWait
+            var pause = Duration.milliseconds(50)
+            while ContinuousClock.now < deadline {
+                let status = try? session.rowsWaiting("SELECT pg_xact_status($1::text::xid8)", [.text(String(xid))], doing: "checking a commit").first?.first
+                if status == .text("committed") {
+                    logger.debug("the connection was lost at COMMIT, which went through", metadata: ["xid": "\(xid)"])
+                    return
+                }
+                if status == .text("aborted") { throw error }
+                Thread.sleep(forTimeInterval: pause.timeInterval)
+                pause = min(pause * 2, .seconds(1))
+            }
+            throw StoreError(
+                code: .engineFailure,
+                message: "the connection to PostgreSQL at \(session.endpoint) was lost at COMMIT, and the server could not say within \(Self.outcomeWait) whether transaction \(xid) committed; "
+                    + "the changes stay pending: check the data, then flush again or discard them"
+            )
         }
     }
+
+    /// How long a commit whose outcome is unknown waits for the server to tell.
+    static let outcomeWait: Duration = .seconds(30)
 
     /// The row (or, for a delete of every row, the table) an operation deletes, when the
     /// database acts on the deletion of that table's rows.

@@ -33,12 +33,13 @@ struct PostgresEndpoint: Sendable, CustomStringConvertible {
             throw invalid("the scheme is not postgres://")
         }
         let options = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, last in last })
-        user = components.user.flatMap { $0.removingPercentEncoding } ?? options["user"] ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
-        password = components.password.flatMap { $0.removingPercentEncoding } ?? options["password"]
+        // URLComponents hands these back decoded already.
+        user = components.user ?? options["user"] ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
+        password = components.password ?? options["password"]
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         guard !path.contains("/") else { throw invalid("the database name \(path) holds a slash") }
-        database = path.removingPercentEncoding.flatMap { $0.isEmpty ? nil : $0 } ?? options["dbname"] ?? user
-        let hostOption = components.host.flatMap { $0.isEmpty ? nil : $0.removingPercentEncoding } ?? options["host"]
+        database = path.isEmpty ? options["dbname"] ?? user : path
+        let hostOption = components.host.flatMap { $0.isEmpty ? nil : $0 } ?? options["host"]
         if let hostOption, hostOption.hasPrefix("/") {
             socketFolder = hostOption
             host = "localhost"
@@ -83,10 +84,12 @@ struct PostgresEndpoint: Sendable, CustomStringConvertible {
         return configuration
     }
 
-    /// A URL with its password left out, for messages.
+    /// A URL with its password left out, for messages: whatever stands between the scheme's
+    /// `//`, the user's `:` and the `@` (even in a URL that does not parse).
     static func redacted(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url }
-        components.password = "…"
-        return components.string ?? url
+        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].lastIndex(of: "@"),
+              let colon = url[scheme.upperBound..<at].firstIndex(of: ":")
+        else { return url }
+        return String(url[..<url.index(after: colon)]) + "…" + String(url[at...])
     }
 }

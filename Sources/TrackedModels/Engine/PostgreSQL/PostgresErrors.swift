@@ -20,6 +20,9 @@ enum PostgresErrors {
                [.unsupportedAuthMechanism, .authMechanismRequiresPassword, .saslError].contains(error.code) {
                 return StoreError(code: .cannotOpen, message: "\(operation) failed: \(place) refused the credentials (\(error.code)); check the user and password in the URL", underlying: error)
             }
+            if let error = error as? PSQLError, error.code == .sslUnsupported {
+                return StoreError(code: .cannotOpen, message: "\(operation) failed: \(place) does not offer TLS, which sslmode=require asks for; enable TLS on the server, or use sslmode=prefer", underlying: error)
+            }
             let cause = (error as? PSQLError)?.underlying.map { "\($0)" } ?? "\(error)"
             guard isConnectionFailure(error) else {
                 return StoreError(code: .engineFailure, message: "\(operation) failed on \(place): \(cause)", underlying: error)
@@ -47,6 +50,10 @@ enum PostgresErrors {
         case "23502": return StoreError(code: .constraintRefused, message: message, constraint: .notNull, underlying: error)
         case "23503": return StoreError(code: .constraintRefused, message: message, constraint: .foreignKey, underlying: error)
         case "23514": return StoreError(code: .constraintRefused, message: message, constraint: .check, underlying: error)
+        case "53300":
+            return StoreError(code: .connectionLost, message: message + "; the store tries again", mayPass: true, underlying: error)
+        case "55P03", "55006":
+            return StoreError(code: .busy, message: message, mayPass: true, underlying: error)
         case "25P02":
             return StoreError(code: .engineFailure, message: message, underlying: error)
         default:
@@ -55,7 +62,7 @@ enum PostgresErrors {
         switch stateClass {
         case "23": return StoreError(code: .constraintRefused, message: message, constraint: .other, underlying: error)
         case "22": return StoreError(code: .valueNotStorable, message: message, underlying: error)
-        case "40", "55": return StoreError(code: .busy, message: message, mayPass: true, underlying: error)
+        case "40": return StoreError(code: .busy, message: message, mayPass: true, underlying: error)
         case "53": return StoreError(code: .storageFull, message: message + "; the changes stay pending until the server has room", underlying: error)
         case "08", "57": return StoreError(code: .connectionLost, message: message + "; the store tries again once the server is back", mayPass: true, underlying: error)
         case "58": return StoreError(code: .ioFailure, message: message, underlying: error)
@@ -92,7 +99,7 @@ enum PostgresErrors {
     /// or it broke.
     private static func isConnectionFailure(_ error: any Error) -> Bool {
         if let error = error as? PSQLError {
-            return [.connectionError, .clientClosedConnection, .serverClosedConnection, .uncleanShutdown, .sslUnsupported, .failedToAddSSLHandler]
+            return [.connectionError, .clientClosedConnection, .serverClosedConnection, .uncleanShutdown, .failedToAddSSLHandler]
                 .contains(error.code)
         }
         if case .connectionClosed = error as? PostgresError { return true }

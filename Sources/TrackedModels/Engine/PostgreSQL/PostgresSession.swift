@@ -103,8 +103,31 @@ final class PostgresSession {
         }
     }
 
+    /// Whether a transaction is open (``begin()`` to ``end()``): a connection lost meanwhile
+    /// is not made again, since statements on a new one would run outside the transaction.
+    private(set) var isInTransaction = false
+
+    /// Begins a transaction, waiting for the server.
+    func begin(doing operation: String) throws {
+        _ = try rowsWaiting("BEGIN", doing: operation)
+        isInTransaction = true
+    }
+
+    /// Ends the transaction with `COMMIT` or `ROLLBACK`, waiting for the server.
+    func end(_ statement: String, doing operation: String) throws {
+        defer { isInTransaction = false }
+        _ = try rowsWaiting(statement, doing: operation)
+    }
+
     private func currentWaiting() throws -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
+        if isInTransaction {
+            throw StoreError(
+                code: .connectionLost,
+                message: "the connection to PostgreSQL at \(endpoint) was lost inside a transaction, which the server rolls back; the store tries again",
+                mayPass: true
+            )
+        }
         let connection = try Self.makeConnection(endpoint, role: role, logger: logger).wait()
         self.connection = connection
         return connection
