@@ -215,6 +215,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         do {
             switch event.kind {
             case .reset:
+                guard !store.location.isRemote else { return reloadLater() }
                 let before = rows.keys(in: 0..<rows.count)
                 load(try store.matchingRows(plan, windowed: false))
                 changes.replaceAll(before: before, after: rows.keys(in: 0..<rows.count))
@@ -227,6 +228,10 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
                 // The results subscribe to no relationship's children.
                 return
             }
+        } catch let error as StoreError where error.code == .asyncReadRequired {
+            // A row the relationship points at must be read from the server: judged once read.
+            let (store, plan, key) = (store, plan, event.key)
+            placeLater(judging: [key]) { try store.queryRow(plan, key: key).map { [$0] } ?? [] }
         } catch {
             // The row could not be read: judge it on the next change, as reloading would.
             return
@@ -237,9 +242,14 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// re-evaluated, and no others.
     private func apply(_ event: ChangeEvent, toRowsPointingThrough join: CompiledQuery.Join) {
         guard event.kind != .reset else { return apply(event) }
+        let read = plan.rowsPointing(at: event.key, through: join)
+        guard !store.location.isRemote else {
+            let store = store
+            return placeLater { try store.matchingRows(read, windowed: false) }
+        }
         beginChange()
         do {
-            for values in try store.matchingRows(plan.rowsPointing(at: event.key, through: join), windowed: false) {
+            for values in try store.matchingRows(read, windowed: false) {
                 if plan.matches(values) { keepObject(values[plan.schema.primaryKeyIndex], values: values) }
                 place(values[plan.schema.primaryKeyIndex], as: plan.matches(values) ? plan.entry(of: values) : nil)
             }
@@ -255,6 +265,49 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         let matches = values.map(plan.matches) ?? false
         if matches, let values { keepObject(key, values: values) }
         place(key, as: values.flatMap { matches ? plan.entry(of: $0) : nil })
+    }
+
+    // MARK: - Reading from a server
+
+    /// Reads all the matching rows again, from the server, and takes them once read (after a
+    /// reset, on PostgreSQL).
+    private func reloadLater() {
+        let (store, plan) = (store, plan)
+        store.readLater({ try store.matchingRows(plan, windowed: false) }) { [weak self] matching in
+            guard let self else { return }
+            changeLater {
+                let before = rows.keys(in: 0..<rows.count)
+                load(matching)
+                changes.replaceAll(before: before, after: rows.keys(in: 0..<rows.count))
+            }
+        }
+    }
+
+    /// Reads rows of the query from the server and places them once read; a key in `judging`
+    /// that the read does not return leaves the list.
+    private func placeLater(judging keys: [SQLValue] = [], _ read: @escaping () throws -> [[SQLValue]]) {
+        store.readLater(read) { [weak self] rows in
+            guard let self else { return }
+            changeLater {
+                var left = Set(keys)
+                for values in rows {
+                    let key = values[plan.schema.primaryKeyIndex]
+                    left.remove(key)
+                    let matches = plan.matches(values)
+                    if matches { keepObject(key, values: values) }
+                    place(key, as: matches ? plan.entry(of: values) : nil)
+                }
+                for key in left { place(key, as: nil) }
+            }
+        }
+    }
+
+    /// A change made outside a delivery (a read from the server came back): published at once.
+    private func changeLater(_ change: () -> Void) {
+        let window = windowBefore == nil && (plan.limit != nil || plan.offset > 0) ? windowKeys() : nil
+        change()
+        if let window { windowBefore = window }
+        beginChange()
     }
 
     /// Makes a member's object now, from values at hand, where reading its row later would be

@@ -110,6 +110,30 @@ extension ModelStore {
         )
     }
 
+    /// Runs a read later on the store's actor, awaiting the server, and hands its result to
+    /// `then` there: for the paths that keep live results current, which run synchronously
+    /// while a change is delivered. Nothing happens when the store closed meanwhile or the read
+    /// failed (the row is judged again on its next change).
+    func readLater<Result>(_ read: @escaping () throws -> Result, then: @escaping (Result) -> Void) {
+        let later = ReadLater(store: self, read: read, then: then)
+        let isolation = isolation
+        Task { await later.run(on: isolation) }
+    }
+
     /// How many rounds a read takes at most (see ``reading(sideEffects:_:)``).
     static let maximumReadRounds = 64
+}
+
+/// A read that ``ModelStore/readLater(_:then:)`` runs in a task of its own.
+private struct ReadLater<Result>: @unchecked Sendable {
+    // @unchecked Sendable: the store and the closures belong to the store's actor, and are used
+    // only in `run(on:)`, which runs isolated to that actor.
+    let store: ModelStore
+    let read: () throws -> Result
+    let then: (Result) -> Void
+
+    func run(on actor: isolated any Actor) async {
+        guard !store.isClosed, let result = try? await store.reading(sideEffects: false, read) else { return }
+        then(result)
+    }
 }

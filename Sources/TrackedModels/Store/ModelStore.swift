@@ -41,7 +41,8 @@ public final class ModelStore {
     let databaseDeleteRules: [[DeleteAction]]
     let worker: DatabaseWorker
     let mailbox: StoreMailbox<StoreMessage>
-    private let isolation: any Actor
+    /// The actor the store and its objects belong to.
+    let isolation: any Actor
     /// The configuration's logger, with the file's path as metadata.
     let logger: Logger
     private let isMainActor: Bool

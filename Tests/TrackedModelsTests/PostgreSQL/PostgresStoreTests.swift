@@ -178,4 +178,36 @@ struct PostgresStoreTests {
         }
         #expect(try await PostgresServer.psql(url, "SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'trackedmodels%'") == "0")
     }
+
+    @Test func liveResultsThroughAToOneFollowAnotherConnectionsChangeOfTheTarget() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let store = try await Self.open(url, models: [TodoList.self, Entry.self])
+        let groceries = TodoList(id: 1, title: "Groceries")
+        let chores = TodoList(id: 2, title: "Chores")
+        try store.insert(Entry(id: 1, title: "Milk", list: groceries))
+        try store.insert(Entry(id: 2, title: "Eggs", list: groceries))
+        try store.insert(Entry(id: 3, title: "Sweep", list: chores))
+        try await store.flush()
+        let live = try await store.async.results(for: FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Chores" }, sortBy: [SortDescriptor(\.id)]))
+        #expect(live.map(\.id) == [3])
+        try await PostgresServer.psql(url, "UPDATE lists SET title = 'Chores' WHERE id = 1; UPDATE lists SET title = 'Done' WHERE id = 2")
+        try await settle { live.map(\.id) == [1, 2] }
+        #expect(live.map(\.id) == [1, 2])
+        let fresh = try await store.async.fetch(FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Chores" }, sortBy: [SortDescriptor(\.id)]))
+        #expect(fresh.map(\.id) == live.map(\.id))
+        try await store.close()
+    }
+
+    @Test func liveResultsReloadAfterAnotherConnectionEmptiesTheTable() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let store = try await Self.open(url)
+        try store.insert(contentsOf: (1...4).map { Row(id: $0, title: "Row \($0)", count: 1) })
+        try await store.flush()
+        let live = try await store.async.results(for: FetchDescriptor<Row>(predicate: #Predicate { $0.count > 0 }, sortBy: [SortDescriptor(\.id)]))
+        #expect(live.count == 4)
+        try await PostgresServer.psql(url, "TRUNCATE rows; INSERT INTO rows VALUES (9, 'Row 9', 5)")
+        try await settle { live.map(\.id) == [9] }
+        #expect(live.map(\.id) == [9])
+        try await store.close()
+    }
 }
