@@ -210,4 +210,29 @@ struct PostgresStoreTests {
         #expect(live.map(\.id) == [9])
         try await store.close()
     }
+
+    @Test func aRefusedChangeAmongPipelinedOnesStaysPendingAndTheRestCommit() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        try await PostgresServer.psql(url, "CREATE TABLE rows (id BIGINT PRIMARY KEY, title TEXT NOT NULL, count BIGINT NOT NULL CHECK (count < 100))")
+        let store = try await Self.open(url)
+        try store.insert(contentsOf: (1...3).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
+        let rows = try await store.async.fetch(FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
+        rows[0].count = 5
+        rows[1].count = 500
+        rows[2].count = 7
+        do {
+            try await store.flush()
+            Issue.record("the CHECK constraint did not fail the flush")
+        } catch let error as StoreError where error.code == .changeRejected {
+            #expect(error.constraint == .check)
+            #expect(error.message.contains("rows_count_check"))
+        }
+        #expect(store.pendingChanges.map(\.operations) == [["update rows 2: count = 500"]])
+        #expect(try await PostgresServer.psql(url, "SELECT string_agg(count::text, ',' ORDER BY id) FROM rows") == "5,0,7")
+        rows[1].count = 50
+        try await store.flush()
+        #expect(try await PostgresServer.psql(url, "SELECT string_agg(count::text, ',' ORDER BY id) FROM rows") == "5,50,7")
+        try await store.close()
+    }
 }

@@ -49,12 +49,21 @@ final class PostgreSQLChangeLogReader {
     /// - Returns: What others committed; nil when no transaction ended since the last look.
     func collect(on session: PostgresSession) throws -> ExternalChangeBatch? {
         var batch = ExternalChangeBatch()
-        let state = try session.rowsWaiting(
-            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text, (SELECT pruned_below::text FROM \(PostgreSQLChangeLog.stateTable) WHERE id = 1)",
-            doing: "reading the change log"
+        // One statement, so one snapshot: the oldest running transaction, how far the log was
+        // pruned, and the window's entries agree (a pruning either shows in both or in neither).
+        let rows = try session.rowsWaiting(
+            """
+            WITH now AS (
+                SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin, (SELECT pruned_below FROM \(PostgreSQLChangeLog.stateTable) WHERE id = 1) AS pruned
+            )
+            SELECT now.xmin::text, now.pruned::text, c.xid::text, c.tbl, c.row_key, c.kind, c.mask
+            FROM now LEFT JOIN \(PostgreSQLChangeLog.table) AS c ON c.xid >= $1::text::xid8 AND c.xid < now.xmin
+            ORDER BY c.seq
+            """,
+            [.text(String(horizon))], doing: "reading the change log"
         )
-        guard case .text(let xminText) = state.first?[0], let xmin = UInt64(xminText) else { return batch }
-        if case .text(let prunedText) = state.first?[1], let pruned = UInt64(prunedText), pruned > horizon {
+        guard case .text(let xminText) = rows.first?[0], let xmin = UInt64(xminText) else { return nil }
+        if case .text(let prunedText) = rows.first?[1], let pruned = UInt64(prunedText), pruned > horizon {
             // Entries this reader had not read were pruned: it was away too long.
             batch.resetTables = Array(schemas.indices)
             move(to: max(xmin, pruned))
@@ -65,32 +74,17 @@ final class PostgreSQLChangeLogReader {
             try recordIfDue(on: session)
             return nil
         }
-        let rows = try session.rowsWaiting(
-            "SELECT xid::text, tbl, row_key, kind, mask FROM \(PostgreSQLChangeLog.table) WHERE xid >= $1::text::xid8 AND xid < $2::text::xid8 ORDER BY seq",
-            [.text(String(horizon)), .text(String(xmin))], doing: "reading the change log"
-        )
         let entries = rows.compactMap { row -> ChangeLogEntries.Entry? in
-            guard case .text(let xidText) = row[0], let xid = UInt64(xidText), !ownTransactions.contains(xid),
-                  case .text(let name) = row[1], let table = tableIndexByName[name],
-                  case .integer(let kind) = row[3], case .integer(let mask) = row[4]
+            guard case .text(let xidText) = row[2], let xid = UInt64(xidText), !ownTransactions.contains(xid),
+                  case .text(let name) = row[3], let table = tableIndexByName[name],
+                  case .integer(let kind) = row[5], case .integer(let mask) = row[6]
             else { return nil }
-            let key: SQLValue = if case .text(let keyText) = row[2] {
+            let key: SQLValue = if case .text(let keyText) = row[4] {
                 PostgreSQLChangeLog.key(keyText, type: schemas[table].primaryKey.type)
             } else {
                 .null
             }
             return ChangeLogEntries.Entry(table: table, key: key, kind: kind, mask: mask)
-        }
-        if ContinuousClock.now - lastRecorded > staleAfter / 2 {
-            // Away long enough that another store may have pruned past this one's horizon while
-            // it read: the entries read may be short, so look again.
-            let pruned = try session.rowsWaiting("SELECT pruned_below::text FROM \(PostgreSQLChangeLog.stateTable) WHERE id = 1", doing: "reading the change log")
-            if case .text(let prunedText) = pruned.first?.first, let prunedBelow = UInt64(prunedText), prunedBelow > horizon {
-                batch.resetTables = Array(schemas.indices)
-                move(to: max(xmin, prunedBelow))
-                try recordIfDue(on: session, force: true)
-                return batch
-            }
         }
         try merge(entries, into: &batch, on: session)
         move(to: xmin)

@@ -44,23 +44,44 @@ final class PostgreSQLWriter: EngineWriter {
             } catch let error as StoreError {
                 throw EngineFailure.transaction(error)
             }
+            // Statements are sent without waiting for each answer (one round trip for a run of
+            // them); their answers are taken in order, and the first failure is the operation's.
+            // A delete the database acts on runs alone, bracketed by reads of the log.
+            var sent: [(unit: Int, operation: Int, write: WriteOperation, answer: PostgresSession.Answer)] = []
+            func takeAnswers() throws {
+                defer { sent = [] }
+                for statement in sent {
+                    do {
+                        try record(statement.write, rows: statement.answer.rows(), into: &commit.report)
+                    } catch let error as StoreError {
+                        throw EngineFailure.operation(unit: statement.unit, operation: statement.operation, error)
+                    }
+                }
+            }
             for (unitIndex, unit) in units.enumerated() {
                 for (operationIndex, operation) in unit.operations.enumerated() {
-                    do {
-                        if changeLog != nil, let deleted = deletedActionTarget(operation) {
+                    if changeLog != nil, let deleted = deletedActionTarget(operation) {
+                        try takeAnswers()
+                        do {
                             // What the database does to other rows on its own as this delete runs
                             // (a cascade, a SET NULL) is heard as another connection's change.
                             let before = try newestOwnSequence()
                             try apply(operation, into: &commit.report)
                             commit.external.rows += try actions(ofDeleteOf: deleted.row, table: deleted.table, after: before).rows
-                        } else {
-                            try apply(operation, into: &commit.report)
+                        } catch let error as StoreError {
+                            throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
                         }
-                    } catch let error as StoreError {
-                        throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
+                    } else {
+                        let statement = statement(for: operation)
+                        do {
+                            sent.append((unitIndex, operationIndex, operation, try session.send(statement.sql, statement.arguments, doing: statement.doing)))
+                        } catch let error as StoreError {
+                            throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
+                        }
                     }
                 }
             }
+            try takeAnswers()
             if let rows {
                 do {
                     try insert(rows, into: &commit.report)
@@ -192,16 +213,45 @@ final class PostgreSQLWriter: EngineWriter {
 
     // MARK: - Operations
 
+    /// Runs one operation and records what it did, waiting for the server.
     private func apply(_ operation: WriteOperation, into report: inout CommitReport) throws {
+        let statement = statement(for: operation)
+        try record(operation, rows: session.rowsWaiting(statement.sql, statement.arguments, doing: statement.doing), into: &report)
+    }
+
+    /// The statement that carries out an operation.
+    private func statement(for operation: WriteOperation) -> (sql: String, arguments: [SQLValue], doing: String) {
         switch operation {
         case .insert(let request):
             let schema = tables[request.table]
-            let assignsKey = request.row == nil
             var arguments = request.values
-            if assignsKey { arguments.remove(at: schema.primaryKeyIndex) }
-            let inserted = try session.rowsWaiting(insertSQL(request.table, assignsKey: assignsKey), arguments, doing: "inserting into \(schema.name)")
-            let key = request.row?.key ?? inserted.first?.first ?? .null
-            if assignsKey {
+            if request.row == nil { arguments.remove(at: schema.primaryKeyIndex) }
+            return (insertSQL(request.table, assignsKey: request.row == nil), arguments, "inserting into \(schema.name)")
+        case .update(let row, let cells):
+            let sets = cells.compactMap { if case .set = $0.write { $0.column } else { nil } }
+            let adds = cells.compactMap { if case .add = $0.write { $0.column } else { nil } }
+            var arguments: [SQLValue] = cells.compactMap { if case .set(let value) = $0.write { value } else { nil } }
+            arguments += cells.compactMap { if case .add(let delta) = $0.write { .integer(delta) } else { nil } }
+            arguments.append(row.key)
+            return (updateSQL(row.table, sets: sets, adds: adds), arguments, "updating \(tables[row.table].name)")
+        case .delete(let row):
+            let schema = tables[row.table]
+            return ("DELETE FROM \(quoteIdentifier(schema.name)) WHERE \(quoteIdentifier(schema.primaryKey.name)) = $1", [row.key], "deleting from \(schema.name)")
+        case .deleteAll(let table):
+            return ("DELETE FROM \(quoteIdentifier(tables[table].name))", [], "deleting from \(tables[table].name)")
+        }
+    }
+
+    /// Records what an operation's statement did (the rows it returned) in the report.
+    ///
+    /// - Throws: ``StoreError/Code/rowNotFound`` for an update of a row that is gone, and
+    ///   ``StoreError/Code/valueNotStorable`` for a sum that is not an integer.
+    private func record(_ operation: WriteOperation, rows: [[SQLValue]], into report: inout CommitReport) throws {
+        switch operation {
+        case .insert(let request):
+            let schema = tables[request.table]
+            let key = request.row?.key ?? rows.first?.first ?? .null
+            if request.row == nil {
                 report.assignedKeys[request.id] = key
             } else if schema.assignsPrimaryKey {
                 try advanceKeySequence(request.table, past: key)
@@ -211,12 +261,8 @@ final class PostgreSQLWriter: EngineWriter {
             let schema = tables[row.table]
             let sets = cells.compactMap { if case .set = $0.write { $0.column } else { nil } }
             let adds = cells.compactMap { if case .add = $0.write { $0.column } else { nil } }
-            var arguments: [SQLValue] = cells.compactMap { if case .set(let value) = $0.write { value } else { nil } }
-            arguments += cells.compactMap { if case .add(let delta) = $0.write { .integer(delta) } else { nil } }
-            arguments.append(row.key)
             report.forgetCounters(of: row, columns: sets)
-            let updated = try session.rowsWaiting(updateSQL(row.table, sets: sets, adds: adds), arguments, doing: "updating \(schema.name)")
-            guard let values = updated.first else {
+            guard let values = rows.first else {
                 throw StoreError(
                     code: .rowNotFound,
                     message: "row \(row.key) of \(schema.name) is no longer in the database (another connection deleted it or changed its key), so this change to it cannot be stored"
@@ -229,13 +275,8 @@ final class PostgreSQLWriter: EngineWriter {
                 report.counterValues[CellReference(row: row, column: column)] = values[offset]
             }
         case .delete(let row):
-            let schema = tables[row.table]
-            _ = try session.rowsWaiting(
-                "DELETE FROM \(quoteIdentifier(schema.name)) WHERE \(quoteIdentifier(schema.primaryKey.name)) = $1", [row.key], doing: "deleting from \(schema.name)"
-            )
-            report.forgetCounters(of: row, columns: schema.columns.indices)
+            report.forgetCounters(of: row, columns: tables[row.table].columns.indices)
         case .deleteAll(let table):
-            _ = try session.rowsWaiting("DELETE FROM \(quoteIdentifier(tables[table].name))", doing: "deleting from \(tables[table].name)")
             report.counterValues = report.counterValues.filter { $0.key.row.table != table }
         }
         report.statementCount += 1

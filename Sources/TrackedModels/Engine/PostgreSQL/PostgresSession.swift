@@ -89,22 +89,37 @@ final class PostgresSession {
         }
     }
 
-    /// Runs statements one after another without waiting for each answer (one round trip for
-    /// all of them), then returns each one's rows, or the first failure.
-    func pipelinedWaiting(_ statements: [(sql: String, arguments: [SQLValue])], doing operation: String) throws -> [[[SQLValue]]] {
+    /// A statement sent and not waited for yet.
+    struct Answer {
+        fileprivate let future: EventLoopFuture<PostgresQueryResult>
+        fileprivate let operation: String
+        fileprivate let session: PostgresSession
+
+        /// The statement's rows, waiting for the server.
+        func rows() throws -> [[SQLValue]] {
+            do {
+                return try future.wait().rows.map(PostgresValues.values(of:))
+            } catch {
+                throw session.failure(error, doing: operation)
+            }
+        }
+    }
+
+    /// Sends a statement without waiting for its answer, so that statements sent one after
+    /// another share round trips; take its answer with ``Answer/rows()``, in the order sent.
+    func send(_ sql: String, _ arguments: [SQLValue] = [], doing operation: String) throws -> Answer {
         do {
             let connection = try currentWaiting()
-            let futures = statements.map { statement in
-                connection.query(PostgresQuery(unsafeSQL: statement.sql, binds: PostgresValues.bindings(statement.arguments)), logger: logger)
-            }
-            return try futures.map { try $0.wait().rows.map(PostgresValues.values(of:)) }
+            let future = connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments)), logger: logger)
+            return Answer(future: future, operation: operation, session: self)
         } catch {
             throw failure(error, doing: operation)
         }
     }
 
-    /// Whether a transaction is open (``begin()`` to ``end()``): a connection lost meanwhile
-    /// is not made again, since statements on a new one would run outside the transaction.
+    /// Whether a transaction is open (``begin(doing:)`` to ``end(_:doing:)``): a connection lost
+    /// meanwhile is not made again, since statements on a new one would run outside the
+    /// transaction.
     private(set) var isInTransaction = false
 
     /// Begins a transaction, waiting for the server.
@@ -152,7 +167,7 @@ final class PostgresSession {
     }
 
     /// A failure in the store's terms; a connection that broke is dropped, to be made again.
-    private func failure(_ error: any Error, doing operation: String) -> StoreError {
+    fileprivate func failure(_ error: any Error, doing operation: String) -> StoreError {
         let error = PostgresErrors.storeError(error, endpoint: endpoint, doing: operation)
         if error.code == .connectionLost {
             let connection = self.connection
