@@ -76,6 +76,10 @@ protocol EngineReader: AnyObject {
     /// A row by primary key, in model column order; nil when there is none.
     func row(table: Int, key: SQLValue) throws -> [SQLValue]?
 
+    /// How the engine's own SQL names the `index`-th bound value (from 1): `?` in SQLite, `$1`
+    /// in PostgreSQL.
+    func parameter(_ index: Int) -> String
+
     /// Runs a read written in the engine's own SQL dialect (the raw-SQL fetch and count speak
     /// it) over one table, as this store sees it: the overlay's rows replace the committed rows
     /// of their keys.

@@ -44,7 +44,8 @@ extension ModelStore {
     func loadChildren(table: Int, column: Int, key: SQLValue) -> [any TrackedModel] {
         guard !isClosed else { return [] }
         let schema = registrar.schemas[table]
-        let sql = "\(schema.selectSQL) WHERE \(quoteIdentifier(schema.columns[column].name)) = ? ORDER BY \(quoteIdentifier(schema.primaryKey.name))"
+        // Compared as the column's declaration compares, as reading the to-one finds its target.
+        let sql = "\(schema.selectSQL) WHERE \(quoteIdentifier(schema.columns[column].name)) = \(reader.parameter(1)) ORDER BY \(quoteIdentifier(schema.primaryKey.name))"
         func load<Model: TrackedModel>(_ type: Model.Type) throws -> [any TrackedModel] {
             try readRows(sql, [key], table: table).map { try object(type, table: table, values: $0) }
         }

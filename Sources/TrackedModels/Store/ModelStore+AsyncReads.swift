@@ -58,6 +58,43 @@ extension ModelStore {
             return try values.map { try store.object(Model.self, table: table, values: $0) }
         }
 
+        /// The objects a raw-SQL condition selects; as ``ModelStore/fetch(_:where:_:orderBy:limit:)``,
+        /// in the engine's own SQL (`$1` placeholders on PostgreSQL, `?` on SQLite).
+        ///
+        /// ```swift
+        /// let busy = try await store.async.fetch(Row.self, where: "count > $1", [10], orderBy: "count DESC", limit: 5)
+        /// ```
+        public func fetch<Model: TrackedModel>(
+            _ type: Model.Type,
+            where condition: String? = nil,
+            _ arguments: [any ColumnValue] = [],
+            orderBy ordering: String? = nil,
+            limit: Int? = nil
+        ) async throws -> [Model] {
+            try store.checkOpen("fetch")
+            let table = try store.registrar.tableIndex(of: type)
+            let sql = ModelStore.selectSQL(Model.self, where: condition, orderBy: ordering, limit: limit)
+            let values = arguments.map(\.sqlValue)
+            let rows = try await store.reading(sideEffects: false) { try store.readRows(sql, values, table: table) }
+            try store.checkOpen("fetch")
+            return try rows.map { try store.object(Model.self, table: table, values: $0) }
+        }
+
+        /// The number of rows a raw-SQL condition selects; as ``ModelStore/count(_:where:_:)``.
+        ///
+        /// ```swift
+        /// let busy = try await store.async.count(Row.self, where: "count > $1", [10])
+        /// ```
+        public func count<Model: TrackedModel>(_ type: Model.Type, where condition: String? = nil, _ arguments: [any ColumnValue] = []) async throws -> Int {
+            try store.checkOpen("count")
+            let table = try store.registrar.tableIndex(of: type)
+            let sql = ModelStore.countSQL(Model.self, where: condition)
+            let values = arguments.map(\.sqlValue)
+            let rows = try await store.reading(sideEffects: false) { try store.readRows(sql, values, table: table) }
+            guard case .integer(let count) = rows.first?.first else { return 0 }
+            return Int(count)
+        }
+
         /// Live results of a descriptor; as ``ModelStore/results(for:)``.
         ///
         /// ```swift

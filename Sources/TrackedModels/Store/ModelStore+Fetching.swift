@@ -26,12 +26,24 @@ extension ModelStore {
     ) throws -> [Model] {
         try checkOpen("fetch")
         let table = try registrar.tableIndex(of: type)
+        let rows = try readRows(Self.selectSQL(Model.self, where: condition, orderBy: ordering, limit: limit), arguments.map(\.sqlValue), table: table)
+        return try rows.map { try object(Model.self, table: table, values: $0) }
+    }
+
+    /// The statement of a raw-SQL fetch.
+    static func selectSQL<Model: TrackedModel>(_ type: Model.Type, where condition: String?, orderBy ordering: String?, limit: Int?) -> String {
         var sql = Model._$schema.selectSQL
         if let condition { sql += " WHERE \(condition)" }
         if let ordering { sql += " ORDER BY \(ordering)" }
         if let limit { sql += " LIMIT \(limit)" }
-        let rows = try readRows(sql, arguments.map(\.sqlValue), table: table)
-        return try rows.map { try object(Model.self, table: table, values: $0) }
+        return sql
+    }
+
+    /// The statement of a raw-SQL count.
+    static func countSQL<Model: TrackedModel>(_ type: Model.Type, where condition: String?) -> String {
+        var sql = "SELECT count(*) FROM \(quoteIdentifier(Model._$schema.name))"
+        if let condition { sql += " WHERE \(condition)" }
+        return sql
     }
 
     /// The object with a primary key, or `nil` when there is no such row or this store deleted
@@ -56,9 +68,7 @@ extension ModelStore {
     public func count<Model: TrackedModel>(_ type: Model.Type, where condition: String? = nil, _ arguments: [any ColumnValue] = []) throws -> Int {
         try checkOpen("count")
         let table = try registrar.tableIndex(of: type)
-        var sql = "SELECT count(*) FROM \(quoteIdentifier(Model._$schema.name))"
-        if let condition { sql += " WHERE \(condition)" }
-        guard case .integer(let count) = try readRows(sql, arguments.map(\.sqlValue), table: table).first?.first else { return 0 }
+        guard case .integer(let count) = try readRows(Self.countSQL(Model.self, where: condition), arguments.map(\.sqlValue), table: table).first?.first else { return 0 }
         return Int(count)
     }
 

@@ -43,6 +43,11 @@ struct PostgresStoreTests {
         #expect(busy.map(\.id) == [1, 9, 4])
         #expect(try await store.async.fetchCount(FetchDescriptor<Row>()) == 4)
         #expect(try await store.async.find(Row.self, key: 2) == nil)
+        // Raw SQL, in PostgreSQL's dialect, over the table as this store sees it.
+        let raw = try await store.async.fetch(Row.self, where: "count > $1", [3], orderBy: "count DESC")
+        #expect(raw.map(\.id) == [1, 9, 4])
+        #expect(raw.first === rows[0])
+        #expect(try await store.async.count(Row.self, where: "title LIKE $1", ["Row %"]) == 4)
         try await store.close()
     }
 

@@ -21,19 +21,7 @@ import Testing
 
     static func check(querySeed: UInt64, rowSeed: UInt64) throws {
         let schema = Item._$schema
-        var rowRandom = Xoshiro(seed: rowSeed)
-        let count = Int(rowRandom.next() % 20)
-        let rows: [[SQLValue]] = (0..<count).map { index in
-            var row = Values.row(seed: rowRandom.chance(1, in: 8) ? 0 : rowRandom.next() % 1_000_000)
-            row[0] = .integer(Int64(index) - 3)
-            // A link to a row, to no row (a key with none), or none.
-            switch rowRandom.next() % 4 {
-            case 0: row[Item.Column.link.rawValue] = .null
-            case 1: row[Item.Column.link.rawValue] = .integer(1_000)
-            default: row[Item.Column.link.rawValue] = .integer(Int64(rowRandom.next() % UInt64(max(count, 1))) - 3)
-            }
-            return row
-        }
+        let rows = generatedRows(seed: rowSeed)
         let connection = try Connection(filename: Connection.inMemoryFilename(), mode: .readWriteCreate, busyTimeout: .seconds(1))
         try connection.execute(schema.createTableSQL)
         let insert = try connection.makeStatement("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
@@ -64,6 +52,23 @@ import Testing
             .sorted(by: query.precedes)
             .map(\.key)
         #expect(evaluated == selected, "the evaluator selects \(evaluated), SQLite \(selected); order \(query.sort); \(context)")
+    }
+
+    /// Up to 20 generated items, keyed from -3, each linking to another, to no row (a key with
+    /// none), or to nothing.
+    static func generatedRows(seed: UInt64) -> [[SQLValue]] {
+        var random = Xoshiro(seed: seed)
+        let count = Int(random.next() % 20)
+        return (0..<count).map { index in
+            var row = Values.row(seed: random.chance(1, in: 8) ? 0 : random.next() % 1_000_000)
+            row[0] = .integer(Int64(index) - 3)
+            switch random.next() % 4 {
+            case 0: row[Item.Column.link.rawValue] = .null
+            case 1: row[Item.Column.link.rawValue] = .integer(1_000)
+            default: row[Item.Column.link.rawValue] = .integer(Int64(random.next() % UInt64(max(count, 1))) - 3)
+            }
+            return row
+        }
     }
 
     /// SQL's result and the evaluator's are the same value: integers and reals by value (SQLite

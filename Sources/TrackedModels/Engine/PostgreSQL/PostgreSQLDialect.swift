@@ -51,25 +51,9 @@ struct PostgreSQLDialect {
         self.query = query
     }
 
-    /// The table, and each join: a left join of the target's table (`j0`, `j1`, ...) on its
-    /// primary key.
-    private var source: String {
-        let table = quoteIdentifier(query.schema.name)
-        return query.joins.indices.reduce(table) { source, index in
-            let join = query.joins[index]
-            let alias = "\"j\(index)\""
-            let key = join.target.primaryKey
-            return source + " LEFT JOIN \(quoteIdentifier(join.target.name)) AS \(alias) ON \(alias).\(quoteIdentifier(key.name)) = \(table).\(quoteIdentifier(query.schema.columns[join.column].name))"
-        }
-    }
+    private var source: String { query.sqlSource }
 
-    private func name(_ position: Int) -> String {
-        guard !query.joins.isEmpty else { return quoteIdentifier(query.schema.columns[position].name) }
-        guard let (join, column) = query.joined(at: position) else {
-            return "\(quoteIdentifier(query.schema.name)).\(quoteIdentifier(query.schema.columns[position].name))"
-        }
-        return "\"j\(join)\".\(quoteIdentifier(query.joins[join].target.columns[column].name))"
-    }
+    private func name(_ position: Int) -> String { query.sqlName(position) }
 
     /// A column in expressions and orders: text with `COLLATE "C"`, whatever the table or the
     /// database declares.

@@ -32,6 +32,8 @@ final class PostgreSQLReader: EngineReader {
         return Int(total)
     }
 
+    func parameter(_ index: Int) -> String { "$\(index)" }
+
     func row(table: Int, key: SQLValue) throws -> [SQLValue]? {
         let schema = schemas[table]
         return try answer(RemoteRead(sql: "\(schema.selectSQL) WHERE \(quoteIdentifier(schema.primaryKey.name)) = $1", arguments: [key])).first

@@ -45,30 +45,9 @@ struct SQLiteDialect {
         self.query = query
     }
 
-    /// The table, and each join: a left join of the target's table (named `j0`, `j1`, ...) on
-    /// its primary key, compared as the key's own declaration compares (as reading the
-    /// relationship finds its target).
-    ///
-    /// Related SQLite documentation: <https://www.sqlite.org/lang_select.html#joins>
-    private var source: String {
-        let table = quoteIdentifier(query.schema.name)
-        return query.joins.indices.reduce(table) { source, index in
-            let join = query.joins[index]
-            let alias = "\"j\(index)\""
-            let key = join.target.primaryKey
-            return source + " LEFT JOIN \(quoteIdentifier(join.target.name)) AS \(alias) ON \(alias).\(quoteIdentifier(key.name)) = \(table).\(quoteIdentifier(query.schema.columns[join.column].name))"
-        }
-    }
+    private var source: String { query.sqlSource }
 
-    /// A position of the query's row as SQL names it: the column alone without joins, else
-    /// qualified by its table or its join.
-    private func name(_ position: Int) -> String {
-        guard !query.joins.isEmpty else { return quoteIdentifier(query.schema.columns[position].name) }
-        guard let (join, column) = query.joined(at: position) else {
-            return "\(quoteIdentifier(query.schema.name)).\(quoteIdentifier(query.schema.columns[position].name))"
-        }
-        return "\"j\(join)\".\(quoteIdentifier(query.joins[join].target.columns[column].name))"
-    }
+    private func name(_ position: Int) -> String { query.sqlName(position) }
 
     /// A column in expressions and orders: text with `COLLATE BINARY`, so that a collation the
     /// table declares (NOCASE, RTRIM) does not change what matches or how rows sort, and the

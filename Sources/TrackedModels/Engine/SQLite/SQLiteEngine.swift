@@ -124,6 +124,10 @@ final class SQLiteReader: EngineReader {
         }
     }
 
+    /// Plain `?`: the overlay of a native read binds its values ahead of the caller's, which
+    /// SQLite numbers after them.
+    func parameter(_ index: Int) -> String { "?" }
+
     func row(table: Int, key: SQLValue) throws -> [SQLValue]? {
         statementsRun += 1
         return try translatingSQLiteErrors { try connection.cachedStatement(schemas[table].selectByKeySQL).rows([key]).first }
