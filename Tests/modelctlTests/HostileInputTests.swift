@@ -35,16 +35,21 @@ import Testing
 
     // MARK: - Signals (class 5)
 
-    /// Sends a signal and returns how long the process took to exit, seen in `/proc` (so that
-    /// dispatch threads other tests keep busy waiting for their processes do not add to it);
-    /// then waits for its exit status.
+    /// Sends a signal and returns how long the process took to exit, seen in `/proc` from a
+    /// thread of its own (so that neither the tests' busy cooperative pool nor dispatch threads
+    /// other tests keep waiting for their processes add to it); then waits for its exit status.
     private func signalAndTimeExit(_ process: Process, _ signal: Int32) async throws -> Duration {
-        let sent = ContinuousClock.now
-        kill(process.processIdentifier, signal)
-        while ContinuousClock.now - sent < .seconds(30), !ModelCtlProcess.hasExited(process.processIdentifier) {
-            try await Task.sleep(for: .milliseconds(5))
+        let pid = process.processIdentifier
+        let stopped = await withCheckedContinuation { (continuation: CheckedContinuation<Duration, Never>) in
+            Thread.detachNewThread {
+                let sent = ContinuousClock.now
+                kill(pid, signal)
+                while ContinuousClock.now - sent < .seconds(30), !ModelCtlProcess.hasExited(pid) {
+                    usleep(1_000)
+                }
+                continuation.resume(returning: ContinuousClock.now - sent)
+            }
         }
-        let stopped = ContinuousClock.now - sent
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 process.waitUntilExit()

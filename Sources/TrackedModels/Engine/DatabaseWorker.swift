@@ -171,10 +171,11 @@ final class DatabaseWorker: @unchecked Sendable {
 
     /// The engine's signal that someone may have committed: look now, and again shortly if the
     /// commit was not visible yet (a signal may come before the commit can be read: SQLite
-    /// writes the WAL frames before it publishes the commit).
+    /// writes the WAL frames before it publishes the commit, and a writer on a loaded machine
+    /// may be descheduled between the two for a long while). A look costs one cheap check.
     private func wake() {
         guard !poll() else { return }
-        for delay in [1, 10] {
+        for delay in [1, 10, 100, 1_000] {
             queue.asyncAfter(deadline: .now() + .milliseconds(delay)) { [weak self] in self?.poll() }
         }
     }
