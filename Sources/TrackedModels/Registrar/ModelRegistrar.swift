@@ -35,7 +35,7 @@ final class ModelRegistrar {
     var loadObject: ((_ table: Int, _ key: SQLValue) -> (any TrackedModel)?)?
     /// Loads the objects of the rows of a table whose column holds a key, in key order, for a
     /// to-many relationship read; set by the store.
-    var loadChildren: ((_ table: Int, _ column: Int, _ key: SQLValue) -> [any TrackedModel])?
+    var loadChildren: ((_ table: Int, _ column: Int, _ key: SQLValue) throws -> [any TrackedModel])?
     /// Which parents hear a change of a child row; nil when no model has a to-many relationship.
     private(set) var memberships: Memberships?
     /// Children whose to-one column waits for the key the database assigns to an insert, by

@@ -165,8 +165,9 @@ extension ModelRegistrar {
     ///
     /// The rows are those the last read found while no change of them was told since (their
     /// objects, when all are alive), else read through the store. A read is recorded, so that
-    /// another process re-pointing one of them reaches the parent's observers.
-    func children<Child: TrackedModel>(_ type: Child.Type, column: Int, of parent: some TrackedModel) -> [Child] {
+    /// another process re-pointing one of them reaches the parent's observers; a read that
+    /// failed (or that PostgreSQL has yet to answer) is not, and throws.
+    func children<Child: TrackedModel>(_ type: Child.Type, column: Int, of parent: some TrackedModel) throws -> [Child] {
         guard let childTable = try? tableIndex(of: type) else { return [] }
         let parentTracking = parent._$tracking
         var found: [Child] = []
@@ -183,7 +184,7 @@ extension ModelRegistrar {
             if let recorded, let alive, alive.count == recorded.keys.count {
                 found = alive
             } else {
-                found = (loadChildren?(childTable, column, parentTracking.key) ?? []).compactMap { $0 as? Child }
+                found = try (loadChildren?(childTable, column, parentTracking.key) ?? []).compactMap { $0 as? Child }
                 if let relationship {
                     memberships?.didRead(
                         parentTable: parentTracking.table, relationship: relationship, parentKey: parentTracking.key,
@@ -215,7 +216,7 @@ extension ModelRegistrar {
     func recordChildren(of parent: RowReference, relationship: Int) {
         let schema = schemas[parent.table].relationships[relationship]
         guard parent.key != .null, let memberships, let childTable = try? tableIndex(of: schema.child) else { return }
-        let children = loadChildren?(childTable, schema.childColumn, parent.key) ?? []
+        guard let children = try? loadChildren?(childTable, schema.childColumn, parent.key) else { return }
         memberships.didRead(
             parentTable: parent.table, relationship: relationship, parentKey: parent.key, children: children.map(\._$tracking.key), answersReads: false
         )

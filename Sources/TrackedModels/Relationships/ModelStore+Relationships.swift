@@ -40,8 +40,10 @@ extension ModelStore {
 
 extension ModelStore {
     /// The objects of the rows of a table whose column holds a key, in key order, with this
-    /// store's changes not yet committed counted; a read that fails is logged and gives none.
-    func loadChildren(table: Int, column: Int, key: SQLValue) -> [any TrackedModel] {
+    /// store's changes not yet committed counted. A read that fails is logged and throws; so
+    /// does one whose run has yet to be answered (on PostgreSQL, see ``reading(sideEffects:_:)``),
+    /// whose rows are not all there.
+    func loadChildren(table: Int, column: Int, key: SQLValue) throws -> [any TrackedModel] {
         guard !isClosed else { return [] }
         let schema = registrar.schemas[table]
         // Compared as the column's declaration compares, as reading the to-one finds its target.
@@ -50,10 +52,12 @@ extension ModelStore {
             try readRows(sql, [key], table: table).map { try object(type, table: table, values: $0) }
         }
         do {
-            return try load(registrar.types[table])
-        } catch {
+            let children = try load(registrar.types[table])
+            if let remote = reader as? any RemoteEngineReader, remote.isMissingReads { throw RemoteReadPending() }
+            return children
+        } catch let error as StoreError {
             logger.error("cannot read the \(registrar.types[table]) rows whose \(schema.columns[column].name) is \(key): \(error)")
-            return []
+            throw error
         }
     }
 
@@ -98,10 +102,10 @@ extension ModelStore {
         _ deleteRule: DeleteRule, to object: any TrackedModel, table: Int, childTable: Int, column: Int,
         deleting: inout Set<ObjectIdentifier>, children: String, rule: String
     ) throws {
-        func read<Child: TrackedModel>(_ type: Child.Type) -> [any TrackedModel] {
-            registrar.children(type, column: column, of: object)
+        func read<Child: TrackedModel>(_ type: Child.Type) throws -> [any TrackedModel] {
+            try registrar.children(type, column: column, of: object)
         }
-        let found = read(registrar.types[childTable]).filter { !deleting.contains(ObjectIdentifier($0)) }
+        let found = try read(registrar.types[childTable]).filter { !deleting.contains(ObjectIdentifier($0)) }
         guard !found.isEmpty else { return }
         switch deleteRule {
         case .deny:

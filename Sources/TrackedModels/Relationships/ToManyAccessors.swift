@@ -9,7 +9,8 @@ public func _$children<Parent: TrackedModel, Child: TrackedModel>(
     of parent: Parent, inverse: ReferenceWritableKeyPath<Child, Parent?>, pending: [Child]
 ) -> [Child] {
     guard let registrar = parent._$tracking.registrar else { return pending }
-    return registrar.children(Child.self, column: Child.columnIndex(of: inverse), of: parent)
+    // A read that failed was logged; a property read cannot throw (fetch the children to see it).
+    return (try? registrar.children(Child.self, column: Child.columnIndex(of: inverse), of: parent)) ?? []
 }
 
 /// Assigns a to-many relationship: children that join point at `parent` (a child the store

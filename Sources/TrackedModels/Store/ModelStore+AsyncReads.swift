@@ -95,6 +95,44 @@ extension ModelStore {
             return Int(count)
         }
 
+        /// Loads relationships of objects (the target of a to-one, the children of a to-many), so
+        /// that reading them asks the database nothing; as a fetch's
+        /// ``FetchDescriptor/relationshipKeyPathsForPrefetching`` does. On PostgreSQL a
+        /// relationship is read synchronously only from what the store holds: load it first.
+        ///
+        /// ```swift
+        /// let lists = try await store.async.fetch(FetchDescriptor<TodoList>())
+        /// try await store.async.prefetch([\.rows], of: lists)
+        /// print(lists.map(\.rows.count))
+        /// ```
+        public func prefetch<Model: TrackedModel>(_ keyPaths: [PartialKeyPath<Model>], of objects: [Model]) async throws {
+            try store.checkOpen("prefetch")
+            try await store.reading(sideEffects: true) { try store.prefetch(keyPaths, of: objects) }
+        }
+
+        /// Deletes an object after applying its delete rules; as ``ModelStore/delete(_:)``,
+        /// reading the children the rules apply to where they are not loaded (on PostgreSQL,
+        /// the synchronous form throws ``StoreError/Code/asyncReadRequired`` then).
+        ///
+        /// ```swift
+        /// try await store.async.delete(list)  // its rows' list becomes nil (nullify)
+        /// ```
+        public func delete<Model: TrackedModel>(_ object: Model) async throws {
+            try store.checkOpen("delete")
+            try await store.writingAfterReads { try store.delete(object) }
+        }
+
+        /// Deletes every row of a model's table; as ``ModelStore/deleteAll(_:)``, reading the
+        /// rows and children its delete rules apply to.
+        ///
+        /// ```swift
+        /// try await store.async.deleteAll(TodoList.self)
+        /// ```
+        public func deleteAll<Model: TrackedModel>(_ type: Model.Type) async throws {
+            try store.checkOpen("deleteAll")
+            try await store.writingAfterReads { try store.deleteAll(type) }
+        }
+
         /// Live results of a descriptor; as ``ModelStore/results(for:)``.
         ///
         /// ```swift
@@ -145,6 +183,19 @@ extension ModelStore {
             message: "the data changed under the read \(Self.maximumReadRounds) times in a row before it could finish; try again",
             mayPass: true
         )
+    }
+
+    /// Runs a write that reads first (a delete whose rules find the children) as one
+    /// transaction, with its reads answered as ``reading(sideEffects:_:)`` answers them: a run
+    /// that missed a read, even one a relationship's getter swallowed, is taken back whole and
+    /// made again once the read is fetched.
+    func writingAfterReads(_ write: () throws -> Void) async throws {
+        try await reading(sideEffects: false) {
+            try transaction {
+                try write()
+                if let remote = reader as? any RemoteEngineReader, remote.isMissingReads { throw RemoteReadPending() }
+            }
+        }
     }
 
     /// Runs a read later on the store's actor, awaiting the server, and hands its result to

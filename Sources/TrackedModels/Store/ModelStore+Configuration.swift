@@ -50,10 +50,11 @@ extension ModelStore {
         /// checks at most every 250 ms, to catch what a doorbell missed.
         public var externalChangePollInterval: Duration = .milliseconds(25)
 
-        /// Whether the store also checks as soon as another process writes the database's WAL
-        /// file, instead of waiting for the next poll: `true`. Linux only (inotify); it brings
-        /// commit-to-event latency from about half the poll interval to well under a
-        /// millisecond. Turn it off to rely on polling alone.
+        /// Whether the store also checks as soon as another connection signals a commit, instead
+        /// of waiting for the next poll: `true`. On SQLite, when another process writes the
+        /// database's WAL file (Linux only, inotify), which brings commit-to-event latency from
+        /// about half the poll interval to well under a millisecond; on PostgreSQL, when the
+        /// change log's doorbell (a `NOTIFY`) rings. Turn it off to rely on polling alone.
         public var wakesOnFileChanges = true
 
         /// How many change-log entries stay for slower readers: 10,000. The log is pruned back

@@ -179,7 +179,7 @@ public final class ModelStore {
         )
         registrar = ModelRegistrar(models: models, writeBehind: writeBehind)
         registrar.loadObject = { [unowned self] table, key in loadRelatedObject(table: table, key: key) }
-        registrar.loadChildren = { [unowned self] table, column, key in loadChildren(table: table, column: column, key: key) }
+        registrar.loadChildren = { [unowned self] table, column, key in try loadChildren(table: table, column: column, key: key) }
         mailbox.start(delivering: self)
         worker.start()
     }

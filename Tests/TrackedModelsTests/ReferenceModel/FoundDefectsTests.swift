@@ -16,7 +16,7 @@ import Testing
         let store: ModelStore
         let other: Connection
 
-        init(rows: Int = 5, declaration: TableDeclaration = .plain, configuration: ModelStore.Configuration = Harness.configuration) throws {
+        init(rows: Int = 5, declaration: TableDeclaration = .plain(.sqlite), configuration: ModelStore.Configuration = Harness.configuration) throws {
             directory = try TemporaryDirectory()
             path = directory.path("model.sqlite")
             other = try Connection(filename: path, mode: .readWriteCreate, busyTimeout: .seconds(5))
@@ -211,7 +211,7 @@ import Testing
     }
 
     @Test func aDeclaredCollationDoesNotChangeWhatATypedQueryMatchesOrHowItSorts() async throws {
-        var declaration = TableDeclaration.plain
+        var declaration = TableDeclaration.plain(.sqlite)
         declaration.titleCollation = "NOCASE"
         let fixture = try Fixture(rows: 0, declaration: declaration)
         try fixture.other.execute("INSERT INTO items VALUES (1, 'b', 0, NULL, 0, NULL, 0, NULL), (2, 'B', 0, NULL, 0, NULL, 0, NULL), (3, 'a', 0, NULL, 0, NULL, 0, NULL)")
@@ -222,7 +222,7 @@ import Testing
     }
 
     @Test func aKeyLeftToSQLiteOnAColumnThatIsNotTheRowIDIsRefusedAtOpen() throws {
-        var declaration = TableDeclaration.plain
+        var declaration = TableDeclaration.plain(.sqlite)
         declaration.key = .intPrimaryKey
         #expect {
             _ = try Fixture(rows: 0, declaration: declaration)
@@ -419,7 +419,7 @@ import Testing
     /// and another connection's replacement of the row (or update of the column) with the same
     /// values was heard as an update of `score` from 0.0 to 0.
     @Test func theSameNumberAsAnIntegerInsteadOfARealIsNoChange() async throws {
-        var declaration = TableDeclaration.plain
+        var declaration = TableDeclaration.plain(.sqlite)
         declaration.scoreType = "DECIMAL(10,5)"
         let fixture = try Fixture(rows: 0, declaration: declaration)
         let item = Item(id: 0, title: "", count: 0, note: "", score: 0, payload: Data(), flag: false)

@@ -20,16 +20,20 @@ struct Divergence: Error, CustomStringConvertible {
     var description: String { message }
 }
 
-/// Runs a generated program against a real store on a real file and against the reference,
-/// checking after every step that they agree.
+/// Runs a generated program against a real store on a real database (a SQLite file, or a
+/// PostgreSQL database of its own) and against the reference, checking after every step that
+/// they agree.
 @MainActor
 final class Harness {
+    let engine: TestEngine
     let directory: TemporaryDirectory
-    let path: String
+    /// The file's path or the database's URL.
+    let database: String
     var reference: Reference
     var store: ModelStore?
-    /// Another connection to the file: it commits as another process would, and reads the file.
-    let other: Connection
+    /// Another connection to the database: it commits as another process would, and reads
+    /// what the database holds.
+    let other: OtherConnection
     /// The objects the program holds, by key (the current object of each row).
     var objects: [Int64: Item] = [:]
     /// Inserted objects whose key SQLite has yet to assign, by insert number.
@@ -62,6 +66,8 @@ final class Harness {
         // Set and read on the main actor only: onChange runs synchronously inside the setter.
         var value = false
     }
+    /// Keys whose objects the program takes hold of at the end of the step (see ``run(_:)``).
+    var keysToHold: Set<Int64> = []
     var token: FeedToken?
     /// What subscribers have heard so far, row by row.
     var heard: [Int64: [SQLValue]] = [:]
@@ -120,9 +126,20 @@ final class Harness {
     /// The queries this program keeps live.
     let queries: [Query]
 
-    init(declaration: TableDeclaration) throws {
-        directory = try TemporaryDirectory()
-        path = directory.path("model.sqlite")
+    /// Makes the program's database and creates its table through the other connection.
+    static func make(declaration: TableDeclaration) async throws -> Harness {
+        let directory = try TemporaryDirectory()
+        let database = try await declaration.engine.makeDatabase(in: directory)
+        let other = try await OtherConnection.open(declaration.engine, database)
+        try await other.commit([(declaration.sql, [])])
+        return try Harness(declaration: declaration, directory: directory, database: database, other: other)
+    }
+
+    private init(declaration: TableDeclaration, directory: TemporaryDirectory, database: String, other: OtherConnection) throws {
+        engine = declaration.engine
+        self.directory = directory
+        self.database = database
+        self.other = other
         reference = Reference(declaration: declaration)
         var random = Xoshiro(seed: declaration.seed)
         queries = Array(Self.queries.shuffled(using: &random).prefix(4))
@@ -136,9 +153,8 @@ final class Harness {
         }
         generatedQuery = ExpressionGenerator.query(predicate: predicate, sort: sort)
         scratch = try Connection(filename: Connection.inMemoryFilename(), mode: .readWriteCreate, busyTimeout: .seconds(1))
-        try scratch.execute(Item._$schema.createTableSQL)
-        other = try Connection(filename: path, mode: .readWriteCreate, busyTimeout: .seconds(5))
-        try other.execute(declaration.sql)
+        // Without NOT NULL: a pending NaN (which the database would refuse) is NULL here.
+        try scratch.execute(Item._$schema.createTableSQL.replacingOccurrences(of: " NOT NULL", with: ""))
     }
 
     static var configuration: ModelStore.Configuration {
@@ -154,24 +170,54 @@ final class Harness {
 
     /// Opens the store; false (after checking the refusal) when the reference says the table
     /// cannot be honoured.
-    func open() throws -> Bool {
+    func open() async throws -> Bool {
         do {
             var configuration = Self.configuration
             configuration.faultBeforeCommit = { [fault] in fault.take() }
-            let store = try ModelStore(.file(path), models: [Item.self], configuration: configuration)
-            guard reference.declaration.keyIsRowID else {
+            let store = try await ModelStore.open(engine.location(database), models: [Item.self], configuration: configuration)
+            guard reference.declaration.databaseAssignsKeys else {
                 throw Divergence(message: "the store opened a table whose key is not the rowid, although the model leaves keys to SQLite: \(reference.declaration)")
             }
             self.store = store
-        } catch let error as StoreError where error.code == .schemaMismatch && !reference.declaration.keyIsRowID {
+        } catch let error as StoreError where error.code == .schemaMismatch && !reference.declaration.databaseAssignsKeys {
             return false
         }
         guard let store else { return false }
         token = try store.subscribe(to: .table(Item.self)) { [weak self] event in self?.events.append(event) }
-        lists = try queries.map { try store.results(for: $0.descriptor) }
-        generatedList = FetchedResults(store: store, plan: generatedQuery, matching: try store.matchingRows(generatedQuery, windowed: false))
+        lists = []
+        for query in queries {
+            lists.append(engine == .sqlite ? try store.results(for: query.descriptor) : try await store.async.results(for: query.descriptor))
+        }
+        generatedList = try await generatedQueryRows().map { FetchedResults(store: store, plan: generatedQuery, matching: $0) }
         heard = reference.shownRows
         return true
+    }
+
+    /// The rows the generated query matches, read as a fetch reads them; nil where PostgreSQL
+    /// cannot compute it (an integer overflow, which SQLite turns into a real).
+    func generatedQueryRows(windowed: Bool = false) async throws -> [[SQLValue]]? {
+        let store = try live
+        do {
+            return try await store.reading(sideEffects: false) { try store.matchingRows(generatedQuery, windowed: windowed) }
+        } catch let error as StoreError where engine == .postgres && error.code == .valueNotStorable {
+            return nil
+        }
+    }
+
+    /// The object of a key, as `find` gives it: synchronously on SQLite, awaited on PostgreSQL.
+    func find(_ key: Int64) async throws -> Item? {
+        let store = try live
+        return engine == .sqlite ? try store.find(Item.self, key: key) : try await store.async.find(Item.self, key: key)
+    }
+
+    /// The object of a key where the program cannot await (inside a transaction): nil when
+    /// PostgreSQL would have to be asked.
+    func findWithoutWaiting(_ key: Int64) throws -> Item?? {
+        do {
+            return .some(try live.find(Item.self, key: key))
+        } catch let error as StoreError where error.code == .asyncReadRequired {
+            return nil
+        }
     }
 
     var live: ModelStore {

@@ -292,6 +292,11 @@ struct Reference {
                 let key: Int64
                 switch row {
                 case .key(let supplied): key = supplied
+                case .new(let number) where declaration.engine == .postgres:
+                    // A sequence assigns it: any key no row holds (the store moves the sequence
+                    // past the keys it is given; values a rolled-back flush took are skipped).
+                    // An object deleted before its key arrived never learns it: any free key.
+                    key = keyOf(number) ?? (1...).lazy.first { scratch[$0] == nil && !fileKeys.contains($0) }!
                 case .new(let number):
                     // An object deleted before its key arrived never learns it: SQLite's choice,
                     // or, when SQLite picks at random (the largest key is taken), a key the file
@@ -343,11 +348,37 @@ struct Reference {
         return top == .max ? nil : top + 1
     }
 
+    /// Why the database refuses a value before it looks at any row (so even where no row is
+    /// changed): on PostgreSQL, a parameter its column's type cannot take.
+    func refusal(ofValue value: SQLValue, in column: Item.Column) -> String? {
+        guard declaration.engine == .postgres else { return nil }
+        if case .text(let text) = value, text.unicodeScalars.contains("\0") { return "NUL in \(column)" }
+        if case .text(let text) = value, let limit = declaration.characterLimit(of: column), text.unicodeScalars.count > limit {
+            return "\(column) longer than \(limit)"
+        }
+        if case .integer(let integer) = value, let range = declaration.integerRange(of: column), !range.contains(integer) {
+            return "\(column) \(integer) out of range"
+        }
+        return nil
+    }
+
     /// The constraint a row breaks, if it breaks one.
     func refusal(of values: [SQLValue]) -> String? {
         if declaration.hasCountCheck, values[Item.Column.count.rawValue] == .integer(13) { return "CHECK count <> 13" }
         if declaration.noteIsNotNull, values[Item.Column.note.rawValue] == .null { return "NOT NULL note" }
         if case .real(let score) = values[Item.Column.score.rawValue], score.isNaN { return "NaN score" }
+        guard declaration.engine == .postgres else { return nil }
+        for column in [Item.Column.title, .note] {
+            guard case .text(let text) = values[column.rawValue] else { continue }
+            // PostgreSQL's text holds no NUL; VARCHAR(n) counts characters (Unicode scalars).
+            if text.unicodeScalars.contains("\0") { return "NUL in \(column)" }
+            if let limit = declaration.characterLimit(of: column), text.unicodeScalars.count > limit { return "\(column) longer than \(limit)" }
+        }
+        for column in [Item.Column.count, .flag, .link] {
+            if case .integer(let integer) = values[column.rawValue], let range = declaration.integerRange(of: column), !range.contains(integer) {
+                return "\(column) \(integer) out of range"
+            }
+        }
         return nil
     }
 

@@ -146,6 +146,10 @@ enum Values {
 }
 
 extension SQLValue {
+    var isNaN: Bool {
+        if case .real(let real) = self { real.isNaN } else { false }
+    }
+
     var isNumber: Bool {
         switch self {
         case .integer, .real: true

@@ -56,7 +56,8 @@ enum PostgreSQLEngine {
                     reader: PostgreSQLReader(session: reader, schemas: schemas),
                     writer: PostgreSQLWriter(
                         session: writer, tables: schemas, changeLog: changeLog,
-                        actionTargets: ForeignKey.actionTargets(of: keys, schemas: schemas), logger: logger
+                        actionTargets: ForeignKey.actionTargets(of: keys, schemas: schemas),
+                        listensForCommits: configuration.wakesOnFileChanges, logger: logger
                     ),
                     deleteActions: ForeignKey.deleteActions(of: keys, schemas: schemas)
                 )

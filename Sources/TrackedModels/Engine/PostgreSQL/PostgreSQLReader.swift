@@ -104,11 +104,19 @@ extension PostgreSQLReader: RemoteEngineReader {
         return (result, run?.misses ?? [])
     }
 
+    var isMissingReads: Bool { run?.misses.isEmpty == false }
+
     func read(_ reads: Set<RemoteRead>) async throws -> [RemoteRead: [[SQLValue]]] {
         var answers: [RemoteRead: [[SQLValue]]] = [:]
         for read in reads {
             statementsRun += 1
-            answers[read] = try await session.rows(read.sql, read.arguments, doing: "reading")
+            do {
+                answers[read] = try await session.rows(read.sql, read.arguments, doing: "reading")
+            } catch let error as StoreError where error.code == .connectionLost {
+                // A connection the server ended while idle is noticed only now: a read can be
+                // made again on a new one, once.
+                answers[read] = try await session.rows(read.sql, read.arguments, doing: "reading")
+            }
         }
         return answers
     }
@@ -127,4 +135,12 @@ protocol RemoteEngineReader: EngineReader {
 
     /// Fetches the answers of reads.
     func read(_ reads: Set<RemoteRead>) async throws -> [RemoteRead: [[SQLValue]]]
+
+    /// Whether the run in progress has missed a read: what it read since may be incomplete,
+    /// and must not be kept (the run is made again once the read is answered).
+    var isMissingReads: Bool { get }
 }
+
+/// Thrown where a run's reads are incomplete and what they found must not be kept (see
+/// ``RemoteEngineReader/isMissingReads``); the run is made again once they are answered.
+struct RemoteReadPending: Error {}

@@ -18,11 +18,17 @@ final class PostgreSQLWriter: EngineWriter {
     private let changeLog: PostgreSQLChangeLogReader?
     private let actionTargets: Set<Int>
     private let logger: Logger
+    /// Whether a doorbell listens for other connections' commits (else the poll alone finds them).
+    private let listensForCommits: Bool
     private var doorbell: CommitDoorbell?
     private var isClosed = false
 
-    init(session: PostgresSession, tables: [TableSchema], changeLog: PostgreSQLChangeLogReader?, actionTargets: Set<Int>, logger: Logger) {
+    init(
+        session: PostgresSession, tables: [TableSchema], changeLog: PostgreSQLChangeLogReader?, actionTargets: Set<Int>,
+        listensForCommits: Bool, logger: Logger
+    ) {
         self.session = session
+        self.listensForCommits = listensForCommits
         self.tables = tables
         self.changeLog = changeLog
         self.actionTargets = actionTargets
@@ -33,7 +39,13 @@ final class PostgreSQLWriter: EngineWriter {
         guard !isClosed else { throw EngineFailure.transaction(StoreError.closed(operation: "commit")) }
         let position = changeLog?.position
         do {
-            try session.begin(doing: "beginning a transaction")
+            do {
+                try session.begin(doing: "beginning a transaction")
+            } catch let error as StoreError where error.code == .connectionLost {
+                // A connection the server ended while idle is noticed only now, with nothing
+                // done yet: connect again, once.
+                try session.begin(doing: "beginning a transaction")
+            }
         } catch let error as StoreError {
             throw EngineFailure.transaction(error)
         }
@@ -47,19 +59,29 @@ final class PostgreSQLWriter: EngineWriter {
             // Statements are sent without waiting for each answer (one round trip for a run of
             // them); their answers are taken in order, and the first failure is the operation's.
             // A delete the database acts on runs alone, bracketed by reads of the log.
-            var sent: [(unit: Int, operation: Int, write: WriteOperation, answer: PostgresSession.Answer)] = []
+            // An insert given a key moves the key sequence past it in the statement sent next,
+            // so that a key the database assigns later in the same run does not collide.
+            var sent: [(unit: Int, operation: Int, write: WriteOperation?, answer: PostgresSession.Answer)] = []
             func takeAnswers() throws {
                 defer { sent = [] }
                 for statement in sent {
                     do {
-                        try record(statement.write, rows: statement.answer.rows(), into: &commit.report)
+                        let rows = try statement.answer.rows()
+                        if let write = statement.write { try record(write, rows: rows, into: &commit.report) }
                     } catch let error as StoreError {
                         throw EngineFailure.operation(unit: statement.unit, operation: statement.operation, error)
                     }
                 }
             }
+            // Before the first insert whose key the database assigns, its sequence catches up
+            // with keys other connections gave explicitly.
+            var caughtUp: Set<Int> = []
             for (unitIndex, unit) in units.enumerated() {
                 for (operationIndex, operation) in unit.operations.enumerated() {
+                    if case .insert(let request) = operation, request.row == nil, caughtUp.insert(request.table).inserted {
+                        let catchUp = keySequenceCatchUp(request.table)
+                        sent.append((unitIndex, operationIndex, nil, try session.send(catchUp.sql, catchUp.arguments, doing: catchUp.doing)))
+                    }
                     if changeLog != nil, let deleted = deletedActionTarget(operation) {
                         try takeAnswers()
                         do {
@@ -75,6 +97,9 @@ final class PostgreSQLWriter: EngineWriter {
                         let statement = statement(for: operation)
                         do {
                             sent.append((unitIndex, operationIndex, operation, try session.send(statement.sql, statement.arguments, doing: statement.doing)))
+                            if let advance = keySequenceAdvance(after: operation) {
+                                sent.append((unitIndex, operationIndex, nil, try session.send(advance.sql, advance.arguments, doing: advance.doing)))
+                            }
                         } catch let error as StoreError {
                             throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
                         }
@@ -198,7 +223,7 @@ final class PostgreSQLWriter: EngineWriter {
     }
 
     func watchForCommits(on queue: DispatchQueue, wake: @escaping @Sendable () -> Void) {
-        guard changeLog != nil, doorbell == nil, !isClosed else { return }
+        guard changeLog != nil, listensForCommits, doorbell == nil, !isClosed else { return }
         doorbell = CommitDoorbell(endpoint: session.endpoint, logger: logger) { queue.async(execute: wake) }
     }
 
@@ -217,6 +242,7 @@ final class PostgreSQLWriter: EngineWriter {
     private func apply(_ operation: WriteOperation, into report: inout CommitReport) throws {
         let statement = statement(for: operation)
         try record(operation, rows: session.rowsWaiting(statement.sql, statement.arguments, doing: statement.doing), into: &report)
+        if let advance = keySequenceAdvance(after: operation) { _ = try session.rowsWaiting(advance.sql, advance.arguments, doing: advance.doing) }
     }
 
     /// The statement that carries out an operation.
@@ -249,13 +275,8 @@ final class PostgreSQLWriter: EngineWriter {
     private func record(_ operation: WriteOperation, rows: [[SQLValue]], into report: inout CommitReport) throws {
         switch operation {
         case .insert(let request):
-            let schema = tables[request.table]
             let key = request.row?.key ?? rows.first?.first ?? .null
-            if request.row == nil {
-                report.assignedKeys[request.id] = key
-            } else if schema.assignsPrimaryKey {
-                try advanceKeySequence(request.table, past: key)
-            }
+            if request.row == nil { report.assignedKeys[request.id] = key }
             report.forgetCounters(of: RowReference(table: request.table, key: key), columns: request.values.indices)
         case .update(let row, let cells):
             let schema = tables[row.table]
@@ -306,19 +327,45 @@ final class PostgreSQLWriter: EngineWriter {
             }
             report.statementCount += chunk.count
         }
-        if let highestKey { try advanceKeySequence(rows.table, past: highestKey) }
+        if let highestKey {
+            let advance = keySequenceAdvance(rows.table, past: highestKey)
+            _ = try session.rowsWaiting(advance.sql, advance.arguments, doing: advance.doing)
+        }
+    }
+
+    /// After an insert given a key into a table whose key the database assigns: the statement
+    /// that moves the key sequence past it.
+    private func keySequenceAdvance(after operation: WriteOperation) -> (sql: String, arguments: [SQLValue], doing: String)? {
+        guard case .insert(let request) = operation, let row = request.row, tables[request.table].assignsPrimaryKey else { return nil }
+        return keySequenceAdvance(request.table, past: row.key)
+    }
+
+    /// Moves an identity column's sequence past the largest key in the table, which other
+    /// connections may have given explicitly: else a key the database assigns could collide.
+    private func keySequenceCatchUp(_ table: Int) -> (sql: String, arguments: [SQLValue], doing: String) {
+        let schema = tables[table]
+        return (
+            """
+            SELECT setval(sequence, top) FROM (
+                SELECT pg_get_serial_sequence($1, $2)::regclass AS sequence,
+                       (SELECT max(\(quoteIdentifier(schema.primaryKey.name))) FROM \(quoteIdentifier(schema.name))) AS top
+            ) AS found
+            WHERE sequence IS NOT NULL AND top > coalesce(pg_sequence_last_value(sequence), 0)
+            """,
+            [.text(quoteIdentifier(schema.name)), .text(schema.primaryKey.name)], "advancing the key sequence of \(schema.name)"
+        )
     }
 
     /// Moves an identity column's sequence past a key given explicitly, so that the keys the
     /// database assigns later do not collide with it (SQLite's rowid does this on its own).
-    private func advanceKeySequence(_ table: Int, past key: SQLValue) throws {
+    private func keySequenceAdvance(_ table: Int, past key: SQLValue) -> (sql: String, arguments: [SQLValue], doing: String) {
         let schema = tables[table]
-        _ = try session.rowsWaiting(
+        return (
             """
             SELECT setval(sequence, $2) FROM (SELECT pg_get_serial_sequence($1, $3)::regclass AS sequence) AS found
             WHERE sequence IS NOT NULL AND $2 > coalesce(pg_sequence_last_value(sequence), 0)
             """,
-            [.text(quoteIdentifier(schema.name)), key, .text(schema.primaryKey.name)], doing: "advancing the key sequence of \(schema.name)"
+            [.text(quoteIdentifier(schema.name)), key, .text(schema.primaryKey.name)], "advancing the key sequence of \(schema.name)"
         )
     }
 

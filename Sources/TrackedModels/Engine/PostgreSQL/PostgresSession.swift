@@ -71,7 +71,11 @@ final class PostgresSession {
 
     private func current() async throws -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
+        close()
         let connection = try await Self.makeConnection(endpoint, role: role, logger: logger).get()
+        // Another read may have connected while this one waited: that connection is closed
+        // (postgres-nio requires it), not dropped.
+        close()
         self.connection = connection
         return connection
     }
@@ -143,6 +147,7 @@ final class PostgresSession {
                 mayPass: true
             )
         }
+        close()
         let connection = try Self.makeConnection(endpoint, role: role, logger: logger).wait()
         self.connection = connection
         return connection
@@ -152,7 +157,8 @@ final class PostgresSession {
         connection.map(Self.close)
     }
 
-    /// Closes the connection; a later use connects again.
+    /// Closes the connection (one the server ended too: postgres-nio requires it); a later use
+    /// connects again.
     func close() {
         let connection = self.connection
         self.connection = nil
@@ -169,11 +175,7 @@ final class PostgresSession {
     /// A failure in the store's terms; a connection that broke is dropped, to be made again.
     fileprivate func failure(_ error: any Error, doing operation: String) -> StoreError {
         let error = PostgresErrors.storeError(error, endpoint: endpoint, doing: operation)
-        if error.code == .connectionLost {
-            let connection = self.connection
-            self.connection = nil
-                connection.map(Self.close)
-        }
+        if error.code == .connectionLost { close() }
         return error
     }
 }

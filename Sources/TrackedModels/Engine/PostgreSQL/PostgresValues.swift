@@ -58,11 +58,8 @@ enum PostgresValues {
             case .int2, .int4, .int8, .oid: return .integer(try cell.decode(Int64.self))
             case .float4, .float8: return .real(try cell.decode(Double.self))
             case .numeric:
-                let decimal = try cell.decode(Decimal.self)
-                if let integer = Int64(exactly: NSDecimalNumber(decimal: decimal).doubleValue), Decimal(integer) == decimal {
-                    return .integer(integer)
-                }
-                return .real(NSDecimalNumber(decimal: decimal).doubleValue)
+                guard cell.format == .binary, let bytes = cell.bytes, let number = number(fromNumeric: bytes) else { throw DecodingError.notNumeric }
+                return number
             case .bool: return .integer(try cell.decode(Bool.self) ? 1 : 0)
             case .bytea: return .blob(Data(try cell.decode(ByteBuffer.self).readableBytesView))
             default: return .text(try cell.decode(String.self))
@@ -78,6 +75,43 @@ enum PostgresValues {
 }
 
 extension PostgresValues {
+    /// A `numeric` in its binary form (a count of base-10,000 digits, the weight of the first,
+    /// a sign, the scale, the digits) as the number it is: an integer when it is whole and fits
+    /// 64 bits, else the nearest `Double` (read from its decimal text, so correctly rounded);
+    /// NaN is NULL, as the store reads a NaN. Foundation's `Decimal` would lose digits and
+    /// fail past an exponent of 127.
+    static func number(fromNumeric bytes: ByteBuffer) -> SQLValue? {
+        var bytes = bytes
+        guard let count = bytes.readInteger(as: Int16.self), count >= 0, let weight = bytes.readInteger(as: Int16.self),
+              let sign = bytes.readInteger(as: UInt16.self), bytes.readInteger(as: Int16.self) != nil else { return nil }
+        switch sign {
+        case 0x0000, 0x4000: break
+        case 0xC000: return .null
+        case 0xD000: return .real(.infinity)
+        case 0xF000: return .real(-.infinity)
+        default: return nil
+        }
+        var digits = ""
+        for _ in 0..<count {
+            guard let group = bytes.readInteger(as: Int16.self), (0..<10_000).contains(group) else { return nil }
+            let text = String(group)
+            digits += String(repeating: "0", count: 4 - text.count) + text
+        }
+        let negative = sign == 0x4000
+        // The value is 0.DIGITS × 10^exponent.
+        let exponent = (Int(weight) + 1) * 4
+        let whole = exponent >= 0 && digits.dropFirst(exponent).allSatisfy { $0 == "0" }
+        if whole, exponent <= 20 {
+            let integerDigits = digits.prefix(exponent) + String(repeating: "0", count: max(0, exponent - digits.count))
+            if let integer = Int64((negative ? "-" : "") + (integerDigits.isEmpty ? "0" : integerDigits)) { return .integer(integer) }
+        }
+        return Double((negative ? "-" : "") + "0." + (digits.isEmpty ? "0" : digits) + "e\(exponent)").map(SQLValue.real)
+    }
+
+    private enum DecodingError: Error {
+        case notNumeric
+    }
+
     /// Bytes from `bytea`'s text form (`\x0aff`); nil when the text is not that.
     static func bytes(fromHex text: String) -> Data? {
         guard text.hasPrefix("\\x"), text.count % 2 == 0 else { return nil }
