@@ -160,7 +160,9 @@ extension ModelStore {
     ///   read is answered as empty and the run goes on, so that one run finds every read.
     /// - Throws: ``StoreError/Code/busy`` when the data kept changing under the read for
     ///   ``maximumReadRounds`` rounds.
-    func reading<Result>(sideEffects: Bool, _ body: () throws -> Result) async throws -> Result {
+    /// - Parameter isDone: Whether a run that missed reads is final all the same (see
+    ///   ``writingAfterReads(_:)``).
+    func reading<Result>(sideEffects: Bool, isDone: () -> Bool = { false }, _ body: () throws -> Result) async throws -> Result {
         guard let remote = reader as? any RemoteEngineReader else { return try body() }
         var answers: [RemoteRead: [[SQLValue]]] = [:]
         var answeredAt = deliveries
@@ -170,7 +172,7 @@ extension ModelStore {
                 answeredAt = deliveries
             }
             let run = remote.answering(from: answers, stopsAtMiss: sideEffects, body)
-            if run.misses.isEmpty { return try run.result.get() }
+            if run.misses.isEmpty || isDone() { return try run.result.get() }
             try Task.checkCancellation()
             let fetchedFrom = deliveries
             let fetched = try await remote.read(run.misses)
@@ -189,12 +191,18 @@ extension ModelStore {
     /// transaction, with its reads answered as ``reading(sideEffects:_:)`` answers them: a run
     /// that missed a read, even one a relationship's getter swallowed, is taken back whole and
     /// made again once the read is fetched.
+    ///
+    /// Once a run has kept the write, it is done: a read a subscriber missed while the write's
+    /// events were delivered (inside the run) is the subscriber's, and the write is not made
+    /// again.
     func writingAfterReads(_ write: () throws -> Void) async throws {
-        try await reading(sideEffects: false) {
+        var kept = false
+        try await reading(sideEffects: false, isDone: { kept }) {
             try transaction {
                 try write()
                 if let remote = reader as? any RemoteEngineReader, remote.isMissingReads { throw RemoteReadPending() }
             }
+            kept = true
         }
     }
 

@@ -215,7 +215,8 @@ extension Harness {
     /// Whether the store must ask PostgreSQL, which the program cannot await inside a
     /// transaction: the operation changed nothing, and the program goes on without it.
     private func needsServer(_ error: StoreError) -> Bool {
-        guard error.code == .asyncReadRequired else { return false }
+        // Outside a transaction the program awaits what the store needs: no skip there.
+        guard error.code == .asyncReadRequired, transactionDepth > 0 else { return false }
         note("skipped: it needs the server, which a transaction cannot wait for")
         return true
     }
@@ -304,6 +305,8 @@ extension Harness {
         note("\(String(repeating: "  ", count: depth))transaction {\(throwing ? " (throws at its end)" : "")")
         let snapshot = reference.beginTransaction()
         let saved = (objects, newObjects, detached)
+        transactionDepth += 1
+        defer { transactionDepth -= 1 }
         let deletedAll = mayReset
         do {
             try store.transaction {

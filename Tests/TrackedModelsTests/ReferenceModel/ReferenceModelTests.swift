@@ -36,8 +36,22 @@ import Testing
         _ = try await engine.makeDatabase(in: TemporaryDirectory())
         let programs = engine == .sqlite ? Self.programs : max(1, Self.programs / 3)
         var opened = 0
+        var firstFailure: ContinuousClock.Instant?
         await propertyCheck(count: programs, input: Self.program) { table, steps in
-            if try await Self.run(declaration: TableDeclaration(seed: table, engine: engine), steps: steps) { opened += 1 }
+            // Shrinking runs a program per candidate, on PostgreSQL each in a database of its
+            // own: past its budget, candidates pass unrun, so the smallest failing program
+            // found so far is the one reported (printed in full when first found).
+            if let firstFailure, ContinuousClock.now - firstFailure > Self.shrinkingBudget { return }
+            switch try await Self.run(declaration: TableDeclaration(seed: table, engine: engine), steps: steps) {
+            case .refusedAtOpen: break
+            case .agreed: opened += 1
+            case .diverged(let report):
+                opened += 1
+                if firstFailure == nil {
+                    firstFailure = .now
+                    print("The reference-model test on \(engine) failed; shrinking for up to \(Self.shrinkingBudget). First failure:\n\(report)")
+                }
+            }
         }
         // A fifth of the declarations are ones the store must refuse at open; if most are, the
         // generator has gone wrong and the programs test nothing.
@@ -56,16 +70,26 @@ import Testing
 
     nonisolated static let replay = ProcessInfo.processInfo.environment["TRACKEDMODELS_REFERENCE_REPLAY"]
 
+    /// How long a failure is shrunk at most.
+    static let shrinkingBudget = Duration.seconds(300)
+
+    enum Outcome {
+        /// The store refused the table at open, as the reference says it must.
+        case refusedAtOpen
+        case agreed
+        /// The report recorded as an issue.
+        case diverged(String)
+    }
+
     /// Runs one program; records an issue with the transcript at the first divergence.
-    ///
-    /// - Returns: Whether the store opened the table (it must refuse some declarations).
     @discardableResult
-    static func run(declaration: TableDeclaration, steps: [Step]) async throws -> Bool {
+    static func run(declaration: TableDeclaration, steps: [Step]) async throws -> Outcome {
         let harness = try await Harness.make(declaration: declaration)
         defer { harness.other.close() }
         if Harness.tracing { print("program (\(declaration.seed), [\(steps.map(\.description).joined(separator: ", "))]) on \(declaration)") }
+        var outcome = Outcome.agreed
         do {
-            guard try await harness.open() else { return false }
+            guard try await harness.open() else { return .refusedAtOpen }
             try await harness.check()
             for step in steps {
                 try await harness.run(step)
@@ -76,17 +100,19 @@ import Testing
         } catch {
             // A divergence, or an error the program did not expect.
             if Harness.tracing { print("DIVERGENCE: \(error)") }
-            Issue.record("""
+            let report = """
                 \(error is Divergence ? "" : "threw: ")\(error)
                 engine: \(declaration.engine), table: \(declaration)
-                program:
+                program (\(declaration.seed), [\(steps.map(\.description).joined(separator: ", "))]):
                 \(harness.transcript.enumerated().map { "  \($0.offset + 1). \($0.element)" }.joined(separator: "\n"))
-                """)
+                """
+            Issue.record("\(report)")
+            outcome = .diverged(report)
         }
         if let store = harness.store {
             store.discardPendingChanges()
             try? await store.close()
         }
-        return true
+        return outcome
     }
 }

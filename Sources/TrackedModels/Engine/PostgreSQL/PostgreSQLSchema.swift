@@ -5,8 +5,8 @@
 /// assigns as SQLite assigns a rowid. A table made elsewhere may declare narrower types
 /// (`INTEGER`, `VARCHAR(20)`, `NUMERIC` for a real): the check accepts every type that reads back
 /// what was stored and compares as the in-memory evaluator does. It refuses `boolean`, `numeric`
-/// for an integer (its division does not truncate), `real` for a `Double` (it keeps 24 bits of
-/// it), `character(n)` (it pads with spaces and ignores them when comparing) and `name` (it cuts
+/// for an integer (its division does not truncate), `real` or `numeric(p,s)` for a `Double` (they
+/// round it), `character(n)` (it pads with spaces and ignores them when comparing) and `name` (it cuts
 /// text at 63 bytes), and a key `GENERATED ALWAYS`, which refuses the keys the store is given.
 ///
 /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/datatype.html>,
@@ -37,7 +37,7 @@ enum PostgreSQLSchema {
     /// default or identity, is (part of) the primary key, is an identity `GENERATED ALWAYS`.
     /// One row per column; none for a missing table.
     static let columnsSQL = """
-        SELECT a.attname::text, format_type(a.atttypid, NULL), NOT a.attnotnull,
+        SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull,
                a.atthasdef OR a.attidentity <> '', coalesce(a.attnum = ANY(i.indkey), false), a.attidentity = 'a'
         FROM pg_attribute a
         LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
@@ -100,12 +100,13 @@ enum PostgreSQLSchema {
         return differences
     }
 
-    /// Whether a declared type (as `format_type` names it) reads back as this kind of value.
+    /// Whether a declared type (as `format_type` names it, with its length or precision)
+    /// reads back as this kind of value. A `numeric` with a scale rounds what it is given.
     static func isCompatible(_ type: ColumnType, declared: String) -> Bool {
         switch type {
         case .integer: ["smallint", "integer", "bigint"].contains(declared)
         case .real: ["double precision", "numeric"].contains(declared)
-        case .text: ["text", "character varying"].contains(declared)
+        case .text: declared == "text" || declared == "character varying" || declared.hasPrefix("character varying(")
         case .blob: declared == "bytea"
         }
     }

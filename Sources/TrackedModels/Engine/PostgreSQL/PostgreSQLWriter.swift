@@ -307,11 +307,27 @@ final class PostgreSQLWriter: EngineWriter {
     private func insert(_ rows: BulkRows, into report: inout CommitReport) throws {
         let schema = tables[rows.table]
         var highestKey: SQLValue?
+        // The largest key given since the sequence last moved past one: it moves before the
+        // next row whose key the database assigns, and at the end.
+        var unadvanced: SQLValue?
+        func advance() throws {
+            guard let key = unadvanced else { return }
+            let advance = keySequenceAdvance(rows.table, past: key)
+            _ = try session.rowsWaiting(advance.sql, advance.arguments, doing: advance.doing)
+            unadvanced = nil
+        }
+        if schema.assignsPrimaryKey {
+            let catchUp = keySequenceCatchUp(rows.table)
+            _ = try session.rowsWaiting(catchUp.sql, catchUp.arguments, doing: catchUp.doing)
+        }
         while let chunk = try rows.next() {
             for values in chunk {
                 let assignsKey = schema.assignsPrimaryKey && values[schema.primaryKeyIndex] == .null
                 var arguments = values
-                if assignsKey { arguments.remove(at: schema.primaryKeyIndex) }
+                if assignsKey {
+                    arguments.remove(at: schema.primaryKeyIndex)
+                    try advance()
+                }
                 do {
                     _ = try session.rowsWaiting(insertSQL(rows.table, assignsKey: assignsKey), arguments, doing: "inserting into \(schema.name)")
                 } catch let error as StoreError {
@@ -323,14 +339,12 @@ final class PostgreSQLWriter: EngineWriter {
                 if !assignsKey, schema.assignsPrimaryKey, case .integer(let key) = values[schema.primaryKeyIndex] {
                     if case .integer(let highest) = highestKey, highest >= key { continue }
                     highestKey = .integer(key)
+                    unadvanced = .integer(key)
                 }
             }
             report.statementCount += chunk.count
         }
-        if let highestKey {
-            let advance = keySequenceAdvance(rows.table, past: highestKey)
-            _ = try session.rowsWaiting(advance.sql, advance.arguments, doing: advance.doing)
-        }
+        try advance()
     }
 
     /// After an insert given a key into a table whose key the database assigns: the statement

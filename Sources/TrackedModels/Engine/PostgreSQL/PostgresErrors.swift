@@ -54,6 +54,9 @@ enum PostgresErrors {
             return StoreError(code: .connectionLost, message: message + "; the store tries again", mayPass: true, underlying: error)
         case "55P03", "55006":
             return StoreError(code: .busy, message: message, mayPass: true, underlying: error)
+        case "57014":
+            // A statement timeout or a cancel request: the connection is fine.
+            return StoreError(code: .busy, message: message + " (statement_timeout, or cancelled)", mayPass: true, underlying: error)
         case "25P02":
             return StoreError(code: .engineFailure, message: message, underlying: error)
         default:

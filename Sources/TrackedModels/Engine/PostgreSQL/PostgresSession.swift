@@ -60,24 +60,30 @@ final class PostgresSession {
 
     /// Runs a statement and returns its rows.
     func rows(_ sql: String, _ arguments: [SQLValue] = [], doing operation: String) async throws -> [[SQLValue]] {
+        var used: PostgresConnection?
         do {
             let connection = try await current()
+            used = connection
             let result = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments)), logger: logger).get()
             return try result.rows.map(PostgresValues.values(of:))
         } catch {
-            throw failure(error, doing: operation)
+            throw failure(error, doing: operation, on: used)
         }
     }
 
     private func current() async throws -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
         close()
-        let connection = try await Self.makeConnection(endpoint, role: role, logger: logger).get()
-        // Another read may have connected while this one waited: that connection is closed
-        // (postgres-nio requires it), not dropped.
+        let made = try await Self.makeConnection(endpoint, role: role, logger: logger).get()
+        // Another read may have connected while this one waited: it uses that one, and closes
+        // its own (postgres-nio requires it).
+        if let connection, !connection.isClosed {
+            Self.close(made)
+            return connection
+        }
         close()
-        self.connection = connection
-        return connection
+        self.connection = made
+        return made
     }
 
     // MARK: - Waiting (on the worker's queue)
@@ -173,9 +179,12 @@ final class PostgresSession {
     }
 
     /// A failure in the store's terms; a connection that broke is dropped, to be made again.
-    fileprivate func failure(_ error: any Error, doing operation: String) -> StoreError {
+    ///
+    /// - Parameter connection: The connection the statement ran on, when known: a newer one
+    ///   another read made meanwhile is left alone.
+    fileprivate func failure(_ error: any Error, doing operation: String, on connection: PostgresConnection? = nil) -> StoreError {
         let error = PostgresErrors.storeError(error, endpoint: endpoint, doing: operation)
-        if error.code == .connectionLost { close() }
+        if error.code == .connectionLost, connection == nil || connection === self.connection { close() }
         return error
     }
 }
