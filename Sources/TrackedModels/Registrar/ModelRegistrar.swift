@@ -464,6 +464,15 @@ final class ModelRegistrar {
         outbox.endGroup(from: mark, keeping: true)
     }
 
+    /// Tells subscribers that a row a discard brought back is there, read after the discard
+    /// (on an engine whose reads are awaited); nothing when an object shows it by now.
+    func announceRowBack(_ row: RowReference, values: [SQLValue]) {
+        guard identityMap.object(table: row.table, key: row.key) == nil else { return }
+        let mark = outbox.beginGroup()
+        outbox.postInsert(table: row.table, key: row.key, values: values, origin: .local)
+        outbox.endGroup(from: mark, keeping: true)
+    }
+
     /// Shows what discarding pending changes undid, step by step: objects whose insert was
     /// discarded are detached, rows whose delete was discarded are announced again.
     func applyDiscarded(_ discarded: DiscardedChanges, reading: RowReads) {

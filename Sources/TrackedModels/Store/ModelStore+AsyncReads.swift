@@ -211,9 +211,19 @@ extension ModelStore {
     /// while a change is delivered. Nothing happens when the store closed meanwhile or the read
     /// failed (the row is judged again on its next change).
     func readLater<Result>(_ read: @escaping () throws -> Result, then: @escaping (Result) -> Void) {
-        let later = ReadLater(store: self, read: read, then: then)
+        lastReadLater += 1
+        let later = ReadLater(store: self, number: lastReadLater, read: read, then: then)
         let isolation = isolation
-        Task { await later.run(on: isolation) }
+        readsLater[lastReadLater] = Task { await later.run(on: isolation) }
+    }
+
+    /// Returns once every read ``readLater(_:then:)`` started has placed its result (also
+    /// those they started in turn).
+    func placedReadsLater() async {
+        while let (number, task) = readsLater.first {
+            await task.value
+            readsLater[number] = nil
+        }
     }
 
     /// How many rounds a read takes at most (see ``reading(sideEffects:_:)``).
@@ -225,10 +235,12 @@ private struct ReadLater<Result>: @unchecked Sendable {
     // @unchecked Sendable: the store and the closures belong to the store's actor, and are used
     // only in `run(on:)`, which runs isolated to that actor.
     let store: ModelStore
+    let number: UInt64
     let read: () throws -> Result
     let then: (Result) -> Void
 
     func run(on actor: isolated any Actor) async {
+        defer { store.readsLater[number] = nil }
         guard !store.isClosed, let result = try? await store.reading(sideEffects: false, read) else { return }
         then(result)
     }

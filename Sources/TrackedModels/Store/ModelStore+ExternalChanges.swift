@@ -13,5 +13,7 @@ extension ModelStore {
             pollWaiters[id] = continuation
             worker.pollNow(id)
         }
+        // On PostgreSQL, live results place what they had to read back once it is back.
+        await placedReadsLater()
     }
 }

@@ -73,11 +73,22 @@ extension ModelStore {
     /// Puts the objects of discarded units back to what is committed, and tells subscribers of
     /// rows a discarded delete had taken away that they are back (a discarded `deleteAll` makes
     /// its table's subscribers re-read).
+    ///
+    /// On PostgreSQL those rows are read afterwards (a read there is awaited): subscribers hear
+    /// the discarded insert go, then the committed row come back once it is read.
     private func revert(_ discarded: DiscardedChanges) {
+        let isRemote = reader is any RemoteEngineReader
         registrar.applyDiscarded(discarded, reading: RowReads(
-            committed: { [unowned self] row in try? committedValues(table: row.table, key: row.key) },
-            current: { [unowned self] row in try? currentValues(table: row.table, key: row.key) }
+            committed: { [unowned self] row in isRemote ? nil : try? committedValues(table: row.table, key: row.key) },
+            current: { [unowned self] row in isRemote ? nil : try? currentValues(table: row.table, key: row.key) }
         ))
+        if isRemote {
+            for row in discarded.steps.compactMap(\.row) {
+                readLater({ [unowned self] in try currentValues(table: row.table, key: row.key) }) { [unowned self] values in
+                    if let values { registrar.announceRowBack(row, values: values) }
+                }
+            }
+        }
         for table in Set(discarded.reloads.keys).union(discarded.resetTables).sorted() {
             worker.reload(table: table, keys: discarded.reloads[table] ?? [], announcingReset: discarded.resetTables.contains(table))
         }

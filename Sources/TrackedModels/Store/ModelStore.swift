@@ -49,6 +49,9 @@ public final class ModelStore {
     private(set) var isClosed = false
     /// Callers of ``refreshExternalChanges()`` waiting for their poll, by poll.
     var pollWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    /// Reads ``readLater(_:then:)`` started that have not placed their result yet, by number.
+    var readsLater: [UInt64: Task<Void, Never>] = [:]
+    var lastReadLater: UInt64 = 0
     var lastPoll: UInt64 = 0
     /// How many of the worker's reports of committed data (its commits, other connections'
     /// changes, rows read back) the store has applied: a read fetched ahead across an await is

@@ -10,6 +10,14 @@ struct DiscardedChanges {
         /// claimed, where the database has a row of its own for it (nil for a key the
         /// database was to assign).
         case forgetInsert(any TrackedModel, row: RowReference?)
+
+        /// The row the step may bring back.
+        var row: RowReference? {
+            switch self {
+            case .restore(let row): row
+            case .forgetInsert(_, let row): row
+            }
+        }
     }
 
     var steps: [Step] = []

@@ -363,6 +363,26 @@ extension PostgresStoreTests {
         try await store.close()
     }
 
+    /// Discarding a refused insert whose key another connection's row now holds: the discard
+    /// could not read the committed row (a read there is awaited), so the live list dropped the
+    /// key and never took the other connection's row.
+    @Test func aDiscardedInsertGivesWayToTheCommittedRowInLiveResults() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        try await Self.itemsTable(url)
+        try await PostgresServer.psql(url, "ALTER TABLE items ADD CHECK (count <> 13)")
+        let store = try await ModelStore.open(.postgres(url), models: [Item.self], configuration: Harness.configuration)
+        let list = try await store.async.results(for: FetchDescriptor<Item>(predicate: #Predicate { $0.title < "e" }))
+        try store.insert(Item(key: 6, values: [.null, .text("Mine"), .integer(13), .null, .real(1), .null, .integer(0), .null]))
+        await #expect(throws: StoreError.self) { try await store.flush() }
+        try await PostgresServer.psql(url, "INSERT INTO items (id, title, count, score, flag) VALUES (6, 'Theirs', 0, 0, 0)")
+        try await store.refreshExternalChanges()
+        try store.discard(try #require(store.pendingChanges.first))
+        try await store.refreshExternalChanges()
+        #expect(list.keys == [6])
+        #expect(list.first?.title == "Theirs")
+        try await store.close()
+    }
+
     /// A review found it: a subscriber that read something not loaded while the awaited
     /// delete's events were delivered made the delete run again (a second deleteAll, which
     /// would take rows committed in between).
