@@ -331,6 +331,21 @@ extension PostgresStoreTests {
         try await store.close()
     }
 
+    /// Found by the reference-model test: on an empty table, an insert without a key and then
+    /// an insert of key 1 in one flush. The sequence gave the first key 1, the second collided.
+    @Test func anInsertWithoutAKeyPassesKeysGivenLaterInTheSameFlush() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        try await Self.itemsTable(url)
+        let store = try await ModelStore.open(.postgres(url), models: [Item.self], configuration: Stores.configuration())
+        let assigned = Self.item(nil)
+        try store.insert(assigned)
+        try store.insert(Self.item(1))
+        try await store.flush()
+        #expect(assigned.id == 2)
+        #expect(try await PostgresServer.psql(url, "SELECT string_agg(id::text, ',' ORDER BY id) FROM items") == "1,2")
+        try await store.close()
+    }
+
     /// A connection the server ended while idle failed the next flush (and crashed a debug
     /// build: postgres-nio requires a connection to be closed before it goes).
     @Test func aFlushAfterTheServerEndedTheStoresConnectionsCommits() async throws {
@@ -401,5 +416,35 @@ extension PostgresStoreTests {
         #expect(store.pendingChanges.count == 1)
         try await store.close()
         _ = token
+    }
+
+    /// Found by the reference-model test: a transaction left open anywhere on the server (here
+    /// on another connection) held the change log's window back, so a commit made after it
+    /// was not heard by `refreshExternalChanges()`. Once the open one commits, it is heard too,
+    /// though it began first: commits in any order are each heard once.
+    @Test func aCommitIsHeardWhileAnOlderTransactionStaysOpen() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let store = try await Self.open(url)
+        try store.insert(contentsOf: (1...2).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
+        let one = try #require(try await store.async.find(Row.self, key: 1))
+        let two = try #require(try await store.async.find(Row.self, key: 2))
+        var heard: [Int64: [Int]] = [:]
+        let tokens = try [one, two].map { row in
+            try store.subscribe(to: .object(row, \Row.count)) { _ in heard[row.id, default: []].append(row.count) }
+        }
+        let older = try await PostgresSession.connect(try PostgresEndpoint(url: url), role: "older transaction", logger: Logger(label: "test"))
+        _ = try await older.rows("BEGIN", doing: "beginning")
+        _ = try await older.rows("UPDATE rows SET count = 1 WHERE id = 1", doing: "updating")
+        try await PostgresServer.psql(url, "UPDATE rows SET count = 2 WHERE id = 2")
+        try await store.refreshExternalChanges()
+        #expect(heard == [2: [2]])
+        _ = try await older.rows("COMMIT", doing: "committing")
+        older.close()
+        try await store.refreshExternalChanges()
+        try await store.refreshExternalChanges()
+        #expect(heard == [1: [1], 2: [2]])
+        tokens.forEach { $0.cancel() }
+        try await store.close()
     }
 }

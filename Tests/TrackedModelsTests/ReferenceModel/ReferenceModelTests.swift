@@ -38,7 +38,6 @@ import Testing
         let programs = engine == .sqlite ? Self.programs : max(1, Self.programs / 5)
         var opened = 0
         var firstFailure: ContinuousClock.Instant?
-        func check() async {
         await propertyCheck(count: programs, input: Self.program) { table, steps in
             // Shrinking runs a program per candidate, on PostgreSQL each in a database of its
             // own: past its budget, candidates pass unrun, so the smallest failing program
@@ -54,14 +53,6 @@ import Testing
                     print("The reference-model test on \(engine) failed; shrinking for up to \(Self.shrinkingBudget). First failure:\n\(report)")
                 }
             }
-        }
-        }
-        // PostgreSQL's open defects (issue 17's note: a key the database assigns meeting a
-        // program key in one flush, an object left attached) are reported as known issues.
-        if engine == .postgres {
-            await withKnownIssue("open PostgreSQL defects in issue 17's note", isIntermittent: true) { await check() }
-        } else {
-            await check()
         }
         // A fifth of the declarations are ones the store must refuse at open; if most are, the
         // generator has gone wrong and the programs test nothing.

@@ -6,15 +6,19 @@ import Foundation
 /// doorbell, which PostgreSQL sends once per transaction however many rows it wrote.
 ///
 /// Readers never rely on a notification (one sent while a listener is disconnected is gone):
-/// each keeps a horizon, a transaction id below which it has read every entry, and reads the
-/// window up to the oldest transaction still running (`pg_snapshot_xmin`). Sequence numbers
-/// are taken at insert, not at commit, so a reader that took `seq > last` would skip a
-/// transaction that commits after a younger one; below `xmin` every transaction has ended,
-/// so each entry is read exactly once, whatever order transactions commit in.
+/// each keeps the snapshot of its last look (`pg_current_snapshot()`: which transactions had
+/// ended then) and next reads the entries of the transactions that snapshot could not see
+/// (those then running or not yet begun) which have committed since. Sequence numbers are
+/// taken at insert, not at commit, so a reader that took `seq > last` would skip a
+/// transaction that commits after a younger one; and a reader that waited for every older
+/// transaction to end (`xmin`) would hear nothing while one long transaction stays open.
+/// Tracking snapshots, each entry is read exactly once, at the first look after its commit,
+/// whatever order transactions commit in.
 ///
-/// Each reader records its horizon in `trackedmodels_readers`; the log is pruned below the
-/// slowest reader seen lately, and a reader that fell behind the pruning (it was away longer)
-/// reloads its tables.
+/// Each reader's horizon is the oldest transaction running at its last look: every entry
+/// below it has been read. It records the horizon in `trackedmodels_readers`; the log is
+/// pruned below the slowest reader seen lately, and a reader that fell behind the pruning (it
+/// was away longer) reloads its tables.
 ///
 /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/functions-info.html#FUNCTIONS-PG-SNAPSHOT>,
 /// <https://www.postgresql.org/docs/current/sql-notify.html>, <https://www.postgresql.org/docs/current/plpgsql-trigger.html>

@@ -1,16 +1,17 @@
 import Foundation
 
-/// Reads the PostgreSQL change log for one store, on the database worker's queue: the window
-/// of entries between its horizon and the oldest transaction still running, less the entries
-/// of its own commits (see ``PostgreSQLChangeLog``).
+/// Reads the PostgreSQL change log for one store, on the database worker's queue: the entries
+/// of every transaction that committed since its last look, less the entries of its own
+/// commits (see ``PostgreSQLChangeLog``).
 final class PostgreSQLChangeLogReader {
     private let schemas: [TableSchema]
     private let layouts: [ChangeLogEntries.Layout]
     private let tableIndexByName: [String: Int]
     /// This store's row in the readers table.
     let id = UUID().uuidString
-    /// Every entry of a transaction below this id has been read (or was before the store opened).
-    private(set) var horizon: UInt64
+    /// What the last look saw: every transaction it shows as ended has been read (or ended
+    /// before the store opened).
+    private var seen: Snapshot
     /// The store's own committed transactions at or past the horizon: their entries are skipped.
     private var ownTransactions: Set<UInt64> = []
     /// When this reader last recorded its horizon and pruned.
@@ -19,58 +20,86 @@ final class PostgreSQLChangeLogReader {
     private let staleAfter: Duration
     private let recordEvery: Duration = .seconds(1)
 
-    init(schemas: [TableSchema], layouts: [ChangeLogEntries.Layout], horizon: UInt64, staleAfter: Duration) {
+    init(schemas: [TableSchema], layouts: [ChangeLogEntries.Layout], seen: Snapshot, staleAfter: Duration) {
         self.schemas = schemas
         self.layouts = layouts
-        self.horizon = horizon
+        self.seen = seen
         self.staleAfter = staleAfter
         tableIndexByName = Dictionary(schemas.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// The oldest transaction still running, as the server sees it now.
-    static let snapshotSQL = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text"
+    /// Every entry of a transaction below this id has been read: the oldest transaction that
+    /// was running at the last look. The log is kept from here on for this reader.
+    var horizon: UInt64 { seen.xmin }
+
+    /// Which transactions had ended at one moment, as `pg_current_snapshot()` tells: every one
+    /// below `xmax` but those `inProgress`.
+    struct Snapshot: Equatable {
+        var xmin: UInt64
+        var xmax: UInt64
+        var inProgress: [UInt64]
+
+        /// Reads the text form, `xmin:xmax:xip,xip,...`.
+        init?(_ text: String) {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 3, let xmin = UInt64(parts[0]), let xmax = UInt64(parts[1]) else { return nil }
+            let inProgress = parts[2].split(separator: ",").compactMap { UInt64($0) }
+            self.xmin = xmin
+            self.xmax = xmax
+            self.inProgress = inProgress.sorted()
+        }
+    }
+
+    /// The current snapshot, in its text form.
+    static let snapshotSQL = "SELECT pg_current_snapshot()::text"
 
     /// Where the reader stands: what a failed read or a rolled-back transaction goes back to.
     struct Position {
-        fileprivate var horizon: UInt64
+        fileprivate var seen: Snapshot
         fileprivate var ownTransactions: Set<UInt64>
     }
 
-    var position: Position { Position(horizon: horizon, ownTransactions: ownTransactions) }
+    var position: Position { Position(seen: seen, ownTransactions: ownTransactions) }
 
     func rewind(to position: Position) {
-        horizon = position.horizon
+        seen = position.seen
         ownTransactions = position.ownTransactions
     }
 
-    /// Reads the window past the horizon and reloads its rows; moves the horizon. Records the
-    /// horizon and prunes the log now and then.
+    /// Reads the entries of the transactions that ended since the last look (those the last
+    /// snapshot showed running or not yet begun, which this statement sees committed) and
+    /// reloads their rows. Records the horizon and prunes the log now and then.
+    ///
+    /// Transactions commit in any order: one that began before another may end after it. The
+    /// window is therefore not "entries past the last one read" but "entries of transactions
+    /// the last look could not see", so that a commit is heard at the next look whatever else
+    /// is still running, and once only.
     ///
     /// - Returns: What others committed; nil when no transaction ended since the last look.
     func collect(on session: PostgresSession) throws -> ExternalChangeBatch? {
         var batch = ExternalChangeBatch()
-        // One statement, so one snapshot: the oldest running transaction, how far the log was
-        // pruned, and the window's entries agree (a pruning either shows in both or in neither).
+        // One statement, so one snapshot: the transactions it shows ended, how far the log was
+        // pruned, and the entries it sees agree (a pruning either shows in both or in neither).
         let rows = try session.rowsWaiting(
             """
             WITH now AS (
-                SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin, (SELECT pruned_below FROM \(PostgreSQLChangeLog.stateTable) WHERE id = 1) AS pruned
+                SELECT pg_current_snapshot()::text AS snapshot, (SELECT pruned_below FROM \(PostgreSQLChangeLog.stateTable) WHERE id = 1) AS pruned
             )
-            SELECT now.xmin::text, now.pruned::text, c.xid::text, c.tbl, c.row_key, c.kind, c.mask
-            FROM now LEFT JOIN \(PostgreSQLChangeLog.table) AS c ON c.xid >= $1::text::xid8 AND c.xid < now.xmin
+            SELECT now.snapshot, now.pruned::text, c.xid::text, c.tbl, c.row_key, c.kind, c.mask
+            FROM now LEFT JOIN \(PostgreSQLChangeLog.table) AS c ON c.xid >= $1::text::xid8 OR c.xid = ANY($2::text::xid8[])
             ORDER BY c.seq
             """,
-            [.text(String(horizon))], doing: "reading the change log"
+            [.text(String(seen.xmax)), .text("{\(seen.inProgress.map(String.init).joined(separator: ","))}")], doing: "reading the change log"
         )
-        guard case .text(let xminText) = rows.first?[0], let xmin = UInt64(xminText) else { return nil }
+        guard case .text(let snapshotText) = rows.first?[0], let now = Snapshot(snapshotText) else { return nil }
         if case .text(let prunedText) = rows.first?[1], let pruned = UInt64(prunedText), pruned > horizon {
             // Entries this reader had not read were pruned: it was away too long.
             batch.resetTables = Array(schemas.indices)
-            move(to: max(xmin, pruned))
+            move(to: now)
             try recordIfDue(on: session, force: true)
             return batch
         }
-        guard xmin > horizon else {
+        guard now != seen else {
             try recordIfDue(on: session)
             return nil
         }
@@ -87,7 +116,7 @@ final class PostgreSQLChangeLogReader {
             return ChangeLogEntries.Entry(table: table, key: key, kind: kind, mask: mask)
         }
         try merge(entries, into: &batch, on: session)
-        move(to: xmin)
+        move(to: now)
         try recordIfDue(on: session)
         return batch
     }
@@ -104,9 +133,9 @@ final class PostgreSQLChangeLogReader {
         if xid >= horizon { ownTransactions.insert(xid) }
     }
 
-    private func move(to xmin: UInt64) {
-        horizon = xmin
-        ownTransactions = ownTransactions.filter { $0 >= xmin }
+    private func move(to now: Snapshot) {
+        seen = now
+        ownTransactions = ownTransactions.filter { $0 >= now.xmin }
     }
 
     /// The current rows of a table by key, in model column order.

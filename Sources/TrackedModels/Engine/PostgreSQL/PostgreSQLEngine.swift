@@ -41,13 +41,13 @@ enum PostgreSQLEngine {
                 var changeLog: PostgreSQLChangeLogReader?
                 if configuration.observesExternalChanges {
                     let snapshot = try await writer.rows(PostgreSQLChangeLogReader.snapshotSQL, doing: "reading the change log")
-                    guard case .text(let xminText) = snapshot.first?.first, let xmin = UInt64(xminText) else {
+                    guard case .text(let text) = snapshot.first?.first, let seen = PostgreSQLChangeLogReader.Snapshot(text) else {
                         throw StoreError(code: .engineFailure, message: "PostgreSQL at \(endpoint) gave no snapshot; the change log cannot be read")
                     }
-                    let log = PostgreSQLChangeLogReader(schemas: schemas, layouts: layouts, horizon: xmin, staleAfter: configuration.changeLogReaderTimeout)
+                    let log = PostgreSQLChangeLogReader(schemas: schemas, layouts: layouts, seen: seen, staleAfter: configuration.changeLogReaderTimeout)
                     // Recorded at once, so that no store prunes what this one has yet to read.
                     _ = try await writer.rows(
-                        "INSERT INTO \(PostgreSQLChangeLog.readersTable) (id, horizon) VALUES ($1, $2::text::xid8)", [.text(log.id), .text(xminText)],
+                        "INSERT INTO \(PostgreSQLChangeLog.readersTable) (id, horizon) VALUES ($1, $2::text::xid8)", [.text(log.id), .text(String(seen.xmin))],
                         doing: "recording the change log position"
                     )
                     changeLog = log

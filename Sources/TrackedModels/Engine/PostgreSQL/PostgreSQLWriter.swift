@@ -74,12 +74,14 @@ final class PostgreSQLWriter: EngineWriter {
                 }
             }
             // Before the first insert whose key the database assigns, its sequence catches up
-            // with keys other connections gave explicitly.
+            // with keys other connections gave explicitly, and with the keys this commit gives
+            // (an insert given key 1 after one without a key must not meet the key 1 it got).
             var caughtUp: Set<Int> = []
+            let givenKeys = Self.largestGivenKeys(in: units)
             for (unitIndex, unit) in units.enumerated() {
                 for (operationIndex, operation) in unit.operations.enumerated() {
                     if case .insert(let request) = operation, request.row == nil, caughtUp.insert(request.table).inserted {
-                        let catchUp = keySequenceCatchUp(request.table)
+                        let catchUp = keySequenceCatchUp(request.table, past: givenKeys[request.table])
                         sent.append((unitIndex, operationIndex, nil, try session.send(catchUp.sql, catchUp.arguments, doing: catchUp.doing)))
                     }
                     if changeLog != nil, let deleted = deletedActionTarget(operation) {
@@ -317,7 +319,7 @@ final class PostgreSQLWriter: EngineWriter {
             unadvanced = nil
         }
         if schema.assignsPrimaryKey {
-            let catchUp = keySequenceCatchUp(rows.table)
+            let catchUp = keySequenceCatchUp(rows.table, past: nil)
             _ = try session.rowsWaiting(catchUp.sql, catchUp.arguments, doing: catchUp.doing)
         }
         while let chunk = try rows.next() {
@@ -355,19 +357,31 @@ final class PostgreSQLWriter: EngineWriter {
     }
 
     /// Moves an identity column's sequence past the largest key in the table, which other
-    /// connections may have given explicitly: else a key the database assigns could collide.
-    private func keySequenceCatchUp(_ table: Int) -> (sql: String, arguments: [SQLValue], doing: String) {
+    /// connections may have given explicitly, and past `given` (the largest key the commit
+    /// inserts): else a key the database assigns could collide.
+    private func keySequenceCatchUp(_ table: Int, past given: Int64?) -> (sql: String, arguments: [SQLValue], doing: String) {
         let schema = tables[table]
         return (
             """
             SELECT setval(sequence, top) FROM (
                 SELECT pg_get_serial_sequence($1, $2)::regclass AS sequence,
-                       (SELECT max(\(quoteIdentifier(schema.primaryKey.name))) FROM \(quoteIdentifier(schema.name))) AS top
+                       greatest((SELECT max(\(quoteIdentifier(schema.primaryKey.name))) FROM \(quoteIdentifier(schema.name))), $3::bigint) AS top
             ) AS found
             WHERE sequence IS NOT NULL AND top > coalesce(pg_sequence_last_value(sequence), 0)
             """,
-            [.text(quoteIdentifier(schema.name)), .text(schema.primaryKey.name)], "advancing the key sequence of \(schema.name)"
+            [.text(quoteIdentifier(schema.name)), .text(schema.primaryKey.name), given.map(SQLValue.integer) ?? .null],
+            "advancing the key sequence of \(schema.name)"
         )
+    }
+
+    /// The largest integer key the units insert explicitly, by table.
+    private static func largestGivenKeys(in units: [WriteUnit]) -> [Int: Int64] {
+        var largest: [Int: Int64] = [:]
+        for case .insert(let request) in units.flatMap(\.operations) {
+            guard case .integer(let key)? = request.row?.key else { continue }
+            largest[request.table] = max(largest[request.table] ?? key, key)
+        }
+        return largest
     }
 
     /// Moves an identity column's sequence past a key given explicitly, so that the keys the
