@@ -69,10 +69,13 @@ let package = Package(
             dependencies: ["TrackedModels"],
             path: "Tests/Helpers/IncrementHelper"
         ),
+        // The PostgreSQL server the tests use (a throwaway cluster), shared by the test targets.
+        .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),
         .testTarget(
             name: "TrackedModelsTests",
             dependencies: [
                 "TrackedModels",
+                "PostgresTestSupport",
                 "TrackedModelsTesting",
                 "tracked-increment-helper",
                 "modelctl",
@@ -88,7 +91,7 @@ let package = Package(
             dependencies: ["TrackedModels"],
             swiftSettings: [.defaultIsolation(MainActor.self)]
         ),
-        .testTarget(name: "modelctlTests", dependencies: ["modelctl"]),
+        .testTarget(name: "modelctlTests", dependencies: ["modelctl", "PostgresTestSupport"]),
         .testTarget(
             name: "TrackedMacrosTests",
             dependencies: [

@@ -23,3 +23,15 @@ extension DatabaseLocation {
         if case .postgres = self { true } else { false }
     }
 }
+
+extension DatabaseLocation: CustomStringConvertible {
+    /// How messages name the database: the file's path, `:memory:`, or the URL without its
+    /// password.
+    public var description: String {
+        switch self {
+        case .file(let path): path
+        case .inMemory: ":memory:"
+        case .postgres(let url): PostgresEndpoint.redacted(url)
+        }
+    }
+}

@@ -8,9 +8,11 @@ import Foundation
 public enum MigrationDirectory {
     /// The migrations in a folder, in version order.
     ///
+    /// - Parameter dialect: The engine the SQL is written for, which decides how it splits into
+    ///   statements and which statements a migration may not run.
     /// - Throws: ``MigrationError`` for a file that is not named `NNNN_name.sql` (other files
-    ///   than `.sql` ones are ignored), a duplicate version, or a gap in the versions.
-    public static func migrations(in path: String) throws -> [Migration] {
+    ///   than `.sql` ones, and folders, are ignored), a duplicate version, or a gap in the versions.
+    public static func migrations(in path: String, dialect: MigrationDialect = .sqlite) throws -> [Migration] {
         let folder = URL(fileURLWithPath: path)
         let names: [String]
         do {
@@ -43,13 +45,13 @@ public enum MigrationDirectory {
             }
             return Migration(version: version, name: title, sql: sql)
         }
-        return try validated(migrations)
+        return try validated(migrations, dialect: dialect)
     }
 
     /// Sorts migrations by version and checks that versions are unique and run 1, 2, 3, ...,
     /// and that no statement would break a migration's own transaction.
-    public static func validated(_ migrations: [Migration]) throws -> [Migration] {
-        for migration in migrations { try checkStatements(of: migration) }
+    public static func validated(_ migrations: [Migration], dialect: MigrationDialect = .sqlite) throws -> [Migration] {
+        for migration in migrations { try checkStatements(of: migration, dialect: dialect) }
         let sorted = migrations.sorted { $0.version < $1.version }
         for (index, migration) in sorted.enumerated() {
             if index > 0, sorted[index - 1].version == migration.version {
@@ -74,25 +76,55 @@ public enum MigrationDirectory {
     /// nothing inside one: refused before anything runs, so that a migration stays atomic.
     private static let refused: [String: String] = [
         "BEGIN": "each migration already runs in a transaction of its own",
+        "START": "each migration already runs in a transaction of its own",
         "COMMIT": "it would commit part of the migration and end its transaction",
         "END": "it would commit part of the migration and end its transaction",
         "ROLLBACK": "it would end the migration's transaction",
+        "ABORT": "it would end the migration's transaction",
         "SAVEPOINT": "it would nest a transaction the migrator does not track",
         "RELEASE": "it would release a savepoint the migrator does not track",
-        "ATTACH": "it would write another file, outside the migration's transaction",
-        "DETACH": "it would detach a database outside the migration's transaction",
         "VACUUM": "VACUUM cannot run inside a transaction",
-        "PRAGMA": "most pragmas do nothing inside a transaction (foreign_keys, journal_mode) or change the connection, not the schema",
     ]
+
+    /// Statements refused on one engine only.
+    private static let refusedByDialect: [MigrationDialect: [String: String]] = [
+        .sqlite: [
+            "ATTACH": "it would write another file, outside the migration's transaction",
+            "DETACH": "it would detach a database outside the migration's transaction",
+            "PRAGMA": "most pragmas do nothing inside a transaction (foreign_keys, journal_mode) or change the connection, not the schema",
+        ],
+        .postgres: [
+            "PREPARE": "PREPARE TRANSACTION would end the migration's transaction",
+        ],
+    ]
+
+    /// Why PostgreSQL cannot run a statement inside a transaction, by its first words.
+    private static func postgresRefusal(of words: [String]) -> String? {
+        if ["CREATE", "DROP", "REINDEX"].contains(words.first), words.contains("CONCURRENTLY") {
+            return "building or dropping an index CONCURRENTLY cannot run inside a transaction"
+        }
+        return switch (words.first, words.dropFirst().first) {
+        case ("CREATE", "DATABASE"), ("DROP", "DATABASE"): "CREATE or DROP DATABASE cannot run inside a transaction"
+        case ("ALTER", "SYSTEM"): "ALTER SYSTEM cannot run inside a transaction"
+        default: nil
+        }
+    }
 
     /// Pragmas that change the database inside a transaction, as a migration expects.
     private static let allowedPragmas: Set<String> = ["APPLICATION_ID", "USER_VERSION"]
 
-    private static func checkStatements(of migration: Migration) throws {
-        for statement in SQLText.statements(in: migration.sql) {
-            let words = SQLText.leadingWords(of: statement, count: 2)
-            guard let keyword = words.first, let reason = refused[keyword] else { continue }
-            if keyword == "PRAGMA", words.count == 2, allowedPragmas.contains(words[1]) { continue }
+    private static func checkStatements(of migration: Migration, dialect: MigrationDialect) throws {
+        let statements = switch dialect {
+        case .sqlite: SQLText.statements(in: migration.sql)
+        case .postgres: PostgreSQLText.statements(in: migration.sql)
+        }
+        let engineRefused = refusedByDialect[dialect] ?? [:]
+        for statement in statements {
+            let words = SQLText.leadingWords(of: statement, count: 4)
+            guard let keyword = words.first else { continue }
+            let reason = refused[keyword] ?? engineRefused[keyword] ?? (dialect == .postgres ? postgresRefusal(of: words) : nil)
+            guard let reason else { continue }
+            if keyword == "PRAGMA", words.count >= 2, allowedPragmas.contains(words[1]) { continue }
             throw MigrationError(
                 code: .refusedStatement,
                 message: "migration \(migration.fileName) contains `\(statement)`, which a migration may not run: \(reason); remove it (nothing was applied)",

@@ -1,5 +1,5 @@
 /// Why migrations could not be read, checked or applied; it names the file and, for a failing
-/// statement, the statement and SQLite's message.
+/// statement, the statement and the engine's message.
 public struct MigrationError: Error, Sendable, CustomStringConvertible {
     /// The kind of a ``MigrationError``.
     public enum Code: Sendable, Hashable {
@@ -24,6 +24,8 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         /// A statement would break the migration's own transaction (`COMMIT`, `ROLLBACK`,
         /// `ATTACH`, a `PRAGMA` that does nothing inside a transaction, ...).
         case refusedStatement
+        /// The migrations are written for another engine than the database's.
+        case wrongDialect
     }
 
     public var code: Code

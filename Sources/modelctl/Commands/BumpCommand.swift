@@ -41,9 +41,9 @@ struct BumpCommand: AsyncParsableCommand {
         // Listening from the start: a signal while the file is checked stops the bump too.
         let interruption = Interruption()
         try options.requireExistingDatabase(for: "bump")
-        try options.requireWritableDemoDatabase(for: "bump")
-        // Refused before a store opens (and installs its change log) on the file.
-        switch try committedRow() {
+        try await options.requireWritableDemoDatabase(for: "bump")
+        // Refused before a store opens (and installs its change log) on the database.
+        switch try await committedRow() {
         case .missing: throw noSuchRow
         case .count(let count): try requireNoOverflow(from: count)
         case .unlike: break  // the store's schema check refuses it, before it writes
@@ -59,8 +59,8 @@ struct BumpCommand: AsyncParsableCommand {
     }
 
     /// The row as committed, read on a read-only connection.
-    private func committedRow() throws -> CommittedRow {
-        let result = try DatabaseReader(path: options.path).query("SELECT * FROM rows WHERE id = ?", [.integer(id)])
+    private func committedRow() async throws -> CommittedRow {
+        let result = try await options.query("SELECT * FROM rows WHERE id = \(options.placeholder(1))", [.integer(id)])
         guard let column = result.columns.firstIndex(of: "count") else { return .unlike }
         guard let row = result.rows.first else { return .missing }
         guard case .integer(let count) = row[column] else { return .unlike }
@@ -85,9 +85,9 @@ struct BumpCommand: AsyncParsableCommand {
 
     @MainActor private func bump(_ interruption: Interruption) async throws {
         if let status = interruption.exitStatus { throw interrupted(status) }
-        let store = try ModelStore(.file(options.path), models: [Row.self, TodoList.self], configuration: options.storeConfiguration)
+        let store = try await ModelStore.open(options.location, models: [Row.self, TodoList.self], configuration: options.storeConfiguration)
         // Checked again: the row may have changed since the read-only check.
-        guard let row = try store.find(Row.self, key: id) else { throw noSuchRow }
+        guard let row = try await store.async.find(Row.self, key: id) else { throw noSuchRow }
         try requireNoOverflow(from: row.count)
         // One unit: all the bumps commit, or (interrupted, or failing) none of them.
         do {

@@ -19,6 +19,9 @@ struct CheckCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(operation: "check", path: options.path) {
+            guard !options.isPostgres else {
+                throw CLIError(.usage, "check \(options.path): check reads SQLite files; a PostgreSQL server checks its own data (see its amcheck extension)")
+            }
             try options.requireExistingDatabase(for: "check")
             try options.requireIntactDatabase(for: "check", thorough: true)
             print("ok: \(options.path) passed integrity_check")

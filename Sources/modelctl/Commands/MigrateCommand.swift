@@ -21,7 +21,7 @@ extension MigrateCommand {
             try await reportingErrors(operation: "migrate status", path: options.path) {
                 try options.requireExistingDatabase(for: "migrate status")
                 let migrator = try options.migrator()
-                let status = try migrator.status(databaseAt: options.path)
+                let status = try await migrator.status(of: options.location)
                 print("using \(options.migrationSetDescription)")
                 print("version \(status.currentVersion) of \(migrator.latestVersion)")
                 for migration in status.applied {
@@ -48,16 +48,18 @@ extension MigrateCommand {
             try await reportingErrors(operation: "migrate up", path: options.path) {
                 try options.refuseFolder(for: "migrate up")
                 let migrator = try options.migrator()
-                if FileManager.default.fileExists(atPath: options.path) { try options.requireIntactDatabase(for: "migrate up") }
+                if case .file(let path) = options.location, FileManager.default.fileExists(atPath: path) {
+                    try options.requireIntactDatabase(for: "migrate up")
+                }
                 print("using \(options.migrationSetDescription)")
-                let applied = try migrator.migrate(databaseAt: options.path, upTo: to)
+                let applied = try await migrator.migrate(options.location, upTo: to)
                 for migration in applied { print("applied \(migration.fileName)") }
                 // Once a migration has committed, no later read decides the outcome: the version
                 // is the last one applied, read again only when nothing was.
                 if let last = applied.last {
                     print("now at version \(last.version)")
                 } else {
-                    print("already at version \(try migrator.status(databaseAt: options.path).currentVersion)")
+                    print("already at version \(try await migrator.status(of: options.location).currentVersion)")
                 }
             }
         }
@@ -74,7 +76,7 @@ extension MigrateCommand {
         func run() async throws {
             try await reportingErrors(operation: "migrate plan", path: options.path) {
                 let migrator = try options.migrator()
-                let plan = try migrator.plan(databaseAt: options.path, upTo: to)
+                let plan = try await migrator.plan(for: options.location, upTo: to)
                 print("-- using \(options.migrationSetDescription)")
                 if plan.isEmpty { print("-- nothing to apply") }
                 for migration in plan {
@@ -96,7 +98,7 @@ extension MigrateCommand {
         func run() async throws {
             try await reportingErrors(operation: "migrate verify", path: options.path) {
                 try options.requireExistingDatabase(for: "migrate verify")
-                let status = try options.migrator().status(databaseAt: options.path)
+                let status = try await options.migrator().status(of: options.location)
                 if let first = status.drift.first {
                     for problem in status.drift.dropFirst() {
                         FileHandle.standardError.write(Data("modelctl: migrate verify \(options.path): \(problem.message)\n".utf8))
@@ -110,7 +112,7 @@ extension MigrateCommand {
 
     struct New: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create the next migration file in the schemas folder (./Schemas by default).",
+            abstract: "Create the next migration file in the schemas folder (./Schemas by default, ./Schemas/postgres for a PostgreSQL database).",
             discussion: "Example: modelctl migrate new add_note_to_rows"
         )
 
@@ -126,12 +128,12 @@ extension MigrateCommand {
         }
 
         func run() async throws {
-            let folder = options.schemasFolder ?? "Schemas"
+            let folder = options.schemasFolder ?? (options.isPostgres ? "Schemas/postgres" : "Schemas")
             try await reportingErrors(operation: "migrate new", path: folder) {
                 guard FileManager.default.fileExists(atPath: folder) else {
                     throw CLIError(.missingInput, "migrate new: there is no folder \(folder); create it or pass --schemas DIR")
                 }
-                let existing = try MigrationDirectory.migrations(in: folder)
+                let existing = try MigrationDirectory.migrations(in: folder, dialect: MigrationDialect(of: options.location))
                 let migration = Migration(version: (existing.last?.version ?? 0) + 1, name: name, sql: "")
                 let path = URL(fileURLWithPath: folder).appendingPathComponent(migration.fileName).path
                 let template = "-- \(migration.fileName): describe the change, then write its SQL.\n"

@@ -8,7 +8,9 @@ struct QueryCommand: AsyncParsableCommand {
         discussion: """
             Without SQL, prints the demo rows (SELECT * FROM rows ORDER BY id), filtered by \
             --where. SQL that would change the database is refused, even when hidden in a \
-            multi-statement string, and nothing runs. The file is never created.
+            multi-statement string, and nothing runs. The file is never created. On PostgreSQL \
+            (--db postgres://...) the SQL is PostgreSQL's, one statement, run in a read-only \
+            transaction.
 
             Examples:
               modelctl query --where "count > 0" --format json
@@ -46,10 +48,9 @@ struct QueryCommand: AsyncParsableCommand {
             try options.requireExistingDatabase(for: "query")
             // The file's header and application are checked before the query runs, also for a
             // query that would read no page of it (`SELECT 1` on a text file).
-            try options.requireDemoDatabase(for: "query")
-            let reader = try DatabaseReader(path: options.path)
+            try await options.requireDemoDatabase(for: "query")
             let statement = sql ?? "SELECT * FROM rows" + (condition.map { " WHERE \($0)" } ?? "") + " ORDER BY id"
-            let result = try reader.query(statement, limit: limit)
+            let result = try await options.query(statement, limit: limit)
             switch format {
             case .table: print(TableFormatter.table(result), terminator: "")
             case .json: print(TableFormatter.json(result))

@@ -30,20 +30,22 @@ struct SeedCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(operation: "seed", path: options.path) {
             try options.refuseFolder(for: "seed")
-            try options.requireWritableDemoDatabase(for: "seed", allowingEmpty: true)
-            try refuseExistingRows()
+            try await options.requireWritableDemoDatabase(for: "seed", allowingEmpty: true)
+            try await refuseExistingRows()
             try await seed()
         }
     }
 
     /// Refuses a table that already has rows (without `--reset`) reading only, before anything
-    /// is migrated or set up in the file.
-    private func refuseExistingRows() throws {
-        guard !reset, FileManager.default.fileExists(atPath: options.path) else { return }
-        let reader = try DatabaseReader(path: options.path)
-        let tables = try reader.query("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rows'")
+    /// is migrated or set up in the database.
+    private func refuseExistingRows() async throws {
+        guard !reset else { return }
+        if case .file(let path) = options.location, !FileManager.default.fileExists(atPath: path) { return }
+        let tables = try await options.query(options.isPostgres
+            ? "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'rows'"
+            : "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rows'")
         guard tables.rows.first?.first == .integer(1),
-              case .integer(let existing)? = try reader.query("SELECT count(*) FROM rows").rows.first?.first
+              case .integer(let existing)? = try await options.query("SELECT count(*) FROM rows").rows.first?.first
         else { return }
         try refuse(existing: existing)
     }
@@ -62,7 +64,7 @@ struct SeedCommand: AsyncParsableCommand {
     @MainActor private func seed() async throws {
         let interruption = Interruption()
         let start = ContinuousClock.now
-        try options.migrator().migrate(databaseAt: options.path)
+        try await options.migrator().migrate(options.location)
         if let status = interruption.exitStatus {
             FileHandle.standardError.write(Data("modelctl: seed interrupted after migrating; no row was inserted\n".utf8))
             throw ExitCode(status)
@@ -71,12 +73,12 @@ struct SeedCommand: AsyncParsableCommand {
         // The seed commits only as its one unit: nothing flushes on its own, so the old rows'
         // deletion, handed back by a cancelled insert, cannot commit alone before it is discarded.
         configuration.flushInterval = .seconds(86_400)
-        let store = try ModelStore(.file(options.path), models: [Row.self, TodoList.self], configuration: configuration)
-        let existing = try store.count(Row.self)
+        let store = try await ModelStore.open(options.location, models: [Row.self, TodoList.self], configuration: configuration)
+        let existing = try await store.async.fetchCount(FetchDescriptor<Row>())
         try refuse(existing: Int64(existing))
         // One unit: the old rows and lists go only if the new ones commit.
-        if existing > 0 { try store.deleteAll(Row.self) }
-        try store.deleteAll(TodoList.self)
+        if existing > 0 { try await store.async.deleteAll(Row.self) }
+        try await store.async.deleteAll(TodoList.self)
         let lists = (1...TodoList.demoCount).map { TodoList(id: $0, title: "List \($0)") }
         for list in lists { try store.insert(list) }
         let progress = ProgressBar(total: rows, label: "seeding")

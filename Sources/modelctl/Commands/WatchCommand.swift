@@ -60,16 +60,15 @@ struct WatchCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(operation: "watch", path: options.path) {
             try options.requireExistingDatabase(for: "watch")
-            try options.requireDemoDatabase(for: "watch")
+            try await options.requireDemoDatabase(for: "watch")
             try await watch()
         }
     }
 
     /// Refuses a watched row that does not exist, reading only: before a store opens (and
     /// installs its change log) on the file.
-    private func refuseMissingRows() throws {
-        let reader = try DatabaseReader(path: options.path)
-        for id in rows where try reader.query("SELECT 1 FROM rows WHERE id = ?", [.integer(id)]).rows.isEmpty {
+    private func refuseMissingRows() async throws {
+        for id in rows where try await options.query("SELECT 1 FROM rows WHERE id = \(options.placeholder(1))", [.integer(id)]).rows.isEmpty {
             throw noSuchRow(id)
         }
     }
@@ -87,11 +86,16 @@ struct WatchCommand: AsyncParsableCommand {
         let (items, sink) = AsyncStream.makeStream(of: Item.self)
         let interruption = Interruption()
         interruption.whenSignalled { sink.yield(.stop) }
-        try refuseMissingRows()
-        let store = try ModelStore(.file(options.path), models: [Row.self, TodoList.self], configuration: options.storeConfiguration)
+        try await refuseMissingRows()
+        let store = try await ModelStore.open(options.location, models: [Row.self, TodoList.self], configuration: options.storeConfiguration)
         // Hold the watched rows: the store knows the values of objects someone holds, so their
         // events carry old values.
-        let watched = rows.isEmpty ? try store.fetch(Row.self) : try rows.compactMap { try store.find(Row.self, key: $0) }
+        var watched: [Row] = []
+        if rows.isEmpty {
+            watched = try await store.async.fetch(FetchDescriptor<Row>())
+        } else {
+            for id in rows { if let row = try await store.async.find(Row.self, key: id) { watched.append(row) } }
+        }
         if let missing = rows.first(where: { id in !watched.contains { $0.id == id } }) { throw noSuchRow(missing) }
         let keyPaths = try columnKeyPaths()
         let wanted = Set(keyPaths.compactMap { Row._$columnIndex(of: $0) })

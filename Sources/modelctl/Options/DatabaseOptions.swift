@@ -5,10 +5,10 @@ import TrackedModels
 
 /// `--db` and `--schemas`, shared by every command that touches the database.
 struct DatabaseOptions: ParsableArguments {
-    @Option(name: .customLong("db"), help: "The database file (default: $MODELCTL_DB, else ./model.sqlite).")
+    @Option(name: .customLong("db"), help: "The database: a file, or a postgres://user:password@host:port/database URL (default: $MODELCTL_DB, else ./model.sqlite).")
     var database: String?
 
-    @Option(help: "The folder of NNNN_name.sql migrations (default: ./Schemas when it exists, else the demo ones built in).")
+    @Option(help: "The folder of NNNN_name.sql migrations, PostgreSQL's in its postgres/ folder (default: ./Schemas when it exists, else the demo ones built in).")
     var schemas: String?
 
     @Flag(help: "Log what the store does on its own (busy retries, failed commits, refused changes, resets, log pruning) to stderr.")
@@ -25,17 +25,39 @@ struct DatabaseOptions: ParsableArguments {
         return configuration
     }
 
-    /// The database path to use.
-    var path: String {
+    /// `--db`, else `$MODELCTL_DB`, else `model.sqlite`: a file path or a PostgreSQL URL.
+    private var argument: String {
         database ?? ProcessInfo.processInfo.environment["MODELCTL_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "model.sqlite"
     }
 
+    /// The database to use: a PostgreSQL one for a `postgres://` (or `postgresql://`) URL,
+    /// else a file.
+    var location: DatabaseLocation {
+        let argument = argument
+        let scheme = argument.prefix { $0 != ":" }.lowercased()
+        return (scheme == "postgres" || scheme == "postgresql") && argument.contains("://") ? .postgres(argument) : .file(argument)
+    }
+
+    /// Whether the database is a PostgreSQL one.
+    var isPostgres: Bool { MigrationDialect(of: location) == .postgres }
+
+    /// How messages name the database: the path, or the URL without its password.
+    var path: String { location.description }
+
     /// The folder the migrations come from: `--schemas`, else `./Schemas` when it exists (as
-    /// dbmate, Flyway and sqlx use theirs); `nil` for the demo set built into modelctl.
+    /// dbmate, Flyway and sqlx use theirs); for PostgreSQL its `postgres/` folder. `nil` for
+    /// the demo set built into modelctl.
     var schemasFolder: String? {
-        if let schemas { return schemas }
         var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: "Schemas", isDirectory: &isDirectory) && isDirectory.boolValue ? "Schemas" : nil
+        let base: String? = if let schemas {
+            schemas
+        } else if FileManager.default.fileExists(atPath: "Schemas", isDirectory: &isDirectory), isDirectory.boolValue {
+            "Schemas"
+        } else {
+            nil
+        }
+        guard let base else { return nil }
+        return isPostgres ? (base.hasSuffix("/") ? base : base + "/") + "postgres" : base
     }
 
     /// Which migration set a command uses, in words, for the `migrate` commands to say.
@@ -44,17 +66,20 @@ struct DatabaseOptions: ParsableArguments {
         return "the demo migrations built into modelctl (no ./Schemas folder here; pass --schemas DIR to use another)"
     }
 
-    /// The migrations of ``schemasFolder``, or the demo ones built in.
+    /// The migrations of ``schemasFolder``, or the demo ones built in, for the database's engine.
     func migrator() throws -> SchemaMigrator {
+        let dialect = MigrationDialect(of: location)
         if let folder = schemasFolder {
-            return try SchemaMigrator(MigrationDirectory.migrations(in: folder))
+            return try SchemaMigrator(MigrationDirectory.migrations(in: folder, dialect: dialect), dialect: dialect)
         }
-        return try SchemaMigrator(DemoSchemas.migrations)
+        return try SchemaMigrator(DemoSchemas.migrations(for: dialect), dialect: dialect)
     }
 
     /// Fails with exit code 66 when the database file does not exist, so that a command that
-    /// only reads never creates one, or when the path is a folder.
+    /// only reads never creates one, or when the path is a folder. (A PostgreSQL database that
+    /// does not exist is refused when connecting, with 66 too.)
     func requireExistingDatabase(for operation: String) throws {
+        guard case .file(let path) = location else { return }
         try refuseFolder(for: operation)
         guard FileManager.default.fileExists(atPath: path) else {
             throw CLIError(.missingInput, "\(operation) \(path): there is no such database; run `modelctl seed` first, or pass --db PATH")
@@ -64,6 +89,7 @@ struct DatabaseOptions: ParsableArguments {
     /// Fails with exit code 66 when `--db` names a folder, or a file in a folder that does not
     /// exist (a command that writes creates the file, never its folder).
     func refuseFolder(for operation: String) throws {
+        guard case .file(let path) = location else { return }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw CLIError(.missingInput, "\(operation) \(path): is a directory, not a database file; pass --db PATH to a file")
@@ -74,19 +100,42 @@ struct DatabaseOptions: ParsableArguments {
         }
     }
 
+    /// Runs read-only SQL on the database (SQLite's or PostgreSQL's, as the database is),
+    /// which must exist.
+    func query(_ sql: String, _ arguments: [SQLValue] = [], limit: Int? = nil) async throws -> DatabaseReader.Result {
+        switch location {
+        case .postgres(let url):
+            let reader = try await PostgresDatabaseReader.connect(url)
+            defer { reader.close() }
+            return try await reader.query(sql, arguments, limit: limit)
+        case .file(let path):
+            return try DatabaseReader(path: path).query(sql, arguments, limit: limit)
+        case .inMemory:
+            throw CLIError(.usage, "an in-memory database holds nothing to read; pass --db PATH")
+        }
+    }
+
+    /// The placeholder of the `index`th argument (from 1) in the database's SQL: `?` or `$n`.
+    func placeholder(_ index: Int) -> String {
+        isPostgres ? "$\(index)" : "?"
+    }
+
     /// Checks the file for damage, reading only: `integrity_check` when `thorough`, else the
-    /// quicker `quick_check`. A damaged file is refused (65) with SQLite's findings.
+    /// quicker `quick_check`. A damaged file is refused (65) with SQLite's findings. (A
+    /// PostgreSQL server keeps its own data sound: nothing to check here.)
     func requireIntactDatabase(for operation: String, thorough: Bool = false) throws {
+        guard case .file(let path) = location else { return }
         try requireIntact(DatabaseReader(path: path), for: operation, thorough: thorough)
     }
 
-    /// Both checks a writing command makes before it writes, on one read-only connection:
-    /// a modelctl database (or, with `allowingEmpty`, an empty one), and not damaged.
-    func requireWritableDemoDatabase(for operation: String, allowingEmpty: Bool = false) throws {
-        guard FileManager.default.fileExists(atPath: path) else { return }
-        let reader = try DatabaseReader(path: path)
-        try requireIntact(reader, for: operation, thorough: false)
-        try requireDemo(reader, for: operation, allowingEmpty: allowingEmpty)
+    /// Both checks a writing command makes before it writes, reading only: a modelctl database
+    /// (or, with `allowingEmpty`, an empty one), and (a file) not damaged.
+    func requireWritableDemoDatabase(for operation: String, allowingEmpty: Bool = false) async throws {
+        if case .file(let path) = location {
+            guard FileManager.default.fileExists(atPath: path) else { return }
+            try requireIntact(DatabaseReader(path: path), for: operation, thorough: false)
+        }
+        try await requireDemoDatabase(for: operation, allowingEmpty: allowingEmpty)
     }
 
     private func requireIntact(_ reader: DatabaseReader, for operation: String, thorough: Bool) throws {
@@ -105,27 +154,36 @@ struct DatabaseOptions: ParsableArguments {
         }
     }
 
-    /// Checks, reading only, that an existing file is a demo database (or an empty one, for
-    /// `seed` and `migrate up` to fill), before a command writes to it: a foreign file is refused
-    /// (78) without being changed.
+    /// Checks, reading only, that an existing database is a demo database (or an empty one,
+    /// for `seed` and `migrate up` to fill), before a command writes to it: a foreign one is
+    /// refused (78) without being changed.
     ///
-    /// - Parameter allowingEmpty: Whether a file with no tables at all is fine.
-    func requireDemoDatabase(for operation: String, allowingEmpty: Bool = false) throws {
-        guard FileManager.default.fileExists(atPath: path) else { return }
-        try requireDemo(DatabaseReader(path: path), for: operation, allowingEmpty: allowingEmpty)
-    }
-
-    private func requireDemo(_ reader: DatabaseReader, for operation: String, allowingEmpty: Bool) throws {
+    /// A file is marked by its `application_id`; a PostgreSQL database by the comment on its
+    /// `rows` table (`COMMENT ON TABLE rows`, set by the demo migrations).
+    ///
+    /// - Parameter allowingEmpty: Whether a database with no tables at all is fine.
+    func requireDemoDatabase(for operation: String, allowingEmpty: Bool = false) async throws {
+        if case .file(let path) = location, !FileManager.default.fileExists(atPath: path) { return }
         // One line: an error quotes it.
-        let facts = try reader.query(
-            "SELECT (SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rows'), (SELECT count(*) FROM sqlite_master WHERE type = 'table')"
+        let facts = try await query(isPostgres
+            ? """
+            SELECT (SELECT obj_description(to_regclass('rows'), 'pg_class')),
+                   (SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'rows'),
+                   (SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename NOT LIKE 'trackedmodels\\_%')
+            """
+            : "SELECT (SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'rows'), (SELECT count(*) FROM sqlite_master WHERE type = 'table')"
         ).rows.first ?? []
-        guard facts.count == 3, case .integer(let applicationID) = facts[0], case .integer(let rows) = facts[1], case .integer(let tables) = facts[2] else { return }
-        if applicationID != 0, applicationID != DemoSchemas.applicationID {
+        guard facts.count == 3, case .integer(let rows) = facts[1], case .integer(let tables) = facts[2] else { return }
+        switch facts[0] {
+        case .integer(let applicationID) where applicationID != 0 && applicationID != DemoSchemas.applicationID:
             throw CLIError(.configuration, "\(operation) \(path): the file belongs to another application (application_id \(applicationID)); nothing was changed. Pass --db PATH to a modelctl database")
+        case .text(let comment) where comment != DemoSchemas.postgresMark:
+            throw CLIError(.configuration, "\(operation) \(path): its rows table belongs to another application (its comment says \"\(comment)\"); nothing was changed. Pass --db URL to a modelctl database")
+        default:
+            break
         }
         if rows == 0, !(allowingEmpty && tables == 0) {
-            throw CLIError(.configuration, "\(operation) \(path): the file has no `rows` table, so it is not a modelctl database; nothing was changed. Pass --db PATH to a demo database, or create one with `modelctl seed`")
+            throw CLIError(.configuration, "\(operation) \(path): the database has no `rows` table, so it is not a modelctl database; nothing was changed. Pass --db to a demo database, or create one with `modelctl seed`")
         }
     }
 }

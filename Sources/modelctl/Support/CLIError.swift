@@ -9,6 +9,7 @@ struct CLIError: Error {
         case dataError = 65
         case missingInput = 66
         case ioError = 74
+        case unavailable = 69
         case temporaryFailure = 75
         case permissionDenied = 77
         case configuration = 78
@@ -58,6 +59,10 @@ struct CLIError: Error {
             (status, advice) = (.ioError, "the disk is full; free space on it and run the command again (nothing was committed)")
         case .ioFailure:
             (status, advice) = (.ioError, "check the disk (space, errors)")
+        case .cannotOpen where path.contains("://"):
+            (status, advice) = (.missingInput, nil)
+        case .connectionLost:
+            (status, advice) = (.unavailable, nil)
         case .cannotOpen:
             if let blocked = FileDiagnosis.blockedWrite(path) {
                 (status, advice) = (.permissionDenied, blocked)
@@ -75,7 +80,8 @@ struct CLIError: Error {
         if let engine = error.underlying as? SQLiteError {
             message += " (SQLite code \(engine.code.rawValue))"
             if let sql = engine.sql { details.append("in: \(sql)") }
-        } else if let underlying = error.underlying {
+        } else if let underlying = error.underlying as? StoreError {
+            // (A PostgreSQL error's message already holds what the server said.)
             details.append("caused by: \(underlying)")
         }
         if !details.isEmpty { message += "\n  " + details.joined(separator: "; ") }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PostgresTestSupport
 import PropertyBased
 import Testing
 @testable import TrackedModels

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PostgresTestSupport
 import Testing
 @testable import TrackedModels
 

@@ -185,8 +185,9 @@ extension Harness {
         }
     }
 
-    /// A key the program inserts. On PostgreSQL not the largest two: the store moves the key
-    /// sequence past a key it inserts, and a sequence at its end assigns no more keys.
+    /// A key the program or another connection inserts. On PostgreSQL not the largest two:
+    /// the store moves the key sequence past the keys in the table, and a sequence at its end
+    /// assigns no more keys (the insert is refused, naming the sequence).
     private func insertedKey(seed: UInt64) -> Int64 {
         let key = Values.key(seed: seed)
         return engine == .postgres && key >= .max - 1 ? 1 << 40 : key
@@ -513,7 +514,7 @@ extension Harness {
     /// A key of the file: `a` picks among the rows there, or an absent key.
     private func fileKey(_ a: UInt64) -> Int64 {
         let keys = reference.file.keys.sorted()
-        guard !keys.isEmpty, a % 8 != 7 else { return Values.key(seed: a / 8) }
+        guard !keys.isEmpty, a % 8 != 7 else { return insertedKey(seed: a / 8) }
         return keys[Int(a / 8 % UInt64(keys.count))]
     }
 
@@ -565,7 +566,7 @@ extension Harness {
     }
 
     func externalInsert(_ a: UInt64, _ b: UInt64) async throws {
-        let key = Values.key(seed: a)
+        let key = insertedKey(seed: a)
         var values = row(seed: b)
         values[0] = .integer(key)
         values[Item.Column.link.rawValue] = linkValue(seed: b >> 20)

@@ -29,7 +29,8 @@ enum PostgresErrors {
             }
             return StoreError(
                 code: .connectionLost,
-                message: "\(operation) failed: the connection to \(place) was lost or refused (\(cause)); check that the server runs and accepts connections there — the store tries again",
+                message: "\(operation) failed: the connection to \(place) was lost or refused (\(cause)); check that the server runs and accepts connections there"
+                    + (operation == "connecting" ? "" : " — the store tries again"),
                 mayPass: true, underlying: error
             )
         }
@@ -57,6 +58,8 @@ enum PostgresErrors {
         case "57014":
             // A statement timeout or a cancel request: the connection is fine.
             return StoreError(code: .busy, message: message + " (statement_timeout, or cancelled)", mayPass: true, underlying: error)
+        case "25006":
+            return StoreError(code: .notReadOnly, message: message + "; nothing was changed: only SQL that reads runs here", underlying: error)
         case "25P02":
             return StoreError(code: .engineFailure, message: message, underlying: error)
         default:

@@ -71,6 +71,25 @@ final class PostgresSession {
         }
     }
 
+    /// Runs a statement and returns its columns' names and at most `limit` of its rows (the
+    /// rest are not read).
+    func result(_ sql: String, _ arguments: [SQLValue] = [], limit: Int?, doing operation: String) async throws -> (columns: [String], rows: [[SQLValue]]) {
+        var used: PostgresConnection?
+        do {
+            let connection = try await current()
+            used = connection
+            let sequence = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments)), logger: logger)
+            var rows: [[SQLValue]] = []
+            for try await row in sequence {
+                if let limit, rows.count >= limit { break }
+                rows.append(try PostgresValues.values(of: row))
+            }
+            return (sequence.columns.map(\.name), rows)
+        } catch {
+            throw failure(error, doing: operation, on: used)
+        }
+    }
+
     private func current() async throws -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
         close()

@@ -41,16 +41,23 @@ struct SQLiteMigrationStorage: MigrationStorage {
         }
     }
 
-    func inMigrationTransaction<Result>(_ body: () throws -> Result) throws -> Result {
-        try translatingSQLiteErrors {
-            try connection.withTransaction(.immediate) {
+    func inMigrationTransaction<Result>(_ body: () async throws -> Result) async throws -> Result {
+        try translatingSQLiteErrors { try connection.execute("BEGIN IMMEDIATE TRANSACTION") }
+        do {
+            try translatingSQLiteErrors {
                 try connection.execute("""
                     CREATE TABLE IF NOT EXISTS \(SchemaMigrator.tableName) (
                         version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL
                     )
                     """)
-                return try body()
             }
+            let result = try await body()
+            try translatingSQLiteErrors { try connection.execute("COMMIT TRANSACTION") }
+            return result
+        } catch {
+            // After some errors SQLite already rolled back, and then the ROLLBACK fails: fine.
+            if connection.isInTransaction { try? connection.execute("ROLLBACK TRANSACTION") }
+            throw error
         }
     }
 
@@ -61,6 +68,8 @@ struct SQLiteMigrationStorage: MigrationStorage {
             throw FailedStatement(sql: error.sql ?? "?", error: error.storeError)
         }
     }
+
+    func close() {}
 
     func record(_ migration: Migration) throws {
         try translatingSQLiteErrors {

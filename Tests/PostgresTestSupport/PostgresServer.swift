@@ -1,8 +1,7 @@
-import Foundation
+public import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import Testing
 
 /// The PostgreSQL server the PostgreSQL tests use: `$TRACKEDMODELS_POSTGRES_URL` when set (CI
 /// starts a throwaway cluster with `.ci/postgres` and sets it), else a cluster this test
@@ -11,14 +10,14 @@ import Testing
 /// Without a server (PostgreSQL's server programs are not installed), the tests that need one
 /// are skipped with a message saying so; with `TRACKEDMODELS_REQUIRE_POSTGRES=1` (as CI sets
 /// it) they fail instead.
-enum PostgresServer {
+public enum PostgresServer {
     /// The administrative URL (a role that may create databases), or why there is none.
-    static let server: Result<URLComponents, ServerMissing> = {
+    public static let server: Result<URLComponents, ServerMissing> = {
         let environment = ProcessInfo.processInfo.environment
         if let url = environment["TRACKEDMODELS_POSTGRES_URL"], let components = URLComponents(string: url) {
             return .success(components)
         }
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appending(path: "../../../.ci/postgres").standardized.path
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appending(path: "../../.ci/postgres").standardized.path
         let directory = FileManager.default.temporaryDirectory.appending(path: "trackedmodels-postgres-\(ProcessInfo.processInfo.processIdentifier)").path
         // popen, not Process: this runs while tests are being planned, where waiting for a
         // Process's exit may never return.
@@ -47,19 +46,19 @@ enum PostgresServer {
         return (status, String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    struct ServerMissing: Error {
-        var reason: String
+    public struct ServerMissing: Error {
+        public var reason: String
     }
 
     /// Whether the tests that need a server run: there is one, or CI requires it (and the test
     /// then fails, saying why).
-    static var isEnabled: Bool {
+    public static var isEnabled: Bool {
         if case .success = server { return true }
         return ProcessInfo.processInfo.environment["TRACKEDMODELS_REQUIRE_POSTGRES"] == "1"
     }
 
     /// A new, empty database; its URL.
-    static func makeDatabase() async throws -> String {
+    public static func makeDatabase() async throws -> String {
         let admin = try server.get()
         let name = "test_\(UUID().uuidString.prefix(8).lowercased())"
         try await psql(admin.string!, "CREATE DATABASE \(name)")
@@ -69,7 +68,7 @@ enum PostgresServer {
     }
 
     /// The server's URL with other credentials, for tests of refused logins.
-    static func url(user: String, password: String) throws -> String {
+    public static func url(user: String, password: String) throws -> String {
         var components = try server.get()
         components.user = user
         components.password = password
@@ -78,7 +77,7 @@ enum PostgresServer {
 
     /// Runs SQL in `psql`, another process, and returns what it printed (unaligned, tuples only).
     @discardableResult
-    static func psql(_ url: String, _ sql: String) async throws -> String {
+    public static func psql(_ url: String, _ sql: String) async throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["psql", url, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql]

@@ -1,0 +1,77 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+@testable import TrackedModels
+
+/// Migrations on PostgreSQL: split as PostgreSQL reads SQL, each in one transaction (its DDL
+/// too), recorded with the same checksums, one migrator at a time, and never another engine's.
+@Suite(.enabled(if: PostgresServer.isEnabled, "no PostgreSQL server: set TRACKEDMODELS_POSTGRES_URL, or install PostgreSQL's server (apt-get install postgresql)"))
+struct PostgresMigrationTests {
+    private static let migrations = [
+        Migration(version: 1, name: "create_notes", sql: "CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT NOT NULL DEFAULT 'a;b');\n"),
+        Migration(version: 2, name: "note_count", sql: """
+            -- A function body holds semicolons; it is one statement.
+            CREATE FUNCTION note_count() RETURNS bigint LANGUAGE plpgsql AS $body$
+            BEGIN
+                RETURN (SELECT count(*) FROM notes);
+            END;
+            $body$;
+            INSERT INTO notes (id, body) VALUES (1, E'it\\'s; fine'), (2, 'x''; y'); /* a /* nested */ comment; */
+            """),
+    ]
+
+    @Test func migrationsApplyOnceAndAreRecordedWithTheirChecksums() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let migrator = try SchemaMigrator(Self.migrations, dialect: .postgres)
+        #expect(try await migrator.plan(for: .postgres(url)).map(\.version) == [1, 2])
+        // Two migrators at once: one applies each migration, the other waits and finds it done.
+        async let first = migrator.migrate(.postgres(url))
+        async let second = migrator.migrate(.postgres(url))
+        let applied = try await first.count + second.count
+        #expect(applied == 2)
+        #expect(try await PostgresServer.psql(url, "SELECT note_count(), string_agg(body, '|' ORDER BY id) FROM notes") == "2|it's; fine|x'; y")
+        let status = try await migrator.status(of: .postgres(url))
+        #expect(status.currentVersion == 2)
+        #expect(status.drift.isEmpty)
+        #expect(status.applied.map(\.checksum) == Self.migrations.map(\.checksum))
+
+        let edited = try SchemaMigrator([Self.migrations[0], Migration(version: 2, name: "note_count", sql: "SELECT 1;")], dialect: .postgres)
+        await #expect { try await edited.migrate(.postgres(url)) } throws: { ($0 as? MigrationError)?.code == .checksumMismatch }
+    }
+
+    @Test func anotherEnginesMigrationsAreRefusedBeforeAnythingRuns() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let sqlite = try SchemaMigrator([Migration(version: 1, name: "create", sql: "CREATE TABLE t (x INTEGER) STRICT;")])
+        await #expect { try await sqlite.migrate(.postgres(url)) } throws: { ($0 as? MigrationError)?.code == .wrongDialect }
+        let postgres = try SchemaMigrator(Self.migrations, dialect: .postgres)
+        await #expect { try await postgres.migrate(.file(FileManager.default.temporaryDirectory.appending(path: "\(UUID()).sqlite").path)) } throws: {
+            ($0 as? MigrationError)?.code == .wrongDialect
+        }
+        #expect(try await PostgresServer.psql(url, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == "0")
+    }
+
+    @Test(arguments: [
+        "CREATE INDEX CONCURRENTLY notes_by_body ON notes (body);",
+        "create unique index concurrently x on notes (id);",
+        "DROP DATABASE other;",
+        "ALTER SYSTEM SET work_mem = '1MB';",
+        "COMMIT;",
+        "START TRANSACTION;",
+        "VACUUM notes;",
+        "PREPARE TRANSACTION 'x';",
+    ])
+    func statementsThatCannotRunInAMigrationsTransactionAreRefused(_ statement: String) throws {
+        #expect { try SchemaMigrator([Migration(version: 1, name: "bad", sql: "SELECT 1;\n" + statement)], dialect: .postgres) } throws: {
+            ($0 as? MigrationError)?.code == .refusedStatement
+        }
+    }
+
+    @Test func sqlSplitsAsPostgreSQLReadsIt() {
+        #expect(PostgreSQLText.statements(in: "SELECT 1; SELECT ';'; -- only a comment;\n/* and; another */") == ["SELECT 1;", "SELECT ';';"])
+        #expect(PostgreSQLText.statements(in: #"SELECT E'\';'; SELECT "a;b" FROM t"#) == [#"SELECT E'\';';"#, #"SELECT "a;b" FROM t"#])
+        #expect(PostgreSQLText.statements(in: "SELECT $$a;$$, $x$ $$; $x$; SELECT $1") == ["SELECT $$a;$$, $x$ $$; $x$;", "SELECT $1"])
+        #expect(PostgreSQLText.statements(in: "SELECT 1 /* a /* b; */ c; */; SELECT 2;") == ["SELECT 1 /* a /* b; */ c; */;", "SELECT 2;"])
+        #expect(PostgreSQLText.statements(in: "").isEmpty)
+        #expect(PostgreSQLText.statements(in: "'unterminated; string").count == 1)
+    }
+}
