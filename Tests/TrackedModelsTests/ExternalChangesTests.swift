@@ -3,33 +3,44 @@ import Testing
 @testable import TrackedModels
 import TrackedModelsTesting
 
-/// Changes committed by other processes and connections, heard column by column.
+/// Changes committed by other processes and connections, heard column by column, on each
+/// engine (a SQLite file, or a PostgreSQL database through its change log).
 @MainActor
 @Suite(.serialized) struct ExternalChangesTests {
     struct Workload {
         let directory: TemporaryDirectory
+        let engine: TestEngine
+        /// The database's path or URL.
         let path: String
         let store: ModelStore
         let rows: [Row]
         let probe: NotificationProbe
+
+        /// Runs SQL in another process (`sqlite3` or `psql`).
+        func shell(_ sql: String) async throws {
+            try await engine.sql(path, sql)
+        }
     }
 
-    private func workload(rows count: Int = 1_000, configuration: ModelStore.Configuration = Stores.configuration()) async throws -> Workload {
+    private func workload(_ engine: TestEngine = .sqlite, rows count: Int = 1_000, configuration: ModelStore.Configuration = Stores.configuration()) async throws -> Workload {
         let directory = try TemporaryDirectory()
-        let path = directory.path("model.sqlite")
-        // The demo schema, so that `modelctl` can write the file as another process.
+        let path = try await engine.makeDatabase(in: directory)
+        // The demo schema, so that `modelctl` can write the database as another process.
         let migrate = try await Helper.run(["migrate", "up", "--db", path], executable: Helper.builtExecutable("modelctl"))
         #expect(migrate == 0)
-        let store = try await Stores.rows(count, at: .file(path), configuration: configuration)
-        let rows = try store.fetch(Row.self, orderBy: "id")
+        let store = try await engine.open(path, configuration: configuration)
+        try store.insert(contentsOf: (0..<Int64(count)).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
+        let rows = try await store.async.fetch(FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
         let probe = NotificationProbe(store: store)
         for row in rows { try probe.subscribe("row \(row.id)", to: .object(row, \Row.count)) }
         try probe.subscribe("list", to: .membership(Row.self))
-        return Workload(directory: directory, path: path, store: store, rows: rows, probe: probe)
+        return Workload(directory: directory, engine: engine, path: path, store: store, rows: rows, probe: probe)
     }
 
-    @Test func aBumpByAnotherProcessNotifiesExactlyThatRowsSubscriber() async throws {
-        let workload = try await workload()
+    @Test(arguments: TestEngine.allCases)
+    func aBumpByAnotherProcessNotifiesExactlyThatRowsSubscriber(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine)
         let status = try await Helper.run(["bump", "42", "--db", workload.path], executable: Helper.builtExecutable("modelctl"))
         #expect(status == 0)
         try await settle { workload.probe.total > 0 }
@@ -40,37 +51,41 @@ import TrackedModelsTesting
         #expect(workload.rows[42].count == 1)
     }
 
-    @Test func aTitleChangedInTheShellReachesOnlyTitleSubscribers() async throws {
-        let workload = try await workload()
+    @Test(arguments: TestEngine.allCases)
+    func aTitleChangedInTheShellReachesOnlyTitleSubscribers(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine)
         try workload.probe.subscribe("title 7", to: .object(workload.rows[7], \Row.title))
         try workload.probe.subscribe("titles", to: .column(\Row.title))
-        try await sqlite3(workload.path, "UPDATE rows SET title = 'from the shell' WHERE id = 7")
+        try await workload.shell("UPDATE rows SET title = 'from the shell' WHERE id = 7")
         try await settle { workload.probe.total > 1 }
         #expect(workload.probe.counts == ["title 7": 1, "titles": 1])
         #expect(workload.probe.events(of: "title 7")[0].change(of: \Row.title)! == (old: "Row 7", new: "from the shell"))
         #expect(workload.rows[7].title == "from the shell")
     }
 
-    @Test func aThousandBumpsInOneTransactionAreOneEvent() async throws {
-        let workload = try await workload()
+    @Test(arguments: TestEngine.allCases)
+    func aThousandBumpsInOneTransactionAreOneEvent(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine)
         let bumps = String(repeating: "UPDATE rows SET count = count + 1 WHERE id = 42;\n", count: 1_000)
-        try await sqlite3(workload.path, "BEGIN IMMEDIATE;\n\(bumps)COMMIT;")
+        try await workload.shell("BEGIN;\n\(bumps)COMMIT;")
         try await settle { workload.probe.total > 0 }
         #expect(workload.probe.counts == ["row 42": 1])
         #expect(workload.probe.events(of: "row 42")[0].change(of: \Row.count)! == (old: 0, new: 1_000))
     }
 
-    @Test func insertsAndDeletesByOthersReachMembership() async throws {
-        let workload = try await workload(rows: 10)
-        try await sqlite3(workload.path, "INSERT INTO rows (id, title, count) VALUES (100, 'Row 100', 0); DELETE FROM rows WHERE id = 3;")
+    @Test(arguments: TestEngine.allCases)
+    func insertsAndDeletesByOthersReachMembership(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine, rows: 10)
+        try await workload.shell("BEGIN; INSERT INTO rows (id, title, count) VALUES (100, 'Row 100', 0); DELETE FROM rows WHERE id = 3; COMMIT;")
         try await settle { workload.probe.total > 2 }
         #expect(workload.probe.counts == ["list": 2, "row 3": 1])
         #expect(workload.probe.events(of: "list").map(\.kind) == [.insert, .delete])
-        #expect(try workload.store.find(Row.self, key: Int64(3)) == nil)
+        #expect(try await workload.store.async.find(Row.self, key: Int64(3)) == nil)
     }
 
-    @Test func theStoresOwnFlushesAreNotExternal() async throws {
-        let workload = try await workload(rows: 10)
+    @Test(arguments: TestEngine.allCases)
+    func theStoresOwnFlushesAreNotExternal(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine, rows: 10)
         try workload.store.increment(\Row.count, of: workload.rows[4])
         try await workload.store.flush()
         try await workload.store.refreshExternalChanges()
@@ -78,10 +93,11 @@ import TrackedModelsTesting
         #expect(workload.probe.received.map(\.event.origin) == [.local])
     }
 
-    @Test func anotherStoreInTheSameProcessIsExternalToo() async throws {
-        let workload = try await workload(rows: 10)
-        let other = try ModelStore(.file(workload.path), models: [Row.self], configuration: Stores.configuration())
-        try other.increment(\Row.count, of: try #require(try other.find(Row.self, key: Int64(5))), by: 3)
+    @Test(arguments: TestEngine.allCases)
+    func anotherStoreInTheSameProcessIsExternalToo(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine, rows: 10)
+        let other = try await engine.open(workload.path)
+        try other.increment(\Row.count, of: try #require(try await other.async.find(Row.self, key: Int64(5))), by: 3)
         try await other.flush()
         try await workload.store.refreshExternalChanges()
         #expect(workload.probe.counts == ["row 5": 1])
@@ -89,17 +105,20 @@ import TrackedModelsTesting
         try await other.close()
     }
 
-    @Test func aLocalWriteNotYetCommittedKeepsItsValue() async throws {
-        let workload = try await workload(rows: 10)
+    @Test(arguments: TestEngine.allCases)
+    func aLocalWriteNotYetCommittedKeepsItsValue(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine, rows: 10)
         workload.rows[2].title = "mine"
-        try await sqlite3(workload.path, "UPDATE rows SET title = 'theirs', count = 7 WHERE id = 2")
+        try await workload.shell("UPDATE rows SET title = 'theirs', count = 7 WHERE id = 2")
         try await workload.store.refreshExternalChanges()
         #expect(workload.rows[2].title == "mine")
         #expect(workload.rows[2].count == 7)
         try await workload.store.flush()
-        #expect(try Peek(workload.path).value("SELECT title FROM rows WHERE id = 2") == "mine")
+        #expect(try await engine.sql(workload.path, "SELECT title FROM rows WHERE id = 2") == "mine")
     }
 
+    /// SQLite's log is pruned by its retention; PostgreSQL's below the slowest reader (see
+    /// `PostgresStoreTests.aStoreThatFellBehindThePrunedLogReloadsAndResets`).
     @Test func aStoreThatFellBehindAPrunedLogReloadsAndResets() async throws {
         var quiet = Stores.configuration()
         quiet.externalChangePollInterval = .seconds(3_600)

@@ -297,6 +297,27 @@ extension PostgresStoreTests {
         try await ModelStore.open(.postgres(plain), models: [Item.self]).close()
     }
 
+    /// Found by the reference-model test: PostgreSQL cuts the excess of a `VARCHAR(n)` value
+    /// when it is all spaces, so the row held other text than the object. The store refuses it
+    /// as PostgreSQL refuses any other overlong text, in an insert and in an update.
+    @Test func textLongerThanItsVarcharIsRefusedAlsoWhereTheRestIsSpaces() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        try await Self.itemsTable(url, title: "VARCHAR(3)")
+        try await PostgresServer.psql(url, "INSERT INTO items (id, title, count, score, flag) VALUES (1, 'one', 0, 0, 0)")
+        let store = try await ModelStore.open(.postgres(url), models: [Item.self], configuration: Stores.configuration())
+        try store.insert(Self.item(2, title: "ab  "))
+        await #expect { try await store.flush() } throws: { (($0 as? StoreError)?.underlying as? StoreError)?.code == .valueNotStorable }
+        #expect(store.pendingChanges.count == 1)
+        store.discardPendingChanges()
+        let one = try #require(try await store.async.find(Item.self, key: 1))
+        one.title = "one "
+        await #expect { try await store.flush() } throws: { (($0 as? StoreError)?.underlying as? StoreError)?.code == .valueNotStorable }
+        one.title = "uno"
+        try await store.flush()
+        #expect(try await PostgresServer.psql(url, "SELECT string_agg(id || ':' || title || ':' || length(title), ',' ORDER BY id) FROM items") == "1:uno:3")
+        try await store.close()
+    }
+
     private static func item(_ key: Int64?, title: String = "t") -> Item {
         Item(key: key, values: [.null, .text(title), .integer(0), .null, .real(1), .null, .integer(0), .null])
     }
@@ -447,5 +468,43 @@ extension PostgresStoreTests {
         #expect(heard == [1: [1], 2: [2]])
         tokens.forEach { $0.cancel() }
         try await store.close()
+    }
+
+    /// A store that did not look at the change log while another pruned it past what it had
+    /// read (it was away longer than `changeLogReaderTimeout`) reloads its rows and says so.
+    @Test func aStoreThatFellBehindThePrunedLogReloadsAndResets() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        var quiet = Stores.configuration()
+        quiet.externalChangePollInterval = .seconds(3_600)
+        quiet.wakesOnFileChanges = false
+        let store = try await ModelStore.open(.postgres(url), models: [Row.self], configuration: quiet)
+        try store.insert(contentsOf: (1...3).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
+        let row = try #require(try await store.async.find(Row.self, key: 3))
+        var events: [ChangeEvent] = []
+        let token = try store.subscribe(to: .table(Row.self)) { events.append($0) }
+        var hasty = Stores.configuration()
+        hasty.changeLogReaderTimeout = .seconds(1)
+        let other = try await ModelStore.open(.postgres(url), models: [Row.self], configuration: hasty)
+        let theirs = try #require(try await other.async.find(Row.self, key: 3))
+        for round in 1...3 {
+            try await Task.sleep(for: .milliseconds(1_100))
+            theirs.title = "round \(round)"
+            try await other.flush()
+        }
+        #expect(events.isEmpty)
+        try await store.refreshExternalChanges()
+        try await settle { row.title == "round 3" }
+        #expect(events.map(\.kind) == [.reset])
+        #expect(events.first?.origin == .external)
+        #expect(row.title == "round 3")
+        // Back in step: the next commit is heard as a change of its cell.
+        theirs.count = 4
+        try await other.flush()
+        try await store.refreshExternalChanges()
+        #expect(events.map(\.kind) == [.reset, .update])
+        try await other.close()
+        try await store.close()
+        token.cancel()
     }
 }

@@ -21,6 +21,7 @@ enum PostgreSQLEngine {
                 _ = try await writer.rows("BEGIN", doing: "setting up the database")
                 let layouts: [ChangeLogEntries.Layout]
                 let keys: [ForeignKey]
+                var characterLimits: [[Int: Int]] = []
                 do {
                     _ = try await writer.rows("SELECT pg_advisory_xact_lock($1::bigint)", [.integer(PostgreSQLChangeLog.setupLock)], doing: "setting up the database")
                     try await createMissingTables(schemas, if: configuration.createsMissingTables, on: writer)
@@ -29,6 +30,7 @@ enum PostgreSQLEngine {
                     for schema in schemas {
                         let catalog = try await writer.rows(PostgreSQLSchema.columnsSQL, [.text(schema.name)], doing: "reading the schema of \(schema.name)")
                         differences += PostgreSQLSchema.differences(of: schema, catalog: catalog)
+                        characterLimits.append(PostgreSQLSchema.characterLimits(of: schema, catalog: catalog))
                     }
                     guard differences.isEmpty else { throw StoreError.schemaMismatch(differences) }
                     layouts = configuration.observesExternalChanges ? try await installChangeLog(schemas, on: writer) : []
@@ -55,7 +57,7 @@ enum PostgreSQLEngine {
                 return DatabaseEngine(
                     reader: PostgreSQLReader(session: reader, schemas: schemas),
                     writer: PostgreSQLWriter(
-                        session: writer, tables: schemas, changeLog: changeLog,
+                        session: writer, tables: schemas, characterLimits: characterLimits, changeLog: changeLog,
                         actionTargets: ForeignKey.actionTargets(of: keys, schemas: schemas),
                         listensForCommits: configuration.wakesOnFileChanges, logger: logger
                     ),

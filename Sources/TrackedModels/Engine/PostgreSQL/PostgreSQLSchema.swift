@@ -100,6 +100,19 @@ enum PostgreSQLSchema {
         return differences
     }
 
+    /// The columns declared `VARCHAR(n)`, by model column index: their limit n, in characters.
+    static func characterLimits(of schema: TableSchema, catalog rows: [[SQLValue]]) -> [Int: Int] {
+        var limits: [Int: Int] = [:]
+        for row in rows {
+            guard case .text(let name) = row[0], case .text(let type) = row[1], type.hasPrefix("character varying("), type.hasSuffix(")"),
+                  let limit = Int(type.dropFirst("character varying(".count).dropLast()),
+                  let column = schema.columns.firstIndex(where: { $0.name == name })
+            else { continue }
+            limits[column] = limit
+        }
+        return limits
+    }
+
     /// Whether a declared type (as `format_type` names it, with its length or precision)
     /// reads back as this kind of value. A `numeric` with a scale rounds what it is given.
     static func isCompatible(_ type: ColumnType, declared: String) -> Bool {

@@ -15,6 +15,8 @@ import Logging
 final class PostgreSQLWriter: EngineWriter {
     private let session: PostgresSession
     private let tables: [TableSchema]
+    /// Each table's `VARCHAR(n)` columns and their n (see ``refuseOverlongText(_:)``).
+    private let characterLimits: [[Int: Int]]
     private let changeLog: PostgreSQLChangeLogReader?
     private let actionTargets: Set<Int>
     private let logger: Logger
@@ -24,10 +26,11 @@ final class PostgreSQLWriter: EngineWriter {
     private var isClosed = false
 
     init(
-        session: PostgresSession, tables: [TableSchema], changeLog: PostgreSQLChangeLogReader?, actionTargets: Set<Int>,
+        session: PostgresSession, tables: [TableSchema], characterLimits: [[Int: Int]], changeLog: PostgreSQLChangeLogReader?, actionTargets: Set<Int>,
         listensForCommits: Bool, logger: Logger
     ) {
         self.session = session
+        self.characterLimits = characterLimits
         self.listensForCommits = listensForCommits
         self.tables = tables
         self.changeLog = changeLog
@@ -97,6 +100,13 @@ final class PostgreSQLWriter: EngineWriter {
                         }
                     } else {
                         let statement = statement(for: operation)
+                        do {
+                            try refuseOverlongText(operation)
+                        } catch let error as StoreError {
+                            // A statement sent before it may fail first: that is the refusal.
+                            try takeAnswers()
+                            throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
+                        }
                         do {
                             sent.append((unitIndex, operationIndex, operation, try session.send(statement.sql, statement.arguments, doing: statement.doing)))
                             if let advance = keySequenceAdvance(after: operation) {
@@ -242,9 +252,45 @@ final class PostgreSQLWriter: EngineWriter {
 
     /// Runs one operation and records what it did, waiting for the server.
     private func apply(_ operation: WriteOperation, into report: inout CommitReport) throws {
+        try refuseOverlongText(operation)
         let statement = statement(for: operation)
         try record(operation, rows: session.rowsWaiting(statement.sql, statement.arguments, doing: statement.doing), into: &report)
         if let advance = keySequenceAdvance(after: operation) { _ = try session.rowsWaiting(advance.sql, advance.arguments, doing: advance.doing) }
+    }
+
+    /// Refuses text longer than its column's `VARCHAR(n)`, as PostgreSQL refuses it, also
+    /// where PostgreSQL would not: it cuts excess spaces silently, and the row would then hold
+    /// other text than the object.
+    ///
+    /// - Throws: ``StoreError/Code/valueNotStorable``.
+    private func refuseOverlongText(_ operation: WriteOperation) throws {
+        switch operation {
+        case .insert(let request):
+            try refuseOverlongText(request.values, table: request.table, row: request.row.map { "row \($0.key)" } ?? "a new row")
+        case .update(let row, let cells):
+            for cell in cells {
+                guard case .set(let value) = cell.write else { continue }
+                try refuseOverlong(value, table: row.table, column: cell.column, row: "row \(row.key)")
+            }
+        case .delete, .deleteAll:
+            break
+        }
+    }
+
+    private func refuseOverlongText(_ values: [SQLValue], table: Int, row: String) throws {
+        for column in characterLimits[table].keys where column < values.count {
+            try refuseOverlong(values[column], table: table, column: column, row: row)
+        }
+    }
+
+    private func refuseOverlong(_ value: SQLValue, table: Int, column: Int, row: String) throws {
+        guard case .text(let text) = value, let limit = characterLimits[table][column], text.unicodeScalars.count > limit else { return }
+        let schema = tables[table]
+        throw StoreError(
+            code: .valueNotStorable,
+            message: "\(schema.name).\(schema.columns[column].name) of \(row) is VARCHAR(\(limit)), and the text is \(text.unicodeScalars.count) characters long "
+                + "(PostgreSQL refuses it, or cuts it where the rest is spaces); shorten it, or widen the column"
+        )
     }
 
     /// The statement that carries out an operation.
@@ -325,6 +371,7 @@ final class PostgreSQLWriter: EngineWriter {
         while let chunk = try rows.next() {
             for values in chunk {
                 let assignsKey = schema.assignsPrimaryKey && values[schema.primaryKeyIndex] == .null
+                try refuseOverlongText(values, table: rows.table, row: assignsKey ? "a new row" : "row \(values[schema.primaryKeyIndex])")
                 var arguments = values
                 if assignsKey {
                     arguments.remove(at: schema.primaryKeyIndex)
