@@ -11,56 +11,67 @@ final class Note {
 }
 
 /// The contracts of the core: no write is ever lost, whoever makes it and when; a unit commits
-/// whole or not at all; a refused change holds back only its own rows. Every check of the file
-/// goes through a second connection.
+/// whole or not at all; a refused change holds back only its own rows. Every check of the
+/// database goes through another process; the contracts run on each engine.
 @MainActor
 @Suite(.serialized) struct CoreContractTests {
     struct Workload {
         let directory: TemporaryDirectory
+        let engine: TestEngine
+        /// The database's path or URL.
         let path: String
         let store: ModelStore
         let rows: [Row]
-        let peek: Peek
+
+        /// What another process reads: a query's rows, one per line, columns joined by `|`.
+        @discardableResult
+        func value(_ sql: String) async throws -> String {
+            try await engine.sql(path, sql)
+        }
     }
 
-    private func workload(rows count: Int = 10, configuration: ModelStore.Configuration = Stores.configuration()) async throws -> Workload {
+    private func workload(_ engine: TestEngine = .sqlite, rows count: Int = 10, configuration: ModelStore.Configuration = Stores.configuration()) async throws -> Workload {
         let directory = try TemporaryDirectory()
-        let path = directory.path("model.sqlite")
-        let store = try ModelStore(.file(path), models: [Row.self, Note.self], configuration: configuration)
+        let path = try await engine.makeDatabase(in: directory)
+        let store = try await engine.open(path, models: [Row.self, Note.self], configuration: configuration)
         try store.insert(contentsOf: (0..<Int64(count)).map { Row(id: $0, title: "Row \($0)", count: 0) })
         try await store.flush()
-        return Workload(directory: directory, path: path, store: store, rows: try store.fetch(Row.self, orderBy: "id"), peek: try Peek(path))
+        let rows = try await store.async.fetch(FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
+        return Workload(directory: directory, engine: engine, path: path, store: store, rows: rows)
     }
 
     // MARK: - The three writes that were lost
 
-    @Test func aHandlerSettingATitleDuringAnIncrementsDeliveryIsStoredAsWritten() async throws {
-        let workload = try await workload()
+    @Test(arguments: TestEngine.allCases)
+    func aHandlerSettingATitleDuringAnIncrementsDeliveryIsStoredAsWritten(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine)
         let token = try workload.store.subscribe(to: .row(3, \Row.count)) { _ in
             workload.rows[7].title = "set by handler"
         }
         try workload.store.increment(\Row.count, of: workload.rows[3])
         try await workload.store.flush()
-        #expect(try workload.peek.value("SELECT title FROM rows WHERE id = 7") == "set by handler")
-        #expect(try workload.peek.value("SELECT count FROM rows WHERE id = 7") == 0)
-        #expect(try workload.peek.value("SELECT count FROM rows WHERE id = 3") == 1)
+        #expect(try await workload.value("SELECT title FROM rows WHERE id = 7") == "set by handler")
+        #expect(try await workload.value("SELECT count FROM rows WHERE id = 7") == "0")
+        #expect(try await workload.value("SELECT count FROM rows WHERE id = 3") == "1")
         token.cancel()
     }
 
-    @Test func aHandlerWritingWhileAnotherProcessesCommitIsAppliedIsStored() async throws {
-        let workload = try await workload()
+    @Test(arguments: TestEngine.allCases)
+    func aHandlerWritingWhileAnotherProcessesCommitIsAppliedIsStored(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine)
         let token = try workload.store.subscribe(to: .row(2, \Row.count)) { event in
             if event.origin == .external { workload.rows[5].title = "written during external apply" }
         }
-        try await sqlite3(workload.path, "UPDATE rows SET count = 9 WHERE id = 2")
+        try await workload.value("UPDATE rows SET count = 9 WHERE id = 2")
         try await workload.store.refreshExternalChanges()
         try await workload.store.flush()
-        #expect(try workload.peek.value("SELECT title FROM rows WHERE id = 5") == "written during external apply")
+        #expect(try await workload.value("SELECT title FROM rows WHERE id = 5") == "written during external apply")
         token.cancel()
     }
 
-    @Test func aWriteMadeWhileCloseAwaitsItsFlushIsStored() async throws {
-        let workload = try await workload()
+    @Test(arguments: TestEngine.allCases)
+    func aWriteMadeWhileCloseAwaitsItsFlushIsStored(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine)
         workload.rows[1].title = "before close"
         let rows = workload.rows
         let writer = Task { @MainActor in
@@ -69,15 +80,16 @@ final class Note {
         }
         try await workload.store.close()
         await writer.value
-        #expect(try workload.peek.value("SELECT title FROM rows WHERE id = 1") == "before close")
-        #expect(try workload.peek.value("SELECT title FROM rows WHERE id = 6") == "during close")
+        #expect(try await workload.value("SELECT title FROM rows WHERE id = 1") == "before close")
+        #expect(try await workload.value("SELECT title FROM rows WHERE id = 6") == "during close")
         // After close, objects are detached: their writes are not stored.
         rows[6].title = "after close"
-        #expect(try workload.peek.value("SELECT title FROM rows WHERE id = 6") == "during close")
+        #expect(try await workload.value("SELECT title FROM rows WHERE id = 6") == "during close")
     }
 
-    @Test func aWriteMadeByACloseHandlerIsStored() async throws {
-        let workload = try await workload()
+    @Test(arguments: TestEngine.allCases)
+    func aWriteMadeByACloseHandlerIsStored(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine)
         var written = false
         let token = try workload.store.subscribe(to: .row(1, \Row.title)) { _ in
             guard !written else { return }
@@ -89,7 +101,7 @@ final class Note {
         let writer = Task { @MainActor in rows[1].title = "during close" }
         try await workload.store.close()
         await writer.value
-        #expect(try workload.peek.value("SELECT title FROM rows WHERE id = 8") == "from a handler of a write during close")
+        #expect(try await workload.value("SELECT title FROM rows WHERE id = 8") == "from a handler of a write during close")
         token.cancel()
     }
 
@@ -99,12 +111,12 @@ final class Note {
         case plainSet, increment, transactionEnd, externalApply, counterReconciliation, keyAssignment
     }
 
-    @Test(arguments: Trigger.allCases)
-    func aHandlersWriteToAThirdRowIsStoredAndHeard(during trigger: Trigger) async throws {
+    @Test(arguments: Trigger.allCases, TestEngine.allCases)
+    func aHandlersWriteToAThirdRowIsStoredAndHeard(during trigger: Trigger, on engine: TestEngine) async throws {
         var configuration = Stores.configuration()
         // Reconciliation is heard only if the other process's bump is not heard first.
         configuration.observesExternalChanges = trigger != .counterReconciliation
-        let workload = try await workload(configuration: configuration)
+        let workload = try await workload(engine, configuration: configuration)
         let store = workload.store
         var thirdRowEvents: [ChangeEvent] = []
         let third = try store.subscribe(to: .row(3, \Row.title)) { thirdRowEvents.append($0) }
@@ -124,11 +136,11 @@ final class Note {
         case .transactionEnd:
             try store.transaction { workload.rows[1].count = 5 }
         case .externalApply:
-            try await sqlite3(workload.path, "UPDATE rows SET count = 5 WHERE id = 1")
+            try await workload.value("UPDATE rows SET count = 5 WHERE id = 1")
             try await store.refreshExternalChanges()
         case .counterReconciliation:
             try store.increment(\Row.count, of: workload.rows[1], by: 1)
-            try workload.peek.execute("UPDATE rows SET count = count + 4 WHERE id = 1")
+            try await workload.value("UPDATE rows SET count = count + 4 WHERE id = 1")
             try await store.flush()
         case .keyAssignment:
             let note = Note(id: nil, text: "new")
@@ -137,12 +149,12 @@ final class Note {
         }
         try await store.flush()
         #expect(fired == 1)
-        #expect(try workload.peek.value("SELECT title FROM rows WHERE id = 3") == "from handler")
-        #expect(try workload.peek.value("SELECT count FROM rows WHERE id = 3") == 0)
+        #expect(try await workload.value("SELECT title FROM rows WHERE id = 3") == "from handler")
+        #expect(try await workload.value("SELECT count FROM rows WHERE id = 3") == "0")
         #expect(thirdRowEvents.map { $0.change(of: \Row.title)?.new } == ["from handler"])
         #expect(thirdRowEvents.map(\.origin) == [.local])
         if trigger != .keyAssignment {
-            #expect(try workload.peek.value("SELECT count FROM rows WHERE id = 1") == 5)
+            #expect(try await workload.value("SELECT count FROM rows WHERE id = 1") == "5")
             #expect(workload.rows[1].count == 5)
         }
         [third, trigger1, notes].forEach { $0.cancel() }
@@ -180,8 +192,9 @@ final class Note {
         #expect(try peek.value("SELECT count(*) FROM rows WHERE title LIKE 'old %'") == 100)
     }
 
-    @Test func aTransactionCommitsInOneDatabaseTransaction() async throws {
-        let workload = try await workload()
+    @Test(arguments: TestEngine.allCases)
+    func aTransactionCommitsInOneDatabaseTransaction(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine)
         let before = workload.store.writerStatistics.commits
         try workload.store.transaction {
             try workload.store.deleteAll(Row.self)
@@ -189,49 +202,59 @@ final class Note {
         }
         try await workload.store.flush()
         #expect(workload.store.writerStatistics.commits - before == 1)
-        #expect(try workload.peek.value("SELECT group_concat(title, ',') FROM rows") == "fresh 0,fresh 1,fresh 2")
+        #expect(try await workload.value("SELECT title FROM rows ORDER BY id") == "fresh 0\nfresh 1\nfresh 2")
     }
 
-    private func refusedTransaction() async throws -> (store: ModelStore, rows: [Row], peek: Peek, directory: TemporaryDirectory) {
+    /// A transaction refused by a CHECK constraint, with a later change to its row waiting
+    /// behind it; what another process reads of the database (which keeps it).
+    private func refusedTransaction(_ engine: TestEngine) async throws -> (store: ModelStore, rows: [Row], peek: (String) async throws -> String) {
         let directory = try TemporaryDirectory()
-        let path = directory.path("model.sqlite")
-        try Peek(path).execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, title TEXT NOT NULL, count INTEGER NOT NULL CHECK (count < 100))")
-        let store = try await Stores.rows(5, at: .file(path))
-        let rows = try store.fetch(Row.self, orderBy: "id")
+        let path = try await engine.makeDatabase(in: directory)
+        let integer = engine == .sqlite ? "INTEGER" : "BIGINT"
+        try await engine.sql(path, "CREATE TABLE rows (id \(integer) PRIMARY KEY, title TEXT NOT NULL, count \(integer) NOT NULL CHECK (count < 100))")
+        let store = try await engine.open(path)
+        try store.insert(contentsOf: (0..<5).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
+        let rows = try await store.async.fetch(FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
         try store.transaction {
             rows[0].title = "part of a refused unit"
             rows[1].count = 500
         }
         rows[2].title = "unrelated"
         await #expect(throws: StoreError.self) { try await store.flush() }
-        let peek = try Peek(path)
-        #expect(try peek.value("SELECT title FROM rows WHERE id = 0") == "Row 0")
-        #expect(try peek.value("SELECT title FROM rows WHERE id = 2") == "unrelated")
+        let peek = { [directory] (sql: String) in
+            withExtendedLifetime(directory) {}
+            return try await engine.sql(path, sql)
+        }
+        #expect(try await peek("SELECT title FROM rows WHERE id = 0") == "Row 0")
+        #expect(try await peek("SELECT title FROM rows WHERE id = 2") == "unrelated")
         // A later change to another cell of a refused row waits behind it.
         rows[0].count = 7
         await #expect(throws: StoreError.self) { try await store.flush() }
-        #expect(try peek.value("SELECT count FROM rows WHERE id = 0") == 0)
-        return (store, rows, peek, directory)
+        #expect(try await peek("SELECT count FROM rows WHERE id = 0") == "0")
+        return (store, rows, peek)
     }
 
-    @Test func aRefusedTransactionCommitsWholeOnceItsValueIsReplaced() async throws {
-        let (store, rows, peek, _) = try await refusedTransaction()
+    @Test(arguments: TestEngine.allCases)
+    func aRefusedTransactionCommitsWholeOnceItsValueIsReplaced(_ engine: TestEngine) async throws {
+        let (store, rows, peek) = try await refusedTransaction(engine)
         rows[1].count = 50
         try await store.flush()
-        #expect(try peek.value("SELECT title FROM rows WHERE id = 0") == "part of a refused unit")
-        #expect(try peek.value("SELECT count FROM rows WHERE id = 1") == 50)
-        #expect(try peek.value("SELECT count FROM rows WHERE id = 0") == 7)
+        #expect(try await peek("SELECT title FROM rows WHERE id = 0") == "part of a refused unit")
+        #expect(try await peek("SELECT count FROM rows WHERE id = 1") == "50")
+        #expect(try await peek("SELECT count FROM rows WHERE id = 0") == "7")
         #expect(!store.hasPendingChanges)
     }
 
-    @Test func aDiscardedRefusedTransactionLetsWhatWaitedCommit() async throws {
-        let (store, rows, peek, _) = try await refusedTransaction()
+    @Test(arguments: TestEngine.allCases)
+    func aDiscardedRefusedTransactionLetsWhatWaitedCommit(_ engine: TestEngine) async throws {
+        let (store, rows, peek) = try await refusedTransaction(engine)
         let refused = try #require(store.pendingChanges.first { $0.error != nil })
         #expect(refused.operations.count == 2)
         try store.discard(refused)
         try await store.flush()
-        #expect(try peek.value("SELECT count FROM rows WHERE id = 0") == 7)
-        #expect(try peek.value("SELECT title FROM rows WHERE id = 0") == "Row 0")
+        #expect(try await peek("SELECT count FROM rows WHERE id = 0") == "7")
+        #expect(try await peek("SELECT title FROM rows WHERE id = 0") == "Row 0")
         // The discarded unit's objects show the file again.
         try await store.refreshExternalChanges()
         #expect(rows[1].count == 0)
@@ -243,15 +266,17 @@ final class Note {
 
     // MARK: - Inserts
 
-    @Test func anInsertedObjectIsFoundBeforeItsRowCommits() async throws {
-        let workload = try await workload()
+    @Test(arguments: TestEngine.allCases)
+    func anInsertedObjectIsFoundBeforeItsRowCommits(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine)
         let row = Row(id: 100, title: "new", count: 0)
         try workload.store.insert(row)
-        #expect(try workload.store.find(Row.self, key: 100) === row)
+        #expect(try await workload.store.async.find(Row.self, key: 100) === row)
         let flushing = Task { try await workload.store.flush() }
-        #expect(try workload.store.find(Row.self, key: 100) === row)
+        #expect(try await workload.store.async.find(Row.self, key: 100) === row)
         try await flushing.value
-        #expect(try workload.store.fetch(Row.self, where: "id = 100").first === row)
+        #expect(try await workload.store.async.fetch(FetchDescriptor<Row>(predicate: #Predicate { $0.id == 100 })).first === row)
+        #expect(try await workload.value("SELECT title FROM rows WHERE id = 100") == "new")
     }
 
     @Test func aFetchBetweenAnAssignedKeysCommitAndItsReportReturnsTheInsertingObject() async throws {
@@ -281,7 +306,8 @@ final class Note {
         #expect(try workload.store.find(Note.self, key: 1) === note)
     }
 
-    @Test func writesToAnObjectWhoseInsertIsInFlightAreStored() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func writesToAnObjectWhoseInsertIsInFlightAreStored(_ engine: TestEngine) async throws {
         let committed = AsyncStream<Void>.makeStream()
         let release = DispatchSemaphore(value: 0)
         let armed = Atomic<Bool>(false)
@@ -291,7 +317,7 @@ final class Note {
             committed.continuation.yield()
             release.wait()
         }
-        let workload = try await workload(configuration: configuration)
+        let workload = try await workload(engine, configuration: configuration)
         let note = Note(id: nil, text: "first")
         try workload.store.insert(note)
         note.text = "second"   // joins the pending insert
@@ -305,27 +331,29 @@ final class Note {
         try await flushing.value
         try await workload.store.flush()
         #expect(note.id == 1)
-        #expect(try workload.peek.value("SELECT text FROM notes WHERE id = 1") == "third")
+        #expect(try await workload.value("SELECT text FROM notes WHERE id = 1") == "third")
     }
 
-    @Test func liveResultsReadAfterCloseHandOutDetachedObjects() async throws {
-        let workload = try await workload()
-        let list = try workload.store.results(for: FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
+    @Test(arguments: TestEngine.allCases)
+    func liveResultsReadAfterCloseHandOutDetachedObjects(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine)
+        let list = try await workload.store.async.results(for: FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
         let early = list[0]
         try await workload.store.close()
         let late = list[5]   // made after close: detached like every other object
         late.title = "after close"
         early.title = "after close too"
         #expect(!workload.store.writeBehind.hasChanges)   // nothing recorded by the closed store
-        #expect(try workload.peek.value("SELECT title FROM rows WHERE id = 5") == "Row 5")
+        #expect(try await workload.value("SELECT title FROM rows WHERE id = 5") == "Row 5")
         #expect(late.id == 5)
     }
 
     // MARK: - Other processes
 
-    @Test func aCommitByAnotherProcessRightAfterOursIsHeard() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func aCommitByAnotherProcessRightAfterOursIsHeard(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let path = directory.path("model.sqlite")
+        let path = try await engine.makeDatabase(in: directory)
         let armed = Atomic<Bool>(false)
         var configuration = Stores.configuration()
         configuration.externalChangePollInterval = .milliseconds(10)
@@ -333,10 +361,12 @@ final class Note {
         // Another connection commits between our COMMIT and our next look.
         configuration.afterCommit = {
             guard armed.exchange(false, ordering: .relaxed) else { return }
-            try? Peek(path).execute("UPDATE rows SET count = 77 WHERE id = 5")
+            engine.sqlBlocking(path, "UPDATE rows SET count = 77 WHERE id = 5")
         }
-        let store = try await Stores.rows(10, at: .file(path), configuration: configuration)
-        let rows = try store.fetch(Row.self, orderBy: "id")
+        let store = try await engine.open(path, configuration: configuration)
+        try store.insert(contentsOf: (0..<10).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
+        let rows = try await store.async.fetch(FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
         var heard: [ChangeEvent] = []
         let token = try store.subscribe(to: .row(5, \Row.count)) { heard.append($0) }
         armed.store(true, ordering: .relaxed)
@@ -390,18 +420,19 @@ final class Note {
         _ = changed
     }
 
-    @Test func aStoreReleasedWithoutCloseCommitsWhatWasMade() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func aStoreReleasedWithoutCloseCommitsWhatWasMade(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let path = directory.path("model.sqlite")
+        let path: String
         do {
-            let store = try await Stores.rows(3, at: .file(path))
-            try #require(try store.find(Row.self, key: 2)).title = "never flushed"
+            let (store, database) = try await Stores.rows(3, on: engine, in: directory)
+            path = database
+            try #require(try await store.async.find(Row.self, key: 2)).title = "never flushed"
         }
-        let peek = try Peek(path)
         let deadline = ContinuousClock.now + .seconds(10)
-        while try peek.value("SELECT title FROM rows WHERE id = 2") != "never flushed", ContinuousClock.now < deadline {
+        while try await engine.sql(path, "SELECT title FROM rows WHERE id = 2") != "never flushed", ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
-        #expect(try peek.value("SELECT title FROM rows WHERE id = 2") == "never flushed")
+        #expect(try await engine.sql(path, "SELECT title FROM rows WHERE id = 2") == "never flushed")
     }
 }

@@ -3,37 +3,41 @@ import Synchronization
 import Testing
 @testable import TrackedModels
 
+/// Write-behind: changes are coalesced and written in batches, only what changed, and kept
+/// pending until they commit. The tests that touch a database run on each engine.
 @MainActor
 @Suite struct WriteBehindTests {
-    @Test func flushMakesChangesVisibleToAnotherConnection() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func flushMakesChangesVisibleToAnotherConnection(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let path = directory.path("model.sqlite")
-        let store = try await Stores.rows(10, at: .file(path))
-        let row = try #require(try store.find(Row.self, key: Int64(4)))
+        let (store, database) = try await Stores.rows(10, on: engine, in: directory)
+        let row = try #require(try await store.async.find(Row.self, key: Int64(4)))
         row.title = "Renamed"
         row.count = 9
-        let peek = try Peek(path)
-        #expect(try peek.value("SELECT title FROM rows WHERE id = 4") == "Row 4")
+        #expect(try await engine.sql(database, "SELECT title FROM rows WHERE id = 4") == "Row 4")
         try await store.flush()
-        #expect(try peek.value("SELECT title FROM rows WHERE id = 4") == "Renamed")
-        #expect(try peek.value("SELECT count FROM rows WHERE id = 4") == 9)
+        #expect(try await engine.sql(database, "SELECT title, count FROM rows WHERE id = 4") == "Renamed|9")
     }
 
-    @Test func aMillionAssignmentsToOneCellMakeOneUpdate() async throws {
-        let store = try await Stores.rows(1)
-        let row = try #require(try store.find(Row.self, key: Int64(0)))
+    @Test(arguments: TestEngine.allCases)
+    func aMillionAssignmentsToOneCellMakeOneUpdate(_ engine: TestEngine) async throws {
+        let directory = try TemporaryDirectory()
+        let (store, database) = try await Stores.rows(1, on: engine, in: directory)
+        let row = try #require(try await store.async.find(Row.self, key: Int64(0)))
         let before = store.writerStatistics
         for value in 1...1_000_000 { row.count = value }
         try await store.flush()
         let after = store.writerStatistics
         #expect(after.rowStatements - before.rowStatements == 1)
         #expect(after.commits - before.commits == 1)
-        #expect(try store.count(Row.self, where: "count = 1000000") == 1)
+        #expect(try await engine.sql(database, "SELECT count FROM rows") == "1000000")
     }
 
-    @Test func onlyChangedRowsAreWritten() async throws {
-        let store = try await Stores.rows(100)
-        let rows = try store.fetch(Row.self, orderBy: "id")
+    @Test(arguments: TestEngine.allCases)
+    func onlyChangedRowsAreWritten(_ engine: TestEngine) async throws {
+        let directory = try TemporaryDirectory()
+        let (store, _) = try await Stores.rows(100, on: engine, in: directory)
+        let rows = try await store.async.fetch(FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
         let before = store.writerStatistics.rowStatements
         rows[3].count = 1
         rows[70].title = "x"
@@ -50,65 +54,65 @@ import Testing
         #expect(!store.hasPendingChanges)
     }
 
-    @Test func closeFlushes() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func closeFlushes(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let path = directory.path("model.sqlite")
-        let store = try await Stores.rows(2, at: .file(path))
-        try #require(try store.find(Row.self, key: Int64(1))).count = 42
+        let (store, database) = try await Stores.rows(2, on: engine, in: directory)
+        try #require(try await store.async.find(Row.self, key: Int64(1))).count = 42
         try await store.close()
-        #expect(try Peek(path).value("SELECT count FROM rows WHERE id = 1") == 42)
+        #expect(try await engine.sql(database, "SELECT count FROM rows WHERE id = 1") == "42")
     }
 
-    @Test func theIntervalFlushesWithoutBeingAsked() async throws {
-        let directory = try TemporaryDirectory()
-        let path = directory.path("model.sqlite")
+    @Test(arguments: TestEngine.allCases)
+    func theIntervalFlushesWithoutBeingAsked(_ engine: TestEngine) async throws {
         var configuration = Stores.configuration()
         configuration.flushInterval = .milliseconds(20)
-        let store = try await Stores.rows(1, at: .file(path), configuration: configuration)
-        try #require(try store.find(Row.self, key: Int64(0))).count = 7
-        let peek = try Peek(path)
+        let directory = try TemporaryDirectory()
+        let (store, database) = try await Stores.rows(1, on: engine, in: directory, configuration: configuration)
+        try #require(try await store.async.find(Row.self, key: Int64(0))).count = 7
         let deadline = ContinuousClock.now + .seconds(10)
-        while try peek.value("SELECT count FROM rows") != 7, ContinuousClock.now < deadline {
+        while try await engine.sql(database, "SELECT count FROM rows") != "7", ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
-        #expect(try peek.value("SELECT count FROM rows") == 7)
+        #expect(try await engine.sql(database, "SELECT count FROM rows") == "7")
         #expect(store.writerStatistics.commits == 2)
     }
 
-    @Test func theThresholdFlushesWithoutWaitingForTheInterval() async throws {
-        let directory = try TemporaryDirectory()
-        let path = directory.path("model.sqlite")
+    @Test(arguments: TestEngine.allCases)
+    func theThresholdFlushesWithoutWaitingForTheInterval(_ engine: TestEngine) async throws {
         var configuration = Stores.configuration()
         configuration.pendingThreshold = 10
-        let store = try await Stores.rows(10, at: .file(path), configuration: configuration)
-        for row in try store.fetch(Row.self) { row.count = 1 }
-        let peek = try Peek(path)
+        let directory = try TemporaryDirectory()
+        let (store, database) = try await Stores.rows(10, on: engine, in: directory, configuration: configuration)
+        for row in try await store.async.fetch(FetchDescriptor<Row>()) { row.count = 1 }
         let deadline = ContinuousClock.now + .seconds(10)
-        while try peek.value("SELECT sum(count) FROM rows") != 10, ContinuousClock.now < deadline {
+        while try await engine.sql(database, "SELECT sum(count) FROM rows") != "10", ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
-        #expect(try peek.value("SELECT sum(count) FROM rows") == 10)
+        #expect(try await engine.sql(database, "SELECT sum(count) FROM rows") == "10")
     }
 
-    @Test func incrementsCoalesceAndTheObjectHoldsTheCommittedValue() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func incrementsCoalesceAndTheObjectHoldsTheCommittedValue(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let path = directory.path("model.sqlite")
-        let store = try await Stores.rows(1, at: .file(path))
-        let row = try #require(try store.find(Row.self, key: Int64(0)))
+        let (store, database) = try await Stores.rows(1, on: engine, in: directory)
+        let row = try #require(try await store.async.find(Row.self, key: Int64(0)))
         for _ in 0..<100 { try store.increment(\Row.count, of: row, by: 1) }
         #expect(row.count == 100)
         // Another writer bumps the same row meanwhile: the delta adds to it.
-        try Peek(path).execute("UPDATE rows SET count = count + 1000")
+        try await engine.sql(database, "UPDATE rows SET count = count + 1000")
         let before = store.writerStatistics.rowStatements
         try await store.flush()
         #expect(store.writerStatistics.rowStatements - before == 1)
         #expect(row.count == 1_100)
-        #expect(try Peek(path).value("SELECT count FROM rows") == 1_100)
+        #expect(try await engine.sql(database, "SELECT count FROM rows") == "1100")
     }
 
-    @Test func incrementOverflowIsAnErrorAndChangesNothing() async throws {
-        let store = try await Stores.rows(1)
-        let row = try #require(try store.find(Row.self, key: Int64(0)))
+    @Test(arguments: TestEngine.allCases)
+    func incrementOverflowIsAnErrorAndChangesNothing(_ engine: TestEngine) async throws {
+        let directory = try TemporaryDirectory()
+        let (store, _) = try await Stores.rows(1, on: engine, in: directory)
+        let row = try #require(try await store.async.find(Row.self, key: Int64(0)))
         row.count = Int.max
         try await store.flush()
         #expect { try store.increment(\Row.count, of: row, by: 1) } throws: { ($0 as? StoreError)?.code == .overflow }
@@ -116,45 +120,55 @@ import Testing
         #expect(!store.hasPendingChanges)
     }
 
-    @Test func anUpdateQueuedBeforeADeleteNeverResurrectsTheRow() async throws {
-        let store = try await Stores.rows(2)
-        let row = try #require(try store.find(Row.self, key: Int64(1)))
+    @Test(arguments: TestEngine.allCases)
+    func anUpdateQueuedBeforeADeleteNeverResurrectsTheRow(_ engine: TestEngine) async throws {
+        let directory = try TemporaryDirectory()
+        let (store, database) = try await Stores.rows(2, on: engine, in: directory)
+        let row = try #require(try await store.async.find(Row.self, key: Int64(1)))
         row.count = 5
         try store.delete(row)
         row.count = 6
         try await store.flush()
-        #expect(try store.count(Row.self) == 1)
+        #expect(try await engine.sql(database, "SELECT count(*) FROM rows") == "1")
+        #expect(try await store.async.fetchCount(FetchDescriptor<Row>()) == 1)
     }
 
-    @Test func anUpdateBeforeAnInsertIsKeptAndOrdered() async throws {
-        let store = try await Stores.rows(2)
-        let old = try #require(try store.find(Row.self, key: Int64(1)))
+    @Test(arguments: TestEngine.allCases)
+    func anUpdateBeforeAnInsertIsKeptAndOrdered(_ engine: TestEngine) async throws {
+        let directory = try TemporaryDirectory()
+        let (store, database) = try await Stores.rows(2, on: engine, in: directory)
+        let old = try #require(try await store.async.find(Row.self, key: Int64(1)))
         old.title = "about to go"
         try store.delete(old)
-        let other = try #require(try store.find(Row.self, key: Int64(0)))
+        let other = try #require(try await store.async.find(Row.self, key: Int64(0)))
         other.count = 3
         let replacement = Row(id: 1, title: "replacement", count: 1)
         try store.insert(replacement)
         replacement.count = 2
         try await store.flush()
-        let reread = try store.fetch(Row.self, orderBy: "id")
+        let reread = try await store.async.fetch(FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
         #expect(reread.map(\.count) == [3, 2])
         #expect(reread[1].title == "replacement")
         #expect(reread[1] === replacement)
+        #expect(try await engine.sql(database, "SELECT id, title, count FROM rows ORDER BY id") == "0|Row 0|3\n1|replacement|2")
     }
 
-    @Test func aRefusedChangeStaysPendingWhileAnUnrelatedOneCommits() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func aRefusedChangeStaysPendingWhileAnUnrelatedOneCommits(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let path = directory.path("model.sqlite")
-        try Peek(path).execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, title TEXT NOT NULL, count INTEGER NOT NULL CHECK (count < 100))")
-        let store = try await Stores.rows(2, at: .file(path))
+        let database = try await engine.makeDatabase(in: directory)
+        let integer = engine == .sqlite ? "INTEGER" : "BIGINT"
+        try await engine.sql(database, "CREATE TABLE rows (id \(integer) PRIMARY KEY, title TEXT NOT NULL, count \(integer) NOT NULL CHECK (count < 100))")
+        let store = try await engine.open(database)
+        try store.insert(contentsOf: (0..<2).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
         let errors = store.writeErrors
-        let row = try #require(try store.find(Row.self, key: 0))
+        let row = try #require(try await store.async.find(Row.self, key: 0))
         row.count = 500
         let commitsBefore = store.writerStatistics.commits
         await #expect(throws: StoreError.self) { try await store.flush() }
         #expect(store.writerStatistics.commits == commitsBefore)   // nothing left to commit: no transaction
-        try #require(try store.find(Row.self, key: 1)).title = "committed anyway"
+        try #require(try await store.async.find(Row.self, key: 1)).title = "committed anyway"
         do {
             try await store.flush()
             Issue.record("the CHECK constraint did not fail the flush")
@@ -169,23 +183,22 @@ import Testing
         #expect(reported?.constraint == .check)
         #expect(store.pendingChanges.map(\.operations) == [["update rows 0: count = 500"]])
         #expect(store.pendingChanges[0].error != nil)
-        #expect(try Peek(path).value("SELECT title FROM rows WHERE id = 1") == "committed anyway")
-        #expect(try Peek(path).value("SELECT count FROM rows WHERE id = 0") == 0)
+        #expect(try await engine.sql(database, "SELECT id, title, count FROM rows ORDER BY id") == "0|Row 0|0\n1|committed anyway|0")
         // flush() keeps throwing while the change is stuck: nothing is skipped silently.
         await #expect(throws: StoreError.self) { try await store.flush() }
         // A valid value replaces the refused one.
         row.count = 50
         try await store.flush()
         #expect(!store.hasPendingChanges)
-        #expect(try Peek(path).value("SELECT count FROM rows WHERE id = 0") == 50)
+        #expect(try await engine.sql(database, "SELECT count FROM rows WHERE id = 0") == "50")
     }
 
-    @Test func aDroppedTableIsReportedAndTheChangeStaysPending() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func aDroppedTableIsReportedAndTheChangeStaysPending(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let path = directory.path("model.sqlite")
-        let store = try await Stores.rows(1, at: .file(path))
-        let row = try #require(try store.find(Row.self, key: Int64(0)))
-        try Peek(path).execute("DROP TABLE rows")
+        let (store, database) = try await Stores.rows(1, on: engine, in: directory)
+        let row = try #require(try await store.async.find(Row.self, key: Int64(0)))
+        try await engine.sql(database, "DROP TABLE rows")
         row.count = 1
         await #expect(throws: StoreError.self) { try await store.flush() }
         #expect(store.pendingChanges.map(\.operations) == [["update rows 0: count = 1"]])

@@ -38,6 +38,18 @@ struct PostgresCommandTests {
         // The demo migrations built in are the repository's Schemas/postgres files.
         let verify = try await workspace.modelctl.run("migrate", "verify", "--db", url, "--schemas", ModelCtlProcess.repositorySchemas)
         #expect(verify.stdout == "in sync with migrations from \(ModelCtlProcess.repositorySchemas)/postgres/: 4 applied, 0 pending\n", "\(verify.stderr)")
+        // The PostgreSQL folder named itself is the same set.
+        let named = try await workspace.modelctl.run("migrate", "verify", "--db", url, "--schemas", ModelCtlProcess.repositorySchemas + "/postgres")
+        #expect(named.stdout.hasSuffix(": 4 applied, 0 pending\n"), "\(named.stderr)")
+        // A password in the URL's options is not printed either.
+        var components = try #require(URLComponents(string: url))
+        let password = components.password
+        components.password = nil
+        components.queryItems = [URLQueryItem(name: "password", value: password)]
+        let optioned = try await workspace.modelctl.run("bump", "99999", "--db", components.string!)
+        #expect(optioned.status == 65)
+        #expect(optioned.stderr.contains("password=…"), "\(optioned.stderr)")
+        #expect(!optioned.stderr.contains("password=\(password ?? "")"))
 
         let again = try await workspace.modelctl.run("seed", "--db", url)
         #expect(again.status == 65)
@@ -145,10 +157,12 @@ struct PostgresCommandTests {
         let demo = try await PostgresServer.makeDatabase()
         #expect(try await workspace.modelctl.run("seed", "--rows", "3", "--db", demo).status == 0)
         let contentsBefore = try await contents(demo)
-        for sql in ["DELETE FROM rows", "SELECT 1; DELETE FROM rows", "SELECT nextval('x')", "UPDATE rows SET count = 1 RETURNING id"] {
+        try await PostgresServer.psql(demo, "CREATE SEQUENCE ticket")
+        for sql in ["DELETE FROM rows", "SELECT 1; DELETE FROM rows", "SELECT nextval('ticket')", "UPDATE rows SET count = 1 RETURNING id"] {
             let output = try await workspace.modelctl.run("query", "--db", demo, sql)
             #expect(output.status != 0, "\(sql)")
         }
+        #expect(try await PostgresServer.psql(demo, "SELECT is_called FROM ticket") == "f")
         #expect(try await workspace.modelctl.run("query", "--db", demo, "DELETE FROM rows").status == 64)
         #expect(try await contents(demo) == contentsBefore)
 

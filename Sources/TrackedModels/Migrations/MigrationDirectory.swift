@@ -86,16 +86,11 @@ public enum MigrationDirectory {
         "VACUUM": "VACUUM cannot run inside a transaction",
     ]
 
-    /// Statements refused on one engine only.
-    private static let refusedByDialect: [MigrationDialect: [String: String]] = [
-        .sqlite: [
-            "ATTACH": "it would write another file, outside the migration's transaction",
-            "DETACH": "it would detach a database outside the migration's transaction",
-            "PRAGMA": "most pragmas do nothing inside a transaction (foreign_keys, journal_mode) or change the connection, not the schema",
-        ],
-        .postgres: [
-            "PREPARE": "PREPARE TRANSACTION would end the migration's transaction",
-        ],
+    /// Statements refused on SQLite only.
+    private static let sqliteRefused: [String: String] = [
+        "ATTACH": "it would write another file, outside the migration's transaction",
+        "DETACH": "it would detach a database outside the migration's transaction",
+        "PRAGMA": "most pragmas do nothing inside a transaction (foreign_keys, journal_mode) or change the connection, not the schema",
     ]
 
     /// Why PostgreSQL cannot run a statement inside a transaction, by its first words.
@@ -105,7 +100,11 @@ public enum MigrationDirectory {
         }
         return switch (words.first, words.dropFirst().first) {
         case ("CREATE", "DATABASE"), ("DROP", "DATABASE"): "CREATE or DROP DATABASE cannot run inside a transaction"
+        case ("CREATE", "TABLESPACE"), ("DROP", "TABLESPACE"): "CREATE or DROP TABLESPACE cannot run inside a transaction"
+        case ("REINDEX", "DATABASE"), ("REINDEX", "SCHEMA"), ("REINDEX", "SYSTEM"): "REINDEX of a whole database or schema cannot run inside a transaction"
         case ("ALTER", "SYSTEM"): "ALTER SYSTEM cannot run inside a transaction"
+        case ("DISCARD", "ALL"): "DISCARD ALL cannot run inside a transaction"
+        case ("PREPARE", "TRANSACTION"): "PREPARE TRANSACTION would end the migration's transaction"
         default: nil
         }
     }
@@ -118,11 +117,10 @@ public enum MigrationDirectory {
         case .sqlite: SQLText.statements(in: migration.sql)
         case .postgres: PostgreSQLText.statements(in: migration.sql)
         }
-        let engineRefused = refusedByDialect[dialect] ?? [:]
         for statement in statements {
             let words = SQLText.leadingWords(of: statement, count: 4)
             guard let keyword = words.first else { continue }
-            let reason = refused[keyword] ?? engineRefused[keyword] ?? (dialect == .postgres ? postgresRefusal(of: words) : nil)
+            let reason = refused[keyword] ?? (dialect == .sqlite ? sqliteRefused[keyword] : postgresRefusal(of: words))
             guard let reason else { continue }
             if keyword == "PRAGMA", words.count >= 2, allowedPragmas.contains(words[1]) { continue }
             throw MigrationError(

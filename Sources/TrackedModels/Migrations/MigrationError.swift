@@ -26,6 +26,9 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         case refusedStatement
         /// The migrations are written for another engine than the database's.
         case wrongDialect
+        /// The database's record of what was applied cannot be told for sure (PostgreSQL:
+        /// several schemas hold one).
+        case unclearRecord
     }
 
     public var code: Code

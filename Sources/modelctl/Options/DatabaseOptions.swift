@@ -45,19 +45,24 @@ struct DatabaseOptions: ParsableArguments {
     var path: String { location.description }
 
     /// The folder the migrations come from: `--schemas`, else `./Schemas` when it exists (as
-    /// dbmate, Flyway and sqlx use theirs); for PostgreSQL its `postgres/` folder. `nil` for
-    /// the demo set built into modelctl.
+    /// dbmate, Flyway and sqlx use theirs); for PostgreSQL its `postgres/` folder when it has
+    /// one. `nil` for the demo set built into modelctl.
     var schemasFolder: String? {
-        var isDirectory: ObjCBool = false
         let base: String? = if let schemas {
             schemas
-        } else if FileManager.default.fileExists(atPath: "Schemas", isDirectory: &isDirectory), isDirectory.boolValue {
+        } else if Self.isFolder("Schemas") {
             "Schemas"
         } else {
             nil
         }
-        guard let base else { return nil }
-        return isPostgres ? (base.hasSuffix("/") ? base : base + "/") + "postgres" : base
+        guard let base, isPostgres else { return base }
+        let postgres = (base.hasSuffix("/") ? base : base + "/") + "postgres"
+        return Self.isFolder(postgres) ? postgres : base
+    }
+
+    private static func isFolder(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
     }
 
     /// Which migration set a command uses, in words, for the `migrate` commands to say.

@@ -39,6 +39,24 @@ struct PostgresMigrationTests {
         await #expect { try await edited.migrate(.postgres(url)) } throws: { ($0 as? MigrationError)?.code == .checksumMismatch }
     }
 
+    /// Found by review: a migration that changed `search_path` (kept by the session) made the
+    /// next look for the record find an empty one elsewhere, and migrations ran again.
+    @Test func aMigrationThatChangesSearchPathDoesNotHideWhatWasApplied() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let migrator = try SchemaMigrator([
+            Migration(version: 1, name: "app_schema", sql: "CREATE SCHEMA app; SET search_path TO app, public;\n"),
+            Migration(version: 2, name: "items", sql: "CREATE TABLE items (id BIGINT PRIMARY KEY);\n"),
+        ], dialect: .postgres)
+        #expect(try await migrator.migrate(.postgres(url)).map(\.version) == [1, 2])
+        // Migration 2 ran with the session's defaults: its table is in public, beside the record.
+        #expect(try await PostgresServer.psql(url, "SELECT string_agg(schemaname || '.' || tablename, ',' ORDER BY tablename) FROM pg_tables WHERE tablename IN ('items', 'trackedmodels_migrations')")
+            == "public.items,public.trackedmodels_migrations")
+        // A schema named as the user, first on the default search_path, appears later.
+        try await PostgresServer.psql(url, "CREATE SCHEMA tracked")
+        #expect(try await migrator.migrate(.postgres(url)).isEmpty)
+        #expect(try await migrator.status(of: .postgres(url)).currentVersion == 2)
+    }
+
     @Test func anotherEnginesMigrationsAreRefusedBeforeAnythingRuns() async throws {
         let url = try await PostgresServer.makeDatabase()
         let sqlite = try SchemaMigrator([Migration(version: 1, name: "create", sql: "CREATE TABLE t (x INTEGER) STRICT;")])
@@ -59,6 +77,9 @@ struct PostgresMigrationTests {
         "START TRANSACTION;",
         "VACUUM notes;",
         "PREPARE TRANSACTION 'x';",
+        "REINDEX DATABASE app;",
+        "DISCARD ALL;",
+        "CREATE TABLESPACE t LOCATION '/tmp';",
     ])
     func statementsThatCannotRunInAMigrationsTransactionAreRefused(_ statement: String) throws {
         #expect { try SchemaMigrator([Migration(version: 1, name: "bad", sql: "SELECT 1;\n" + statement)], dialect: .postgres) } throws: {
@@ -71,6 +92,12 @@ struct PostgresMigrationTests {
         #expect(PostgreSQLText.statements(in: #"SELECT E'\';'; SELECT "a;b" FROM t"#) == [#"SELECT E'\';';"#, #"SELECT "a;b" FROM t"#])
         #expect(PostgreSQLText.statements(in: "SELECT $$a;$$, $x$ $$; $x$; SELECT $1") == ["SELECT $$a;$$, $x$ $$; $x$;", "SELECT $1"])
         #expect(PostgreSQLText.statements(in: "SELECT 1 /* a /* b; */ c; */; SELECT 2;") == ["SELECT 1 /* a /* b; */ c; */;", "SELECT 2;"])
+        // A routine's BEGIN ATOMIC body, and CASE ... END in it; parentheses (a rule's actions).
+        #expect(PostgreSQLText.statements(in: "CREATE FUNCTION f(x int) RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; SELECT CASE WHEN x > 0 THEN 1 END; END; SELECT 2;")
+            == ["CREATE FUNCTION f(x int) RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; SELECT CASE WHEN x > 0 THEN 1 END; END;", "SELECT 2;"])
+        #expect(PostgreSQLText.statements(in: "CREATE RULE r AS ON INSERT TO t DO ALSO (INSERT INTO a VALUES (1); INSERT INTO b VALUES (2)); SELECT 3")
+            == ["CREATE RULE r AS ON INSERT TO t DO ALSO (INSERT INTO a VALUES (1); INSERT INTO b VALUES (2));", "SELECT 3"])
+        #expect(PostgreSQLText.statements(in: "SELECT a$b, $1; SELECT 'x'").count == 2)
         #expect(PostgreSQLText.statements(in: "").isEmpty)
         #expect(PostgreSQLText.statements(in: "'unterminated; string").count == 1)
     }

@@ -534,7 +534,8 @@ extension Harness {
         note("other connection: UPDATE \(key).\(column) = \(value.describedExactly)")
         // A NaN cannot be bound on SQLite, nor a value its column's type cannot take on
         // PostgreSQL, whether or not the row is there.
-        if value.isNaN && engine == .sqlite || reference.refusal(ofValue: value, in: column) != nil {
+        let stored = reference.declaration.stored(value, in: column)
+        if value.isNaN && engine == .sqlite || reference.refusal(ofValue: stored, in: column) != nil {
             guard await !otherCommits("UPDATE items SET \"\(column)\" = ? WHERE id = ?", [value, .integer(key)]) else {
                 throw Divergence(message: "the other connection bound a NaN")
             }
@@ -542,7 +543,7 @@ extension Harness {
         }
         let expected = reference.external { rows in
             guard rows[key] != nil else { return true }
-            rows[key]![column.rawValue] = value
+            rows[key]![column.rawValue] = stored
             return true
         }
         let committed = await otherCommits("UPDATE items SET \"\(column)\" = ? WHERE id = ?", [value, .integer(key)])
@@ -571,9 +572,10 @@ extension Harness {
         values[0] = .integer(key)
         values[Item.Column.link.rawValue] = linkValue(seed: b >> 20)
         note("other connection: INSERT \(key): \(values.dropFirst().map(\.describedExactly).joined(separator: ", "))")
+        let stored = reference.declaration.stored(values)
         let expected = reference.external(inserting: key) { rows in
             guard rows[key] == nil else { return false }
-            rows[key] = values
+            rows[key] = stored
             return true
         }
         let committed = await otherCommits("INSERT INTO items (id, title, count, note, score, payload, flag, link_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
@@ -588,7 +590,7 @@ extension Harness {
         values[0] = .integer(key)
         note("other connection: DELETE \(key) and INSERT it again: \(values.dropFirst().map(\.describedExactly).joined(separator: ", "))")
         let existed = reference.file[key] != nil
-        let expected = reference.externalReplace(key, with: values)
+        let expected = reference.externalReplace(key, with: reference.declaration.stored(values))
         let committed = (try? await other.commit([
             ("DELETE FROM items WHERE id = ?", [.integer(key)]),
             ("INSERT INTO items (id, title, count, note, score, payload, flag, link_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values),

@@ -118,6 +118,23 @@ struct TableDeclaration: CustomStringConvertible {
         return Int(type[type.index(type.startIndex, offsetBy: 8)..<close])
     }
 
+    /// What the database stores of a value another connection writes: PostgreSQL cuts text
+    /// longer than its `VARCHAR(n)` when the excess is all spaces (and refuses other excess).
+    /// The store refuses such text itself, so that its rows hold what its objects hold.
+    func stored(_ value: SQLValue, in column: Item.Column) -> SQLValue {
+        guard case .text(let text) = value, let limit = characterLimit(of: column) else { return value }
+        let scalars = Array(text.unicodeScalars)
+        guard scalars.count > limit, scalars[limit...].allSatisfy({ $0 == " " }) else { return value }
+        var cut = String.UnicodeScalarView()
+        cut.append(contentsOf: scalars[..<limit])
+        return .text(String(cut))
+    }
+
+    /// A row as ``stored(_:in:)`` stores each of its values.
+    func stored(_ values: [SQLValue]) -> [SQLValue] {
+        values.enumerated().map { index, value in Item.Column(rawValue: index).map { stored(value, in: $0) } ?? value }
+    }
+
     /// The integers a column holds, where the engine's type is narrower than 64 bits.
     func integerRange(of column: Item.Column) -> ClosedRange<Int64>? {
         guard engine == .postgres else { return nil }

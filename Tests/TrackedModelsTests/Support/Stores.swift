@@ -13,6 +13,16 @@ enum Stores {
         return configuration
     }
 
+    /// A store on a new database of an engine holding rows 0..<count, and the database's path
+    /// or URL (for ``TestEngine/sql(_:_:)``, another process).
+    static func rows(_ count: Int, on engine: TestEngine, in directory: TemporaryDirectory, configuration: ModelStore.Configuration = configuration()) async throws -> (store: ModelStore, database: String) {
+        let database = try await engine.makeDatabase(in: directory)
+        let store = try await engine.open(database, configuration: configuration)
+        try store.insert(contentsOf: (0..<Int64(count)).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
+        return (store, database)
+    }
+
     static func rows(_ count: Int, at location: DatabaseLocation = .inMemory, configuration: ModelStore.Configuration = configuration()) async throws -> ModelStore {
         let store = try ModelStore(location, models: [Row.self], configuration: configuration)
         try store.insert(contentsOf: (0..<Int64(count)).map { Row(id: $0, title: "Row \($0)", count: 0) })

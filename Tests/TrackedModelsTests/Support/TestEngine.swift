@@ -57,4 +57,19 @@ enum TestEngine: String, CaseIterable, Sendable, CustomTestStringConvertible {
             return try await PostgresServer.psql(database, sql)
         }
     }
+
+    /// Runs SQL in another process and waits for it, blocking the calling thread: for a hook
+    /// that runs on the store's database queue, which cannot await.
+    func sqlBlocking(_ database: String, _ sql: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = self == .sqlite ? ["sqlite3", database, sql] : ["psql", database, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
+        process.standardOutput = FileHandle.nullDevice
+        do {
+            try process.run()
+            process.waitUntilExit()
+        } catch {
+            Issue.record("\(self) could not run \(sql): \(error)")
+        }
+    }
 }

@@ -18,7 +18,7 @@ enum PostgreSQLEngine {
         do {
             let reader = try await PostgresSession.connect(endpoint, role: "trackedmodels reader", logger: logger)
             do {
-                _ = try await writer.rows("BEGIN", doing: "setting up the database")
+                try await writer.begin(doing: "setting up the database")
                 let layouts: [ChangeLogEntries.Layout]
                 let keys: [ForeignKey]
                 var characterLimits: [[Int: Int]] = []
@@ -35,9 +35,9 @@ enum PostgreSQLEngine {
                     guard differences.isEmpty else { throw StoreError.schemaMismatch(differences) }
                     layouts = configuration.observesExternalChanges ? try await installChangeLog(schemas, on: writer) : []
                     keys = try await foreignKeys(of: schemas, on: writer)
-                    _ = try await writer.rows("COMMIT", doing: "setting up the database")
+                    try await writer.end("COMMIT", doing: "setting up the database")
                 } catch {
-                    _ = try? await writer.rows("ROLLBACK", doing: "setting up the database")
+                    try? await writer.end("ROLLBACK", doing: "setting up the database")
                     throw error
                 }
                 var changeLog: PostgreSQLChangeLogReader?

@@ -1,9 +1,11 @@
 import Foundation
 
-/// Splits SQL text into its statements as PostgreSQL reads them, without sending anything: a
-/// semicolon ends a statement only outside strings (`'...'`, `E'...'`), quoted names
-/// (`"..."`), dollar-quoted bodies (`$$ ... $$`, `$fn$ ... $fn$`) and comments (`--`, nested
-/// `/* */`). Statements that hold only comments are left out.
+/// Splits SQL text into its statements as PostgreSQL (and psql) reads them, without sending
+/// anything: a semicolon ends a statement only outside strings (`'...'`, `E'...'`), quoted
+/// names (`"..."`), dollar-quoted bodies (`$$ ... $$`, `$fn$ ... $fn$`), comments (`--`,
+/// nested `/* */`), parentheses, and the `BEGIN ATOMIC ... END` body of a `CREATE FUNCTION` or
+/// `CREATE PROCEDURE` (where `BEGIN` and `CASE` open a block that `END` closes, as psql counts
+/// them). Statements that hold only comments are left out.
 ///
 /// ```swift
 /// PostgreSQLText.statements(in: "CREATE TABLE t (x int); -- done")   // ["CREATE TABLE t (x int);"]
@@ -17,6 +19,10 @@ enum PostgreSQLText {
         var start = 0
         var index = 0
         var hasCode = false
+        var parentheses = 0
+        // The statement's words so far (uppercased), and the blocks open in a routine's body.
+        var words: [String] = []
+        var blocks = 0
         func finish(upTo end: Int) {
             if hasCode {
                 var statement = String.UnicodeScalarView()
@@ -25,6 +31,7 @@ enum PostgreSQLText {
             }
             start = end
             hasCode = false
+            words = []
         }
         func starts(with prefix: String, at position: Int) -> Bool {
             let scalars = Array(prefix.unicodeScalars)
@@ -51,12 +58,28 @@ enum PostgreSQLText {
                 } while depth > 0 && index < text.count
                 continue
             }
-            if scalar == ";" {
+            if scalar == ";", parentheses == 0, blocks == 0 {
                 finish(upTo: index + 1)
                 index += 1
                 continue
             }
             if !scalar.properties.isWhitespace { hasCode = true }
+            if scalar == "(" { parentheses += 1 }
+            if scalar == ")" { parentheses = max(0, parentheses - 1) }
+            if isNameStart(scalar), index == 0 || !isNamePart(text[index - 1]) {
+                var end = index
+                while end < text.count, isNamePart(text[end]), text[end] != "$" { end += 1 }
+                var word = String.UnicodeScalarView()
+                word.append(contentsOf: text[index..<end])
+                let upper = String(word).uppercased()
+                words.append(upper)
+                if isRoutine(words) {
+                    if upper == "BEGIN" || upper == "CASE" { blocks += 1 }
+                    if upper == "END", blocks > 0 { blocks -= 1 }
+                }
+                index = end
+                continue
+            }
             if scalar == "'" {
                 // E'...' also escapes with a backslash.
                 let escapes = index > 0 && (text[index - 1] == "E" || text[index - 1] == "e") && (index < 2 || !isNamePart(text[index - 2]))
@@ -107,6 +130,17 @@ enum PostgreSQLText {
         }
         guard end < text.count else { return nil }
         return Array(text[index...end])
+    }
+
+    /// Whether a statement's first words create a function or procedure.
+    private static func isRoutine(_ words: [String]) -> Bool {
+        guard words.first == "CREATE" else { return false }
+        let rest = words.dropFirst().starts(with: ["OR", "REPLACE"]) ? words.dropFirst(3) : words.dropFirst()
+        return rest.first == "FUNCTION" || rest.first == "PROCEDURE"
+    }
+
+    private static func isNameStart(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.isAlphabetic || scalar == "_"
     }
 
     private static func isNamePart(_ scalar: Unicode.Scalar) -> Bool {

@@ -405,16 +405,21 @@ final class PostgreSQLWriter: EngineWriter {
 
     /// Moves an identity column's sequence past the largest key in the table, which other
     /// connections may have given explicitly, and past `given` (the largest key the commit
-    /// inserts): else a key the database assigns could collide.
+    /// inserts): else a key the database assigns could collide. Keys beyond what the sequence
+    /// can reach (a serial column widened to `bigint`) are no concern of it, and left out.
+    /// (A given key whose insert is then refused still moves the sequence: sequences leave
+    /// gaps by design.)
     private func keySequenceCatchUp(_ table: Int, past given: Int64?) -> (sql: String, arguments: [SQLValue], doing: String) {
         let schema = tables[table]
+        let key = quoteIdentifier(schema.primaryKey.name)
         return (
             """
             SELECT setval(sequence, top) FROM (
-                SELECT pg_get_serial_sequence($1, $2)::regclass AS sequence,
-                       greatest((SELECT max(\(quoteIdentifier(schema.primaryKey.name))) FROM \(quoteIdentifier(schema.name))), $3::bigint) AS top
+                SELECT s.seqrelid::regclass AS sequence,
+                       greatest((SELECT max(\(key)) FROM \(quoteIdentifier(schema.name)) WHERE \(key) <= s.seqmax), CASE WHEN $3::bigint <= s.seqmax THEN $3::bigint END) AS top
+                FROM pg_sequence AS s WHERE s.seqrelid = pg_get_serial_sequence($1, $2)::regclass
             ) AS found
-            WHERE sequence IS NOT NULL AND top > coalesce(pg_sequence_last_value(sequence), 0)
+            WHERE top > coalesce(pg_sequence_last_value(sequence), 0)
             """,
             [.text(quoteIdentifier(schema.name)), .text(schema.primaryKey.name), given.map(SQLValue.integer) ?? .null],
             "advancing the key sequence of \(schema.name)"
@@ -432,13 +437,15 @@ final class PostgreSQLWriter: EngineWriter {
     }
 
     /// Moves an identity column's sequence past a key given explicitly, so that the keys the
-    /// database assigns later do not collide with it (SQLite's rowid does this on its own).
+    /// database assigns later do not collide with it (SQLite's rowid does this on its own); a
+    /// key beyond the sequence's reach leaves it alone.
     private func keySequenceAdvance(_ table: Int, past key: SQLValue) -> (sql: String, arguments: [SQLValue], doing: String) {
         let schema = tables[table]
         return (
             """
-            SELECT setval(sequence, $2) FROM (SELECT pg_get_serial_sequence($1, $3)::regclass AS sequence) AS found
-            WHERE sequence IS NOT NULL AND $2 > coalesce(pg_sequence_last_value(sequence), 0)
+            SELECT setval(s.seqrelid::regclass, $2) FROM pg_sequence AS s
+            WHERE s.seqrelid = pg_get_serial_sequence($1, $3)::regclass AND $2 <= s.seqmax
+              AND $2 > coalesce(pg_sequence_last_value(s.seqrelid::regclass), 0)
             """,
             [.text(quoteIdentifier(schema.name)), key, .text(schema.primaryKey.name)], "advancing the key sequence of \(schema.name)"
         )

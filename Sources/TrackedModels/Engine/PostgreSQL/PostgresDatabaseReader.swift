@@ -38,14 +38,16 @@ public final class PostgresDatabaseReader {
     /// - Throws: ``StoreError`` with code ``StoreError/Code/notReadOnly`` for SQL that would
     ///   write (nothing changed), or what the server reported.
     public func query(_ sql: String, _ arguments: [SQLValue] = [], limit: Int? = nil) async throws -> DatabaseReader.Result {
-        _ = try await session.rows("BEGIN READ ONLY", doing: "querying")
+        try await session.begin(readOnly: true, doing: "querying")
         do {
             let result = try await session.result(sql, arguments, limit: limit, doing: "querying")
-            _ = try await session.rows("ROLLBACK", doing: "querying")
+            try await session.end("ROLLBACK", doing: "querying")
             return DatabaseReader.Result(columns: result.columns, rows: result.rows)
         } catch {
-            _ = try? await session.rows("ROLLBACK", doing: "querying")
-            throw error
+            try? await session.end("ROLLBACK", doing: "querying")
+            // The transaction's READ ONLY refused a write: the caller's SQL is not read-only.
+            guard let refused = error as? StoreError, refused.code == .readOnly else { throw error }
+            throw StoreError(code: .notReadOnly, message: refused.message + "; nothing was changed: only SQL that reads runs here", underlying: refused.underlying)
         }
     }
 

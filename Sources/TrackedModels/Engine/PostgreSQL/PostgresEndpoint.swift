@@ -84,12 +84,19 @@ struct PostgresEndpoint: Sendable, CustomStringConvertible {
         return configuration
     }
 
-    /// A URL with its password left out, for messages: whatever stands between the scheme's
-    /// `//`, the user's `:` and the `@` (even in a URL that does not parse).
+    /// A URL with its passwords left out, for messages: whatever stands between the scheme's
+    /// `//`, the user's `:` and the `@`, and the value of a `password=` option (even in a URL
+    /// that does not parse).
     static func redacted(_ url: String) -> String {
-        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].lastIndex(of: "@"),
-              let colon = url[scheme.upperBound..<at].firstIndex(of: ":")
-        else { return url }
-        return String(url[..<url.index(after: colon)]) + "…" + String(url[at...])
+        var redacted = url
+        if let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].lastIndex(of: "@"),
+           let colon = url[scheme.upperBound..<at].firstIndex(of: ":") {
+            redacted = String(url[..<url.index(after: colon)]) + "…" + String(url[at...])
+        }
+        guard let query = redacted.firstIndex(of: "?") else { return redacted }
+        let options = redacted[redacted.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false).map { option in
+            option.lowercased().hasPrefix("password=") ? "password=…" : String(option)
+        }
+        return String(redacted[...query]) + options.joined(separator: "&")
     }
 }

@@ -59,7 +59,7 @@ enum PostgresErrors {
             // A statement timeout or a cancel request: the connection is fine.
             return StoreError(code: .busy, message: message + " (statement_timeout, or cancelled)", mayPass: true, underlying: error)
         case "25006":
-            return StoreError(code: .notReadOnly, message: message + "; nothing was changed: only SQL that reads runs here", underlying: error)
+            return StoreError(code: .readOnly, message: message + " (the server or the transaction is read-only)", underlying: error)
         case "25P02":
             return StoreError(code: .engineFailure, message: message, underlying: error)
         default:

@@ -92,6 +92,7 @@ final class PostgresSession {
 
     private func current() async throws -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
+        if isInTransaction { throw lostInTransaction }
         close()
         let made = try await Self.makeConnection(endpoint, role: role, logger: logger).get()
         // Another read may have connected while this one waited: it uses that one, and closes
@@ -146,14 +147,25 @@ final class PostgresSession {
         }
     }
 
-    /// Whether a transaction is open (``begin(doing:)`` to ``end(_:doing:)``): a connection lost
-    /// meanwhile is not made again, since statements on a new one would run outside the
-    /// transaction.
+    /// Whether a transaction is open (``begin(doing:)`` to ``end(_:doing:)``, waiting or
+    /// awaiting): a connection lost meanwhile is not made again, since statements on a new one
+    /// would run outside the transaction.
     private(set) var isInTransaction = false
+
+    /// How a transaction begins: READ COMMITTED whatever the server's default, since each
+    /// statement must see what committed before it (the change log's snapshots, increments
+    /// that add to what another connection committed).
+    private static let beginStatement = "BEGIN ISOLATION LEVEL READ COMMITTED"
 
     /// Begins a transaction, waiting for the server.
     func begin(doing operation: String) throws {
-        _ = try rowsWaiting("BEGIN", doing: operation)
+        _ = try rowsWaiting(Self.beginStatement, doing: operation)
+        isInTransaction = true
+    }
+
+    /// Begins a transaction, awaiting the server; `readOnly` makes the server refuse writes.
+    func begin(readOnly: Bool = false, doing operation: String) async throws {
+        _ = try await rows(Self.beginStatement + (readOnly ? " READ ONLY" : ""), doing: operation)
         isInTransaction = true
     }
 
@@ -163,15 +175,23 @@ final class PostgresSession {
         _ = try rowsWaiting(statement, doing: operation)
     }
 
+    /// Ends the transaction with `COMMIT` or `ROLLBACK`, awaiting the server.
+    func end(_ statement: String, doing operation: String) async throws {
+        defer { isInTransaction = false }
+        _ = try await rows(statement, doing: operation)
+    }
+
+    private var lostInTransaction: StoreError {
+        StoreError(
+            code: .connectionLost,
+            message: "the connection to PostgreSQL at \(endpoint) was lost inside a transaction, which the server rolls back; the store tries again",
+            mayPass: true
+        )
+    }
+
     private func currentWaiting() throws -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
-        if isInTransaction {
-            throw StoreError(
-                code: .connectionLost,
-                message: "the connection to PostgreSQL at \(endpoint) was lost inside a transaction, which the server rolls back; the store tries again",
-                mayPass: true
-            )
-        }
+        if isInTransaction { throw lostInTransaction }
         close()
         let connection = try Self.makeConnection(endpoint, role: role, logger: logger).wait()
         self.connection = connection
