@@ -41,62 +41,76 @@ final class Memo {
         var fired = 0
     }
 
-    /// A store on a file with two lists (keys 1 and 2) and an entry (key 1) in list 1.
-    func listsAndAnEntry(in directory: TemporaryDirectory) async throws -> ModelStore {
-        let store = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+    /// A store on a new database with two lists (keys 1 and 2) and an entry (key 1) in list
+    /// 1, and the database's path or URL.
+    func listsAndAnEntry(_ engine: TestEngine, in directory: TemporaryDirectory) async throws -> (store: ModelStore, database: String) {
+        let database = try await engine.makeDatabase(in: directory)
+        let store = try await engine.open(database, models: [TodoList.self, Entry.self])
         let groceries = TodoList(id: 1, title: "Groceries")
         try store.insert(groceries)
         try store.insert(TodoList(id: 2, title: "Chores"))
         try store.insert(Entry(id: 1, title: "Milk", list: groceries))
         try await store.flush()
-        return store
+        return (store, database)
     }
 
-    @Test func aToOneIsItsTargetsKeyInAColumnNamedAfterIt() async throws {
+    /// An entry with its list loaded (on PostgreSQL a relationship is read from what the store
+    /// holds).
+    func entry(_ key: Int64, in store: ModelStore) async throws -> Entry {
+        let entry = try #require(try await store.async.find(Entry.self, key: key))
+        try await store.async.prefetch([\Entry.list, \Entry.parent], of: [entry])
+        return entry
+    }
+
+    @Test(arguments: TestEngine.allCases)
+    func aToOneIsItsTargetsKeyInAColumnNamedAfterIt(_ engine: TestEngine) async throws {
         let columns = Entry._$schema.columns
         #expect(columns.map(\.name) == ["id", "title", "list_id", "parent_entry"])
         #expect(columns[2].type == .integer && columns[2].isOptional)
         #expect(columns[2].reference?.modelName == "TodoList")
         let directory = try TemporaryDirectory()
-        let store = try await listsAndAnEntry(in: directory)
-        let peek = try Peek(directory.path("db.sqlite"))
-        #expect(try peek.value("SELECT list_id FROM entries WHERE id = 1") == .integer(1))
+        let (store, database) = try await listsAndAnEntry(engine, in: directory)
+        #expect(try await engine.sql(database, "SELECT list_id FROM entries WHERE id = 1") == "1")
         try await store.close()
     }
 
-    @Test func aLoadedTargetIsTheIdentityMappedObject() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func aLoadedTargetIsTheIdentityMappedObject(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        try await listsAndAnEntry(in: directory).close()
-        let store = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
-        let entry = try #require(try store.find(Entry.self, key: 1))
+        let (first, database) = try await listsAndAnEntry(engine, in: directory)
+        try await first.close()
+        let store = try await engine.open(database, models: [TodoList.self, Entry.self])
+        let entry = try await entry(1, in: store)
         let list = try #require(entry.list)
-        #expect(list === (try store.find(TodoList.self, key: 1)))
+        #expect(list === (try await store.async.find(TodoList.self, key: 1)))
         #expect(list.title == "Groceries")
         try store.insert(Entry(id: 2, title: "Eggs", list: list))
-        let second = try #require(try store.find(Entry.self, key: 2))
+        let second = try #require(try await store.async.find(Entry.self, key: 2))
         #expect(second.list === entry.list)
         try await store.close()
     }
 
-    @Test func assigningATargetWritesItsKeyBehind() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func assigningATargetWritesItsKeyBehind(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let store = try await listsAndAnEntry(in: directory)
-        let entry = try #require(try store.find(Entry.self, key: 1))
-        let chores = try #require(try store.find(TodoList.self, key: 2))
+        let (store, database) = try await listsAndAnEntry(engine, in: directory)
+        let entry = try await entry(1, in: store)
+        let chores = try #require(try await store.async.find(TodoList.self, key: 2))
         entry.list = chores
         #expect(store.hasPendingChanges)
         try await store.flush()
-        let peek = try Peek(directory.path("db.sqlite"))
-        #expect(try peek.value("SELECT list_id FROM entries WHERE id = 1") == .integer(2))
+        #expect(try await engine.sql(database, "SELECT list_id FROM entries WHERE id = 1") == "2")
         entry.list = nil
         try await store.flush()
-        #expect(try peek.value("SELECT list_id FROM entries WHERE id = 1") == .null)
+        #expect(try await engine.sql(database, "SELECT count(*) FROM entries WHERE id = 1 AND list_id IS NULL") == "1")
         try await store.close()
     }
 
-    @Test func aChildOfANewParentWhoseKeySQLiteAssignsGetsThatKey() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func aChildOfANewParentWhoseKeyTheDatabaseAssignsGetsThatKey(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let store = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+        let database = try await engine.makeDatabase(in: directory)
+        let store = try await engine.open(database, models: [TodoList.self, Entry.self])
         let list = TodoList(id: nil, title: "New")
         let entry = Entry(id: nil, title: "First", list: list)
         // Inserting the child inserts the parent it points at, first.
@@ -109,19 +123,19 @@ final class Memo {
         try await store.flush()
         let listKey = try #require(list.id)
         let laterKey = try #require(later.id)
-        let peek = try Peek(directory.path("db.sqlite"))
-        #expect(try peek.value("SELECT list_id FROM entries WHERE id = ?", [.integer(try #require(entry.id))]) == .integer(listKey))
-        #expect(try peek.value("SELECT list_id FROM entries WHERE id = ?", [.integer(try #require(other.id))]) == .integer(laterKey))
-        #expect(try peek.value("SELECT count(*) FROM lists") == .integer(2))
+        #expect(try await engine.sql(database, "SELECT list_id FROM entries WHERE id = \(try #require(entry.id))") == "\(listKey)")
+        #expect(try await engine.sql(database, "SELECT list_id FROM entries WHERE id = \(try #require(other.id))") == "\(laterKey)")
+        #expect(try await engine.sql(database, "SELECT count(*) FROM lists") == "2")
         try await store.close()
     }
 
-    @Test func readingTheTargetsTitleDependsOnTheKeyAndThatTitleOnly() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func readingTheTargetsTitleDependsOnTheKeyAndThatTitleOnly(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let store = try await listsAndAnEntry(in: directory)
-        let entry = try #require(try store.find(Entry.self, key: 1))
-        let groceries = try #require(try store.find(TodoList.self, key: 1))
-        let chores = try #require(try store.find(TodoList.self, key: 2))
+        let (store, _) = try await listsAndAnEntry(engine, in: directory)
+        let entry = try await entry(1, in: store)
+        let groceries = try #require(try await store.async.find(TodoList.self, key: 1))
+        let chores = try #require(try await store.async.find(TodoList.self, key: 2))
         func observe(_ counter: Counter) {
             withObservationTracking { _ = entry.list?.title } onChange: { counter.fired += 1 }
         }
@@ -141,14 +155,15 @@ final class Memo {
         try await store.close()
     }
 
-    @Test func feedsHearAReparentOnTheKeyColumn() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func feedsHearAReparentOnTheKeyColumn(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let store = try await listsAndAnEntry(in: directory)
-        let entry = try #require(try store.find(Entry.self, key: 1))
+        let (store, _) = try await listsAndAnEntry(engine, in: directory)
+        let entry = try await entry(1, in: store)
         let probe = NotificationProbe(store: store)
         try probe.subscribe("list", to: .object(entry, \Entry.list))
         try probe.subscribe("title", to: .object(entry, \Entry.title))
-        entry.list = try store.find(TodoList.self, key: 2)
+        entry.list = try await store.async.find(TodoList.self, key: 2)
         #expect(probe.counts == ["list": 1])
         let event = try #require(probe.events(of: "list").first)
         #expect(event.changes.first?.old == .integer(1))
@@ -156,25 +171,28 @@ final class Memo {
         try await store.close()
     }
 
-    @Test func anotherConnectionsReparentReachesTheObjectAndItsObservers() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func anotherConnectionsReparentReachesTheObjectAndItsObservers(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let store = try await listsAndAnEntry(in: directory)
-        let entry = try #require(try store.find(Entry.self, key: 1))
+        let (store, database) = try await listsAndAnEntry(engine, in: directory)
+        let entry = try await entry(1, in: store)
         #expect(entry.list?.title == "Groceries")
         let counter = Counter()
         withObservationTracking { _ = entry.list } onChange: { counter.fired += 1 }
-        try Peek(directory.path("db.sqlite")).execute("UPDATE entries SET list_id = 2 WHERE id = 1")
+        try await engine.sql(database, "UPDATE entries SET list_id = 2 WHERE id = 1")
         try await store.refreshExternalChanges()
         #expect(counter.fired == 1)
+        try await store.async.prefetch([\Entry.list], of: [entry])
         #expect(entry.list?.title == "Chores")
-        #expect(entry.list === (try store.find(TodoList.self, key: 2)))
+        #expect(entry.list === (try await store.async.find(TodoList.self, key: 2)))
         try await store.close()
     }
 
-    @Test func aThrowingTransactionTakesTheReparentBack() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func aThrowingTransactionTakesTheReparentBack(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let store = try await listsAndAnEntry(in: directory)
-        let entry = try #require(try store.find(Entry.self, key: 1))
+        let (store, database) = try await listsAndAnEntry(engine, in: directory)
+        let entry = try await entry(1, in: store)
         let groceries = try #require(entry.list)
         struct Failure: Error {}
         #expect(throws: Failure.self) {
@@ -186,33 +204,36 @@ final class Memo {
         #expect(entry.list === groceries)
         #expect(!store.hasPendingChanges)
         try await store.flush()
-        let peek = try Peek(directory.path("db.sqlite"))
-        #expect(try peek.value("SELECT list_id FROM entries WHERE id = 1") == .integer(1))
-        #expect(try peek.value("SELECT count(*) FROM lists") == .integer(2))
+        #expect(try await engine.sql(database, "SELECT list_id FROM entries WHERE id = 1") == "1")
+        #expect(try await engine.sql(database, "SELECT count(*) FROM lists") == "2")
         try await store.close()
     }
 
-    @Test func anEntryPointsAtAnotherEntry() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func anEntryPointsAtAnotherEntry(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let store = try await listsAndAnEntry(in: directory)
-        let entry = try #require(try store.find(Entry.self, key: 1))
+        let (store, database) = try await listsAndAnEntry(engine, in: directory)
+        let entry = try await entry(1, in: store)
         let child = Entry(id: nil, title: "Whole milk", parent: entry)
         try store.insert(child)
         try await store.close()
-        let reopened = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
-        let children = try reopened.fetch(Entry.self, where: "parent_entry = 1")
+        let reopened = try await engine.open(database, models: [TodoList.self, Entry.self])
+        let children = try await reopened.async.fetch(FetchDescriptor<Entry>(predicate: #Predicate { $0.parent?.id == 1 }))
+        try await reopened.async.prefetch([\Entry.parent], of: children)
         #expect(children.map(\.title) == ["Whole milk"])
         #expect(children.first?.parent?.title == "Milk")
+        try await reopened.async.prefetch([\Entry.parent], of: children.compactMap(\.parent))
         #expect(children.first?.parent?.parent == nil)
         try await reopened.close()
     }
 
-    @Test func aTargetAnotherProcessDeletedIsNoLongerReached() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func aTargetAnotherProcessDeletedIsNoLongerReached(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let store = try await listsAndAnEntry(in: directory)
-        let entry = try #require(try store.find(Entry.self, key: 1))
+        let (store, database) = try await listsAndAnEntry(engine, in: directory)
+        let entry = try await entry(1, in: store)
         let groceries = try #require(entry.list)
-        try Peek(directory.path("db.sqlite")).execute("DELETE FROM lists WHERE id = 1")
+        try await engine.sql(database, "DELETE FROM lists WHERE id = 1")
         try await store.refreshExternalChanges()
         #expect(!groceries._$tracking.isAttached)
         #expect(entry.list == nil)
@@ -230,15 +251,17 @@ final class Memo {
 }
 
 extension RelationshipTests {
-    @Test func clearingATargetNotYetLoadedStoresNull() async throws {
+    @Test(arguments: TestEngine.allCases)
+    func clearingATargetNotYetLoadedStoresNull(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        try await listsAndAnEntry(in: directory).close()
-        let store = try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
-        let entry = try #require(try store.find(Entry.self, key: 1))
+        let (first, database) = try await listsAndAnEntry(engine, in: directory)
+        try await first.close()
+        let store = try await engine.open(database, models: [TodoList.self, Entry.self])
+        let entry = try #require(try await store.async.find(Entry.self, key: 1))
         entry.list = nil
         #expect(store.hasPendingChanges)
         try await store.flush()
-        #expect(try Peek(directory.path("db.sqlite")).value("SELECT list_id FROM entries WHERE id = 1") == .null)
+        #expect(try await engine.sql(database, "SELECT count(*) FROM entries WHERE id = 1 AND list_id IS NULL") == "1")
         try await store.close()
     }
 }
@@ -246,11 +269,11 @@ extension RelationshipTests {
 /// What a review of the first version found.
 extension RelationshipTests {
     private func freshStore(in directory: TemporaryDirectory) throws -> ModelStore {
-        try ModelStore(.file(directory.path("db.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
+        try ModelStore(.file(directory.path("model.sqlite")), models: [TodoList.self, Entry.self], configuration: Stores.configuration())
     }
 
     private func stored(_ column: String, of entry: Entry, in directory: TemporaryDirectory) throws -> SQLValue {
-        try Peek(directory.path("db.sqlite")).value("SELECT \(column) FROM entries WHERE id = ?", [.integer(try #require(entry.id))])
+        try Peek(directory.path("model.sqlite")).value("SELECT \(column) FROM entries WHERE id = ?", [.integer(try #require(entry.id))])
     }
 
     @Test func aNewEntryThatPointsAtItselfGetsItsOwnKey() async throws {
@@ -280,7 +303,7 @@ extension RelationshipTests {
 
     @Test func aThrowingTransactionPutsBackATargetThatWaitsForItsKey() async throws {
         let directory = try TemporaryDirectory()
-        let store = try await listsAndAnEntry(in: directory)
+        let (store, _) = try await listsAndAnEntry(.sqlite, in: directory)
         let entry = try #require(try store.find(Entry.self, key: 1))
         let waiting = TodoList(id: nil, title: "Waiting")
         entry.list = waiting
@@ -295,13 +318,13 @@ extension RelationshipTests {
         #expect(entry.list === waiting)
         try await store.flush()
         #expect(try stored("list_id", of: entry, in: directory) == .integer(try #require(waiting.id)))
-        #expect(try Peek(directory.path("db.sqlite")).value("SELECT count(*) FROM lists") == .integer(3))
+        #expect(try Peek(directory.path("model.sqlite")).value("SELECT count(*) FROM lists") == .integer(3))
         try await store.close()
     }
 
     @Test func insertingAnEntryWhoseNewListHasATakenKeyThrowsAndInsertsNothing() async throws {
         let directory = try TemporaryDirectory()
-        let store = try await listsAndAnEntry(in: directory)
+        let (store, _) = try await listsAndAnEntry(.sqlite, in: directory)
         let held = try #require(try store.find(TodoList.self, key: 1))
         let entry = Entry(id: 5, title: "Duplicate's child", list: TodoList(id: 1, title: "Another list 1"))
         #expect(throws: StoreError.self) { try store.insert(entry) }
