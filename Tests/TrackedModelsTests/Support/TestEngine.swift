@@ -48,7 +48,8 @@ enum TestEngine: String, CaseIterable, Sendable, CustomTestStringConvertible {
     func sql(_ database: String, _ sql: String) async throws -> String {
         switch self {
         case .sqlite:
-            let process = try Helper.start([database, sql], executable: Helper.sqlite3)
+            // Waiting up to 5 s for a lock the store holds, as the store waits for others'.
+            let process = try Helper.start(["-cmd", ".timeout 5000", database, sql], executable: Helper.sqlite3)
             let output = await Task.detached { (process.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile() }.value
             process.waitUntilExit()
             #expect(process.terminationStatus == 0, "sqlite3 failed on \(sql)")
@@ -63,7 +64,7 @@ enum TestEngine: String, CaseIterable, Sendable, CustomTestStringConvertible {
     func sqlBlocking(_ database: String, _ sql: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = self == .sqlite ? ["sqlite3", database, sql] : ["psql", database, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
+        process.arguments = self == .sqlite ? ["sqlite3", "-cmd", ".timeout 5000", database, sql] : ["psql", database, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
         process.standardOutput = FileHandle.nullDevice
         do {
             try process.run()
