@@ -209,12 +209,7 @@ final class Note {
     /// behind it; what another process reads of the database (which keeps it).
     private func refusedTransaction(_ engine: TestEngine) async throws -> (store: ModelStore, rows: [Row], peek: (String) async throws -> String) {
         let directory = try TemporaryDirectory()
-        let path = try await engine.makeDatabase(in: directory)
-        let integer = engine == .sqlite ? "INTEGER" : "BIGINT"
-        try await engine.sql(path, "CREATE TABLE rows (id \(integer) PRIMARY KEY, title TEXT NOT NULL, count \(integer) NOT NULL CHECK (count < 100))")
-        let store = try await engine.open(path)
-        try store.insert(contentsOf: (0..<5).map { Row(id: $0, title: "Row \($0)", count: 0) })
-        try await store.flush()
+        let (store, path) = try await Stores.rows(5, on: engine, in: directory, refusingCountsFrom: 100)
         let rows = try await store.async.fetch(FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
         try store.transaction {
             rows[0].title = "part of a refused unit"

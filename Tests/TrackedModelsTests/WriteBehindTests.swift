@@ -156,12 +156,7 @@ import Testing
     @Test(arguments: TestEngine.allCases)
     func aRefusedChangeStaysPendingWhileAnUnrelatedOneCommits(_ engine: TestEngine) async throws {
         let directory = try TemporaryDirectory()
-        let database = try await engine.makeDatabase(in: directory)
-        let integer = engine == .sqlite ? "INTEGER" : "BIGINT"
-        try await engine.sql(database, "CREATE TABLE rows (id \(integer) PRIMARY KEY, title TEXT NOT NULL, count \(integer) NOT NULL CHECK (count < 100))")
-        let store = try await engine.open(database)
-        try store.insert(contentsOf: (0..<2).map { Row(id: $0, title: "Row \($0)", count: 0) })
-        try await store.flush()
+        let (store, database) = try await Stores.rows(2, on: engine, in: directory, refusingCountsFrom: 100)
         let errors = store.writeErrors
         let row = try #require(try await store.async.find(Row.self, key: 0))
         row.count = 500

@@ -8,8 +8,10 @@ import Foundation
 public enum MigrationDirectory {
     /// The migrations in a folder, in version order.
     ///
-    /// - Parameter dialect: The engine the SQL is written for, which decides how it splits into
-    ///   statements and which statements a migration may not run.
+    /// - Parameters:
+    ///   - path: The folder.
+    ///   - dialect: The engine the SQL is written for, which decides how it splits into
+    ///     statements and which statements a migration may not run.
     /// - Throws: ``MigrationError`` for a file that is not named `NNNN_name.sql` (other files
     ///   than `.sql` ones, and folders, are ignored), a duplicate version, or a gap in the versions.
     public static func migrations(in path: String, dialect: MigrationDialect = .sqlite) throws -> [Migration] {

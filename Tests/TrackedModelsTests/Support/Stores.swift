@@ -15,8 +15,18 @@ enum Stores {
 
     /// A store on a new database of an engine holding rows 0..<count, and the database's path
     /// or URL (for ``TestEngine/sql(_:_:)``, another process).
-    static func rows(_ count: Int, on engine: TestEngine, in directory: TemporaryDirectory, configuration: ModelStore.Configuration = configuration()) async throws -> (store: ModelStore, database: String) {
+    ///
+    /// - Parameter refusingCountsFrom: Makes the table first, with a CHECK that refuses a
+    ///   count of this or more.
+    static func rows(
+        _ count: Int, on engine: TestEngine, in directory: TemporaryDirectory, refusingCountsFrom limit: Int? = nil,
+        configuration: ModelStore.Configuration = configuration()
+    ) async throws -> (store: ModelStore, database: String) {
         let database = try await engine.makeDatabase(in: directory)
+        if let limit {
+            let integer = engine == .sqlite ? "INTEGER" : "BIGINT"
+            try await engine.sql(database, "CREATE TABLE rows (id \(integer) PRIMARY KEY, title TEXT NOT NULL, count \(integer) NOT NULL CHECK (count < \(limit)))")
+        }
         let store = try await engine.open(database, configuration: configuration)
         try store.insert(contentsOf: (0..<Int64(count)).map { Row(id: $0, title: "Row \($0)", count: 0) })
         try await store.flush()

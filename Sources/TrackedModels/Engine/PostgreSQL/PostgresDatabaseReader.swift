@@ -33,6 +33,7 @@ public final class PostgresDatabaseReader {
     /// Runs one read-only statement and returns its rows.
     ///
     /// - Parameters:
+    ///   - sql: One statement, in PostgreSQL's SQL.
     ///   - arguments: Values for the `$1`, `$2`, ... placeholders.
     ///   - limit: Stop after this many rows.
     /// - Throws: ``StoreError`` with code ``StoreError/Code/notReadOnly`` for SQL that would
