@@ -473,6 +473,20 @@ final class ModelRegistrar {
         outbox.endGroup(from: mark, keeping: true)
     }
 
+    /// Tells the subscribers of a row that no object shows (live results among them) that
+    /// the cells a discarded update had shown are back to what the row holds now: `current`,
+    /// committed with what is still pending. (A row an object shows is reloaded into it.)
+    func announceUndone(_ row: RowReference, shown: [Int: DiscardedChanges.ShownCell], current: [SQLValue]?) {
+        guard identityMap.object(table: row.table, key: row.key) == nil, let current else { return }
+        let mark = outbox.beginGroup()
+        for (column, cell) in shown.sorted(by: { $0.key < $1.key }) {
+            let old = cell.value(over: current[column])
+            guard old != current[column] else { continue }
+            outbox.postUpdate(table: row.table, key: row.key, column: column, old: old, new: current[column], origin: .local)
+        }
+        outbox.endGroup(from: mark, keeping: true)
+    }
+
     /// Shows what discarding pending changes undid, step by step: objects whose insert was
     /// discarded are detached, rows whose delete was discarded are announced again.
     func applyDiscarded(_ discarded: DiscardedChanges, reading: RowReads) {

@@ -70,9 +70,10 @@ extension ModelStore {
         revert(writeBehind.discardAll())
     }
 
-    /// Puts the objects of discarded units back to what is committed, and tells subscribers of
+    /// Puts the objects of discarded units back to what is committed, tells subscribers of
     /// rows a discarded delete had taken away that they are back (a discarded `deleteAll` makes
-    /// its table's subscribers re-read).
+    /// its table's subscribers re-read), and those of rows no object shows that the cells a
+    /// discarded update had changed are back.
     ///
     /// On PostgreSQL those rows are read afterwards (a read there is awaited): subscribers hear
     /// the discarded insert go, then the committed row come back once it is read.
@@ -89,8 +90,29 @@ extension ModelStore {
                 }
             }
         }
+        // In the order the updates were made.
+        var announced: Set<RowReference> = []
+        for table in discarded.reloads.keys.sorted() {
+            for key in discarded.reloads[table] ?? [] {
+                let row = RowReference(table: table, key: key)
+                guard announced.insert(row).inserted, let cells = discarded.shown[row], registrar.identityMap.object(table: table, key: key) == nil else { continue }
+                announceUndone(row, shown: cells, isRemote: isRemote)
+            }
+        }
         for table in Set(discarded.reloads.keys).union(discarded.resetTables).sorted() {
             worker.reload(table: table, keys: discarded.reloads[table] ?? [], announcingReset: discarded.resetTables.contains(table))
+        }
+    }
+
+    /// Tells the subscribers of a row no object shows that a discarded update's cells are back
+    /// to what the row holds; on PostgreSQL once it is read.
+    private func announceUndone(_ row: RowReference, shown cells: [Int: DiscardedChanges.ShownCell], isRemote: Bool) {
+        if isRemote {
+            readLater({ [unowned self] in try currentValues(table: row.table, key: row.key) }) { [unowned self] values in
+                registrar.announceUndone(row, shown: cells, current: values)
+            }
+        } else {
+            registrar.announceUndone(row, shown: cells, current: try? currentValues(table: row.table, key: row.key))
         }
     }
 

@@ -23,6 +23,35 @@ struct DiscardedChanges {
     var steps: [Step] = []
     /// Rows whose updates were discarded, by table: their objects take the committed values.
     var reloads: [Int: [SQLValue]] = [:]
+    /// What the discarded updates had shown of each row's cells: for a row no object shows,
+    /// subscribers (live results among them) hear the cells go back from these.
+    var shown: [RowReference: [Int: ShownCell]] = [:]
+
+    /// What a discarded update had shown of a cell.
+    enum ShownCell: Equatable {
+        /// The value it set (and what it added to that since).
+        case set(SQLValue)
+        /// What it added to the value committed (or pending before it).
+        case added(Int64)
+
+        /// The value shown, given the value the cell shows now the update is gone.
+        func value(over current: SQLValue) -> SQLValue {
+            switch self {
+            case .set(let value): value
+            case .added(let delta): if case .integer(let integer) = current { .integer(integer &+ delta) } else { current }
+            }
+        }
+
+        /// This cell, with a later write of the same update on top.
+        func then(_ write: CellWrite) -> ShownCell {
+            switch (self, write) {
+            case (_, .set(let value)): .set(value)
+            case (.set(.integer(let value)), .add(let delta)): .set(.integer(value &+ delta))
+            case (.set(let value), .add): .set(value)
+            case (.added(let total), .add(let delta)): .added(total &+ delta)
+            }
+        }
+    }
     /// Tables whose `deleteAll` was discarded: their subscribers re-read.
     var resetTables: Set<Int> = []
 
@@ -36,8 +65,11 @@ struct DiscardedChanges {
             var deletedRows: [RowReference] = []
             for operation in unit.unit.operations {
                 switch operation {
-                case .update(let row, _):
+                case .update(let row, let cells):
                     reloads[row.table, default: []].append(row.key)
+                    for cell in cells {
+                        shown[row, default: [:]][cell.column] = (shown[row]?[cell.column] ?? .added(0)).then(cell.write)
+                    }
                 case .insert(let request):
                     if let row = request.row { insertedRows.insert(row) } else { insertRequests.insert(request.id) }
                 case .delete(let row):

@@ -291,6 +291,28 @@ import Testing
         #expect(try fixture.store.count(Item.self) == 0)
     }
 
+    /// A refused update of a row another process then replaced (the object no longer shows
+    /// the row), discarded: the live list kept the row by the discarded value, and the row's
+    /// subscribers never heard it go back.
+    @Test func discardingAnUpdateOfARowNoObjectShowsTellsLiveResultsAndSubscribers() async throws {
+        let fixture = try Fixture(rows: 1)
+        let item = try fixture.item(1)
+        let busy = try fixture.store.results(for: FetchDescriptor<Item>(predicate: #Predicate { $0.count > 0 }))
+        var heard: [Int] = []
+        let token = try fixture.store.subscribe(to: .row(1, \Item.count)) { event in
+            if let change = event.change(of: \Item.count) { heard.append(change.new) }
+        }
+        item.count = 13
+        await #expect(throws: StoreError.self) { try await fixture.store.flush() }
+        #expect(busy.map(\.id) == [1])
+        try await fixture.commit("DELETE FROM items WHERE id = 1; INSERT INTO items VALUES (1, 'again', 0, 'n', 0.5, NULL, 0, NULL)")
+        #expect(!item._$tracking.isAttached)
+        try fixture.store.discard(try #require(fixture.store.pendingChanges.first))
+        #expect(busy.isEmpty)
+        #expect(heard == [13, 0])
+        token.cancel()
+    }
+
     // MARK: - Found in review
 
     @Test func readingALiveListInsideATransactionThatDeletedItsRowsDoesNotTrap() async throws {
