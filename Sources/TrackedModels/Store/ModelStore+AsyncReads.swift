@@ -166,6 +166,9 @@ extension ModelStore {
         guard let remote = reader as? any RemoteEngineReader else { return try body() }
         var answers: [RemoteRead: [[SQLValue]]] = [:]
         var answeredAt = deliveries
+        // Why rounds ended, for the error: new data arrived, or the run needed more reads.
+        var overtaken = 0
+        var lastMisses: Set<RemoteRead> = []
         for _ in 0..<Self.maximumReadRounds {
             if deliveries != answeredAt {
                 answers = [:]
@@ -174,15 +177,20 @@ extension ModelStore {
             let run = remote.answering(from: answers, stopsAtMiss: sideEffects, body)
             if run.misses.isEmpty || isDone() { return try run.result.get() }
             try Task.checkCancellation()
+            lastMisses = run.misses
             let fetchedFrom = deliveries
             let fetched = try await remote.read(run.misses)
             try checkOpen("read")
-            guard deliveries == fetchedFrom else { continue }
+            guard deliveries == fetchedFrom else {
+                overtaken += 1
+                continue
+            }
             answers.merge(fetched) { _, new in new }
         }
+        let missed = lastMisses.map { String($0.sql.prefix(120)) }.sorted().joined(separator: " | ")
         throw StoreError(
             code: .busy,
-            message: "the data changed under the read \(Self.maximumReadRounds) times in a row before it could finish; try again",
+            message: "the read did not settle in \(Self.maximumReadRounds) rounds (\(overtaken) overtaken by new data, the others needing more reads; last missing: \(missed)); try again",
             mayPass: true
         )
     }

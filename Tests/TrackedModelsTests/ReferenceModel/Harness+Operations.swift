@@ -283,11 +283,24 @@ extension Harness {
         guard engine == .postgres else { return try deleteAll() }
         note("deleteAll (awaited)")
         do {
-            try await live.async.deleteAll(Item.self)
+            try await triedAgainWhileBusy { try await live.async.deleteAll(Item.self) }
         } catch let error as StoreError where error.code == .notAttached && !newObjects.isEmpty {
             return
         }
         try didDeleteAll()
+    }
+
+    /// Runs an awaited operation, and again (up to twice) when it says the data kept changing
+    /// under its reads and to try again (busy, may pass), as a program would: a read that does
+    /// not settle three times running is reported.
+    private func triedAgainWhileBusy(_ operation: () async throws -> Void) async throws {
+        for attempt in 1...3 {
+            do {
+                return try await operation()
+            } catch let error as StoreError where error.code == .busy && error.mayPass && attempt < 3 {
+                note("busy, tried again: \(error.message)")
+            }
+        }
     }
 
     private func didDeleteAll() throws {
