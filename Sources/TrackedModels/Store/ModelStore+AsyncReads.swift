@@ -187,7 +187,7 @@ extension ModelStore {
             }
             answers.merge(fetched) { _, new in new }
         }
-        let missed = lastMisses.map { String($0.sql.prefix(120)) }.sorted().joined(separator: " | ")
+        let missed = lastMisses.map { String($0.sql.prefix(120)) }.sorted().prefix(3).joined(separator: " | ") + (lastMisses.count > 3 ? " and \(lastMisses.count - 3) more" : "")
         throw StoreError(
             code: .busy,
             message: "the read did not settle in \(Self.maximumReadRounds) rounds (\(overtaken) overtaken by new data, the others needing more reads; last missing: \(missed)); try again",

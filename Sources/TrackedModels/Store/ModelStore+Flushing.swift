@@ -90,9 +90,10 @@ extension ModelStore {
                 }
             }
         }
-        // In the order the updates were made.
-        var announced: Set<RowReference> = []
-        for table in discarded.reloads.keys.sorted() {
+        // In the order the updates were made; not rows the steps above announced already, nor
+        // tables whose subscribers re-read.
+        var announced = Set(discarded.steps.compactMap(\.row))
+        for table in discarded.reloads.keys.sorted() where !discarded.resetTables.contains(table) {
             for key in discarded.reloads[table] ?? [] {
                 let row = RowReference(table: table, key: key)
                 guard announced.insert(row).inserted, let cells = discarded.shown[row], registrar.identityMap.object(table: table, key: key) == nil else { continue }

@@ -34,11 +34,12 @@ struct DiscardedChanges {
         /// What it added to the value committed (or pending before it).
         case added(Int64)
 
-        /// The value shown, given the value the cell shows now the update is gone.
+        /// The value shown, given the value the cell shows now the update is gone (an
+        /// increment applies as the write-behind applies it).
         func value(over current: SQLValue) -> SQLValue {
             switch self {
             case .set(let value): value
-            case .added(let delta): if case .integer(let integer) = current { .integer(integer &+ delta) } else { current }
+            case .added(let delta): CellWrite.add(delta).applied(to: current)
             }
         }
 
@@ -46,8 +47,7 @@ struct DiscardedChanges {
         func then(_ write: CellWrite) -> ShownCell {
             switch (self, write) {
             case (_, .set(let value)): .set(value)
-            case (.set(.integer(let value)), .add(let delta)): .set(.integer(value &+ delta))
-            case (.set(let value), .add): .set(value)
+            case (.set(let value), .add): .set(write.applied(to: value))
             case (.added(let total), .add(let delta)): .added(total &+ delta)
             }
         }

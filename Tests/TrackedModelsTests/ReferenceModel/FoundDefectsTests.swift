@@ -310,6 +310,27 @@ import Testing
         try fixture.store.discard(try #require(fixture.store.pendingChanges.first))
         #expect(busy.isEmpty)
         #expect(heard == [13, 0])
+        // The worker's reload of the row tells nobody again, and the list agrees with a fetch.
+        try await fixture.store.refreshExternalChanges()
+        #expect(heard == [13, 0])
+        #expect(busy.map(\.id) == (try fixture.store.fetch(FetchDescriptor<Item>(predicate: #Predicate { $0.count > 0 }))).map(\.id))
+        token.cancel()
+    }
+
+    /// Found in review: a discarded update and delete of one row announced the row twice (back
+    /// from the delete, then the update's cells going back with a stale old value).
+    @Test func discardingAnUpdateAndADeleteOfARowAnnouncesItOnce() async throws {
+        let fixture = try Fixture(rows: 1)
+        let item = try fixture.item(1)
+        var heard: [ChangeEvent.Kind] = []
+        let token = try fixture.store.subscribe(to: .table(Item.self)) { heard.append($0.kind) }
+        item.count = 5
+        try fixture.store.delete(item)
+        heard = []
+        fixture.store.discardPendingChanges()
+        try await fixture.store.refreshExternalChanges()
+        #expect(heard == [.insert])
+        #expect(try fixture.store.find(Item.self, key: 1)?.count == 0)
         token.cancel()
     }
 
