@@ -75,3 +75,11 @@ extension ComparisonResult {
         }
     }
 }
+
+extension Sequence<SQLValue> {
+    /// The values in the order ``SQLValue/compare(_:_:)`` gives: a set's keys in one order,
+    /// whatever the set's own (which differs from one set to another with the same keys).
+    func sortedInValueOrder() -> [SQLValue] {
+        sorted { SQLValue.compare($0, $1) == .orderedAscending }
+    }
+}

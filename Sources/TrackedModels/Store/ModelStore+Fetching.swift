@@ -76,8 +76,12 @@ extension ModelStore {
     /// changes not yet committed as their objects show them (or gone, when deleted).
     func readRows(_ sql: String, _ arguments: [SQLValue], table: Int) throws -> [[SQLValue]] {
         let uncommitted = writeBehind.uncommittedRows(table: table)
-        var overlay = TableOverlay(hiddenKeys: Array(uncommitted.keys), hidesEveryRow: uncommitted.deletesEveryRow)
-        overlay.rows = try uncommitted.keys.compactMap { try currentValues(table: table, key: $0) }
+        // In key order: a set's order differs from one instance to the next, and on PostgreSQL
+        // the statement is the key its answer is found by (an awaited read that met another
+        // order each round never settled).
+        let keys = uncommitted.keys.sortedInValueOrder()
+        var overlay = TableOverlay(hiddenKeys: keys, hidesEveryRow: uncommitted.deletesEveryRow)
+        overlay.rows = try keys.compactMap { try currentValues(table: table, key: $0) }
         return try reader.rows(table: table, nativeSQL: sql, arguments: arguments, overlay: overlay)
     }
 

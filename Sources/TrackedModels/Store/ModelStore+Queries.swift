@@ -71,7 +71,8 @@ extension ModelStore {
                         columnsRead: [], joins: plan.joins, limit: nil, offset: 0
                     )]
                 } else {
-                    let keys = Array(targets.keys)
+                    // In key order: the statements are the keys their answers are found by.
+                    let keys = targets.keys.sortedInValueOrder()
                     reads = stride(from: 0, to: keys.count, by: 500).map {
                         plan.rowsPointing(atAnyOf: Array(keys[$0..<min($0 + 500, keys.count)]), through: join)
                     }
