@@ -85,7 +85,7 @@ final class PostgreSQLWriter: EngineWriter {
                 for (operationIndex, operation) in unit.operations.enumerated() {
                     if case .insert(let request) = operation, request.row == nil, caughtUp.insert(request.table).inserted {
                         let catchUp = keySequenceCatchUp(request.table, past: givenKeys[request.table])
-                        sent.append((unitIndex, operationIndex, nil, try session.send(catchUp.sql, catchUp.arguments, doing: catchUp.doing)))
+                        sent.append((unitIndex, operationIndex, nil, try session.send(catchUp.sql, catchUp.arguments, reused: true, doing: catchUp.doing)))
                     }
                     if changeLog != nil, let deleted = deletedActionTarget(operation) {
                         try takeAnswers()
@@ -108,9 +108,9 @@ final class PostgreSQLWriter: EngineWriter {
                             throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
                         }
                         do {
-                            sent.append((unitIndex, operationIndex, operation, try session.send(statement.sql, statement.arguments, doing: statement.doing)))
+                            sent.append((unitIndex, operationIndex, operation, try session.send(statement.sql, statement.arguments, reused: true, doing: statement.doing)))
                             if let advance = keySequenceAdvance(after: operation) {
-                                sent.append((unitIndex, operationIndex, nil, try session.send(advance.sql, advance.arguments, doing: advance.doing)))
+                                sent.append((unitIndex, operationIndex, nil, try session.send(advance.sql, advance.arguments, reused: true, doing: advance.doing)))
                             }
                         } catch let error as StoreError {
                             throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
@@ -254,8 +254,8 @@ final class PostgreSQLWriter: EngineWriter {
     private func apply(_ operation: WriteOperation, into report: inout CommitReport) throws {
         try refuseOverlongText(operation)
         let statement = statement(for: operation)
-        try record(operation, rows: session.rowsWaiting(statement.sql, statement.arguments, doing: statement.doing), into: &report)
-        if let advance = keySequenceAdvance(after: operation) { _ = try session.rowsWaiting(advance.sql, advance.arguments, doing: advance.doing) }
+        try record(operation, rows: session.rowsWaiting(statement.sql, statement.arguments, reused: true, doing: statement.doing), into: &report)
+        if let advance = keySequenceAdvance(after: operation) { _ = try session.rowsWaiting(advance.sql, advance.arguments, reused: true, doing: advance.doing) }
     }
 
     /// Refuses text longer than its column's `VARCHAR(n)`, as PostgreSQL refuses it, also
@@ -361,12 +361,12 @@ final class PostgreSQLWriter: EngineWriter {
         func advance() throws {
             guard let key = unadvanced else { return }
             let advance = keySequenceAdvance(rows.table, past: key)
-            _ = try session.rowsWaiting(advance.sql, advance.arguments, doing: advance.doing)
+            _ = try session.rowsWaiting(advance.sql, advance.arguments, reused: true, doing: advance.doing)
             unadvanced = nil
         }
         if schema.assignsPrimaryKey {
             let catchUp = keySequenceCatchUp(rows.table, past: nil)
-            _ = try session.rowsWaiting(catchUp.sql, catchUp.arguments, doing: catchUp.doing)
+            _ = try session.rowsWaiting(catchUp.sql, catchUp.arguments, reused: true, doing: catchUp.doing)
         }
         while let chunk = try rows.next() {
             for values in chunk {
@@ -378,7 +378,7 @@ final class PostgreSQLWriter: EngineWriter {
                     try advance()
                 }
                 do {
-                    _ = try session.rowsWaiting(insertSQL(rows.table, assignsKey: assignsKey), arguments, doing: "inserting into \(schema.name)")
+                    _ = try session.rowsWaiting(insertSQL(rows.table, assignsKey: assignsKey), arguments, reused: true, doing: "inserting into \(schema.name)")
                 } catch let error as StoreError {
                     var error = error
                     let row = assignsKey ? "a new row" : "row \(values[schema.primaryKeyIndex])"

@@ -109,39 +109,58 @@ final class PostgresSession {
     // MARK: - Waiting (on the worker's queue)
 
     /// Runs a statement and returns its rows, waiting for the server.
-    func rowsWaiting(_ sql: String, _ arguments: [SQLValue] = [], doing operation: String) throws -> [[SQLValue]] {
-        do {
-            let connection = try currentWaiting()
-            let query = PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments))
-            return try connection.query(query, logger: logger).wait().rows.map(PostgresValues.values(of:))
-        } catch {
-            throw failure(error, doing: operation)
-        }
+    ///
+    /// - Parameter reused: Whether the statement is one of a few kinds run over and over (the
+    ///   writer's), prepared once on the connection (see ``PostgresReusedStatements``).
+    func rowsWaiting(_ sql: String, _ arguments: [SQLValue] = [], reused: Bool = false, doing operation: String) throws -> [[SQLValue]] {
+        try send(sql, arguments, reused: reused, doing: operation).rows()
     }
 
     /// A statement sent and not waited for yet.
     struct Answer {
-        fileprivate let future: EventLoopFuture<PostgresQueryResult>
+        fileprivate let future: EventLoopFuture<[PostgresRow]>
+        /// Whether the rows are in binary form whatever their description says: a statement
+        /// prepared through postgres-nio's `prepare(query:)` keeps the text form the server
+        /// describes, while every execution asks for binary.
+        fileprivate let binary: Bool
         fileprivate let operation: String
         fileprivate let session: PostgresSession
 
         /// The statement's rows, waiting for the server.
         func rows() throws -> [[SQLValue]] {
             do {
-                return try future.wait().rows.map(PostgresValues.values(of:))
+                return try future.wait().map { row in
+                    try row.map { cell in
+                        var cell = cell
+                        if binary { cell.format = .binary }
+                        return try PostgresValues.value(of: cell)
+                    }
+                }
             } catch {
                 throw session.failure(error, doing: operation)
             }
         }
     }
 
+    /// The writer's statements prepared on the current connection.
+    private var reusedStatements = PostgresReusedStatements()
+
+    /// How many statements are prepared on the current connection (for tests).
+    var reusedStatementCount: Int { reusedStatements.count }
+
     /// Sends a statement without waiting for its answer, so that statements sent one after
     /// another share round trips; take its answer with ``Answer/rows()``, in the order sent.
-    func send(_ sql: String, _ arguments: [SQLValue] = [], doing operation: String) throws -> Answer {
+    ///
+    /// - Parameter reused: Whether the statement is one of a few kinds run over and over (the
+    ///   writer's), prepared once on the connection (see ``PostgresReusedStatements``).
+    func send(_ sql: String, _ arguments: [SQLValue] = [], reused: Bool = false, doing operation: String) throws -> Answer {
         do {
             let connection = try currentWaiting()
-            let future = connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments)), logger: logger)
-            return Answer(future: future, operation: operation, session: self)
+            if reused, let future = reusedStatements.execute(sql, arguments, on: connection, logger: logger) {
+                return Answer(future: future, binary: true, operation: operation, session: self)
+            }
+            let future = connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments)), logger: logger).map(\.rows)
+            return Answer(future: future, binary: false, operation: operation, session: self)
         } catch {
             throw failure(error, doing: operation)
         }
@@ -207,6 +226,7 @@ final class PostgresSession {
     func close() {
         let connection = self.connection
         self.connection = nil
+        reusedStatements = PostgresReusedStatements()
         connection.map(Self.close)
     }
 
