@@ -127,7 +127,7 @@ struct PostgresCommandTests {
         #expect(!refused.stderr.contains("tries again"))
 
         let credentials = try await workspace.modelctl.run("bump", "1", "--db", try PostgresServer.url(user: "tracked", password: "wrong"))
-        #expect(credentials.status == 66)
+        #expect(credentials.status == 77)
         #expect(credentials.stderr.contains("refused the credentials"))
         #expect(!credentials.stderr.contains("wrong"), "the password is never printed")
 

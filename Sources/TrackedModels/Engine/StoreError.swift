@@ -69,6 +69,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let connectionLost = Code(name: "connectionLost")
         /// The database cannot be opened: it does not exist, or its folder cannot be reached.
         public static let cannotOpen = Code(name: "cannotOpen")
+        /// The server refused this user: a wrong user or password, or an authentication
+        /// method the store cannot use.
+        public static let accessDenied = Code(name: "accessDenied")
         /// The database cannot be written by this user (a read-only file, folder or
         /// connection).
         public static let readOnly = Code(name: "readOnly")

@@ -108,9 +108,10 @@ public final class ModelStore {
     ///   - configuration: Write-behind and durability settings.
     ///   - isolation: The actor the store and its objects belong to; by default, the caller's.
     /// - Throws: ``StoreError``: ``StoreError/Code/schemaMismatch`` listing every difference,
-    ///   or what kept the database from opening: ``StoreError/Code/cannotOpen`` for a wrong URL,
-    ///   bad credentials or a missing database, ``StoreError/Code/connectionLost`` for a server
-    ///   that cannot be reached, each naming the host and database.
+    ///   or what kept the database from opening: ``StoreError/Code/cannotOpen`` for a wrong URL
+    ///   or a missing database, ``StoreError/Code/accessDenied`` for bad credentials,
+    ///   ``StoreError/Code/connectionLost`` for a server that cannot be reached, each naming the
+    ///   host and database.
     public static func open(
         _ location: DatabaseLocation,
         models: [any TrackedModel.Type],

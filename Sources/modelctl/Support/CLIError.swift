@@ -63,6 +63,8 @@ struct CLIError: Error {
             (status, advice) = (.missingInput, nil)
         case .connectionLost:
             (status, advice) = (.unavailable, nil)
+        case .accessDenied:
+            (status, advice) = (.permissionDenied, nil)
         case .cannotOpen:
             if let blocked = FileDiagnosis.blockedWrite(path) {
                 (status, advice) = (.permissionDenied, blocked)

@@ -162,7 +162,7 @@ struct PostgresStoreTests {
         }
         await #expect { _ = try await Self.open(try PostgresServer.url(user: "tracked", password: "wrong")) } throws: { error in
             let error = try #require(error as? StoreError)
-            return error.code == .cannotOpen && error.message.contains("credentials") && error.message.contains("\(server.host!):\(server.port!)")
+            return error.code == .accessDenied && error.message.contains("credentials") && error.message.contains("\(server.host!):\(server.port!)")
         }
         await #expect { _ = try await Self.open("postgres://tracked:tracked@127.0.0.1:1/tracked") } throws: { error in
             let error = try #require(error as? StoreError)

@@ -23,8 +23,9 @@ public final class PostgresDatabaseReader {
 
     /// Connects to a database.
     ///
-    /// - Throws: ``StoreError`` with code ``StoreError/Code/cannotOpen`` naming the server and
-    ///   database for a bad URL, a refused connection, bad credentials or no such database.
+    /// - Throws: ``StoreError`` naming the server and database: ``StoreError/Code/cannotOpen``
+    ///   for a bad URL or no such database, ``StoreError/Code/accessDenied`` for bad
+    ///   credentials, ``StoreError/Code/connectionLost`` for a server that cannot be reached.
     public static func connect(_ url: String) async throws -> PostgresDatabaseReader {
         let endpoint = try PostgresEndpoint(url: url)
         return PostgresDatabaseReader(session: try await PostgresSession.connect(endpoint, role: "trackedmodels reader", logger: Logger(label: "trackedmodels.reader")))

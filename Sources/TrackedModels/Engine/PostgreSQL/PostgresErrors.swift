@@ -18,7 +18,7 @@ enum PostgresErrors {
         guard let server = ServerReport(error) else {
             if let error = error as? PSQLError,
                [.unsupportedAuthMechanism, .authMechanismRequiresPassword, .saslError].contains(error.code) {
-                return StoreError(code: .cannotOpen, message: "\(operation) failed: \(place) refused the credentials (\(error.code)); check the user and password in the URL", underlying: error)
+                return StoreError(code: .accessDenied, message: "\(operation) failed: \(place) refused the credentials (\(error.code)); check the user and password in the URL", underlying: error)
             }
             if let error = error as? PSQLError, error.code == .sslUnsupported {
                 return StoreError(code: .cannotOpen, message: "\(operation) failed: \(place) does not offer TLS, which sslmode=require asks for; enable TLS on the server, or use sslmode=prefer", underlying: error)
@@ -42,7 +42,7 @@ enum PostgresErrors {
         let stateClass = state.prefix(2)
         switch state {
         case "28P01", "28000":
-            return StoreError(code: .cannotOpen, message: "\(operation) failed: \(place) refused the credentials (\(serverMessage)); check the user and password in the URL", underlying: error)
+            return StoreError(code: .accessDenied, message: "\(operation) failed: \(place) refused the credentials (\(serverMessage)); check the user and password in the URL", underlying: error)
         case "3D000":
             return StoreError(code: .cannotOpen, message: "\(operation) failed: \(place) has no such database (\(serverMessage)); create it (createdb \(endpoint.database)) or fix the URL", underlying: error)
         case "23505":
