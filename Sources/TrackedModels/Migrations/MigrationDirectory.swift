@@ -120,7 +120,7 @@ public enum MigrationDirectory {
         case .postgres: PostgreSQLText.statements(in: migration.sql)
         }
         for statement in statements {
-            let words = SQLText.leadingWords(of: statement, count: 4)
+            let words = SQLText.leadingWords(of: statement, count: 4, nestedComments: dialect == .postgres)
             guard let keyword = words.first else { continue }
             let reason = refused[keyword] ?? (dialect == .sqlite ? sqliteRefused[keyword] : postgresRefusal(of: words))
             guard let reason else { continue }

@@ -80,6 +80,8 @@ struct PostgresMigrationTests {
         "REINDEX DATABASE app;",
         "DISCARD ALL;",
         "CREATE TABLESPACE t LOCATION '/tmp';",
+        // PostgreSQL's comments nest: the statement is COMMIT.
+        "/* a /* b */ c */ COMMIT;",
     ])
     func statementsThatCannotRunInAMigrationsTransactionAreRefused(_ statement: String) throws {
         #expect { try SchemaMigrator([Migration(version: 1, name: "bad", sql: "SELECT 1;\n" + statement)], dialect: .postgres) } throws: {

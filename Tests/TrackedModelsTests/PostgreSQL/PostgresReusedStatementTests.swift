@@ -41,45 +41,73 @@ struct PostgresReusedStatementTests {
         }
     }
 
+    /// Values compared bit for bit (a -0.0 is not a 0.0).
+    static func exact(_ outcome: Outcome) -> String {
+        guard case .rows(let rows) = outcome else { return "\(outcome)" }
+        return "\(rows.map { $0.map { value in if case .real(let real) = value { "real \(real.bitPattern)" } else { "\(value)" } } })"
+    }
+
     @Test func aStatementRunByNameStoresAndAnswersWhatItDoesUnnamed() async throws {
         let session = try await PostgresSession.connect(PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test", logger: Logger(label: "test"))
         defer { session.close() }
         let declarations = Self.columns.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
         _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY, \(declarations))", doing: "creating cells")
+        _ = try session.rowsWaiting("CREATE TABLE serials (id bigserial PRIMARY KEY, t text, i4 integer)", doing: "creating serials")
         _ = try session.rowsWaiting("INSERT INTO cells (id) VALUES (1), (2)", doing: "inserting rows")
-        var random = Xoshiro(seed: UInt64(Date().timeIntervalSince1970))
-        var compared = 0
-        var statements: Set<String> = []
+        let seed = UInt64(Date().timeIntervalSince1970)
+        var random = Xoshiro(seed: seed)
+        /// Runs a statement by name on row 1 and unnamed on row 2, and compares what each gave
+        /// and what each row holds afterwards.
+        func compare(_ sql: String, _ values: [SQLValue], reading columns: String, _ what: String) throws {
+            let named = Self.outcome { try session.rowsWaiting(sql, values + [.integer(1)], reused: true, doing: "by name") }
+            let unnamed = Self.outcome { try session.rowsWaiting(sql, values + [.integer(2)], doing: "unnamed") }
+            #expect(Self.exact(named) == Self.exact(unnamed), "seed \(seed), \(what): by name \(named), unnamed \(unnamed)")
+            let stored = try session.rowsWaiting("SELECT \(columns) FROM cells ORDER BY id", doing: "reading back")
+            #expect(Self.exact(.rows([stored[0]])) == Self.exact(.rows([stored[1]])), "seed \(seed), \(what): stored \(stored[0]) by name, \(stored[1]) unnamed")
+        }
         for (column, type) in Self.columns {
-            // Every value once, then generated pairs (an update of two columns at once).
             for value in Self.values {
-                let update = "UPDATE cells SET \(column) = $1 WHERE id = $2 RETURNING \(column)"
-                statements.insert(update)
-                let named = Self.outcome { try session.rowsWaiting(update, [value, .integer(1)], reused: true, doing: "updating by name") }
-                let unnamed = Self.outcome { try session.rowsWaiting(update, [value, .integer(2)], doing: "updating unnamed") }
-                #expect(named == unnamed, "\(value) into \(type): by name \(named), unnamed \(unnamed)")
-                let stored = try session.rowsWaiting("SELECT \(column) FROM cells ORDER BY id", doing: "reading back")
-                #expect(stored[0] == stored[1], "\(value) into \(type): stored \(stored[0]) by name, \(stored[1]) unnamed")
-                compared += 1
+                try compare("UPDATE cells SET \(column) = $1 WHERE id = $2 RETURNING \(column)", [value], reading: column, "\(value) into \(type)")
             }
         }
+        // Increments, as the writer makes them, of each integer column.
+        for column in ["i2", "i4", "i8"] {
+            for case .integer(let delta) in Self.values {
+                try compare("UPDATE cells SET \(column) = \(column) + $1 WHERE id = $2 RETURNING \(column)", [.integer(delta)], reading: column, "\(column) + \(delta)")
+            }
+        }
+        // Generated updates of two columns at once.
         for _ in 0..<200 {
             let first = Self.columns[Int(random.next() % UInt64(Self.columns.count))].0
             let second = Self.columns[Int(random.next() % UInt64(Self.columns.count))].0
             guard first != second else { continue }
             let values = [Self.values[Int(random.next() % UInt64(Self.values.count))], Self.values[Int(random.next() % UInt64(Self.values.count))]]
-            let update = "UPDATE cells SET \(first) = $1, \(second) = $2 WHERE id = $3 RETURNING \(first), \(second)"
-            statements.insert(update)
-            let named = Self.outcome { try session.rowsWaiting(update, values + [.integer(1)], reused: true, doing: "updating by name") }
-            let unnamed = Self.outcome { try session.rowsWaiting(update, values + [.integer(2)], doing: "updating unnamed") }
-            #expect(named == unnamed, "\(values) into \(first), \(second): by name \(named), unnamed \(unnamed)")
-            let stored = try session.rowsWaiting("SELECT \(first), \(second) FROM cells ORDER BY id", doing: "reading back")
-            #expect(stored[0] == stored[1], "\(values) into \(first), \(second): stored \(stored[0]) by name, \(stored[1]) unnamed")
-            compared += 1
+            try compare("UPDATE cells SET \(first) = $1, \(second) = $2 WHERE id = $3 RETURNING \(first), \(second)", values, reading: "\(first), \(second)", "\(values) into \(first), \(second)")
         }
-        #expect(compared > Self.columns.count * Self.values.count)
-        // Each kind of statement was prepared once, and stays prepared.
-        #expect(session.reusedStatementCount == statements.count)
+        // Inserts whose key the database assigns, returning it.
+        for value in Self.values {
+            let insert = "INSERT INTO serials (t, i4) VALUES ($1, $2) RETURNING id"
+            let named = Self.outcome { try session.rowsWaiting(insert, [value, value], reused: true, doing: "by name") }
+            let unnamed = Self.outcome { try session.rowsWaiting(insert, [value, value], doing: "unnamed") }
+            switch (named, unnamed) {
+            case (.rows(let named), .rows(let unnamed)):
+                let stored = try session.rowsWaiting("SELECT t, i4 FROM serials WHERE id = $1 OR id = $2 ORDER BY id", [named[0][0], unnamed[0][0]], doing: "reading back")
+                #expect(stored.count == 2 && stored[0] == stored[1], "seed \(seed), inserting \(value): stored \(stored)")
+            default:
+                #expect(named == unnamed, "seed \(seed), inserting \(value): by name \(named), unnamed \(unnamed)")
+            }
+        }
+        // The statements kept ran by name: the server counts their executions.
+        let listed = try session.rowsWaiting(
+            "SELECT count(*), coalesce(sum(generic_plans + custom_plans), 0) FROM pg_prepared_statements WHERE statement LIKE '%/* trackedmodels %'",
+            doing: "listing prepared statements"
+        )
+        #expect(listed.first?.first == .integer(Int64(session.reusedStatementCount)))
+        if case .integer(let executions) = listed.first?.last {
+            #expect(executions >= Int64(Self.values.count), "\(executions) executions by name")
+        } else {
+            Issue.record("no executions listed: \(listed)")
+        }
     }
 
     @Test func aStatementTheServerCouldNotPrepareIsPreparedAgainNextTime() async throws {
@@ -94,7 +122,7 @@ struct PostgresReusedStatementTests {
         try await session.begin(doing: "beginning")
         let failing = try session.send("SELECT 1 / 0", doing: "dividing")
         let refused = try session.send(increment, [.integer(1), .integer(1)], reused: true, doing: "incrementing")
-        #expect(throws: StoreError.self) { try failing.rows() }
+        #expect { try failing.rows() } throws: { ($0 as? StoreError)?.code == .valueNotStorable }
         let error = try #require(throws: StoreError.self) { try refused.rows() }
         #expect(error.message.contains("aborted"), "\(error.message)")
         try await session.end("ROLLBACK", doing: "rolling back")
@@ -115,6 +143,50 @@ struct PostgresReusedStatementTests {
         // A new connection prepares its own.
         session.close()
         #expect(try session.rowsWaiting(increment, [.integer(1), .integer(1)], reused: true, doing: "incrementing") == [[.integer(4)]])
+        #expect(session.reusedStatementCount == 1)
+    }
+    @Test func aFailureInAPipelineIsTheFailingStatementsAndItsValuesDoNotUnprepareIt() async throws {
+        let session = try await PostgresSession.connect(PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test", logger: Logger(label: "test"))
+        defer { session.close() }
+        _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY, a integer, b integer, c integer)", doing: "creating cells")
+        let insert = "INSERT INTO cells (id, a, b, c) VALUES ($1, $2, $3, $4)"
+        try await session.begin(doing: "beginning")
+        var answers = [
+            try session.send(insert, [.integer(1), .integer(0), .integer(0), .integer(0)], reused: true, doing: "inserting"),
+            try session.send(insert, [.integer(1), .integer(0), .integer(0), .integer(0)], reused: true, doing: "inserting again"),
+        ]
+        for column in ["a", "b", "c"] {
+            answers.append(try session.send("UPDATE cells SET \(column) = $1 WHERE id = $2 RETURNING 1", [.integer(1), .integer(1)], reused: true, doing: "updating"))
+        }
+        #expect(try answers[0].rows() == [])
+        #expect { try answers[1].rows() } throws: { ($0 as? StoreError)?.constraint == .primaryKey }
+        for answer in answers.dropFirst(2) {
+            #expect(throws: StoreError.self) { try answer.rows() }
+        }
+        try await session.end("ROLLBACK", doing: "rolling back")
+        // The insert stays prepared (its values failed, not it); the updates, refused in the
+        // failed transaction, are not kept.
+        #expect(session.reusedStatementCount == 1)
+        let listed = try session.rowsWaiting("SELECT count(*) FROM pg_prepared_statements", doing: "listing")
+        #expect(listed == [[.integer(1)]])
+    }
+
+    @Test func aStatementTheTableChangedUnderIsPreparedAgainAndTheStoreTriesAgain() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let session = try await PostgresSession.connect(PostgresEndpoint(url: url), role: "test", logger: Logger(label: "test"))
+        defer { session.close() }
+        _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY, n integer)", doing: "creating cells")
+        _ = try session.rowsWaiting("INSERT INTO cells VALUES (1, 0)", doing: "inserting a row")
+        let increment = "UPDATE cells SET n = n + $1 WHERE id = $2 RETURNING n"
+        #expect(try session.rowsWaiting(increment, [.integer(1), .integer(1)], reused: true, doing: "incrementing") == [[.integer(1)]])
+        // Another connection changes the type the statement returns.
+        try await PostgresServer.psql(url, "ALTER TABLE cells ALTER COLUMN n TYPE bigint")
+        let error = try #require(throws: StoreError.self) {
+            try session.rowsWaiting(increment, [.integer(1), .integer(1)], reused: true, doing: "incrementing")
+        }
+        #expect(error.mayPass, "\(error.message)")
+        #expect(session.reusedStatementCount == 0)
+        #expect(try session.rowsWaiting(increment, [.integer(1), .integer(1)], reused: true, doing: "incrementing") == [[.integer(2)]])
         #expect(session.reusedStatementCount == 1)
     }
 }

@@ -101,6 +101,12 @@ enum PostgresErrors {
         }
     }
 
+    /// The SQLSTATE the server gave for an error (or for the error under a ``StoreError``).
+    static func sqlState(of error: any Error) -> String? {
+        let cause: any Error = (error as? StoreError)?.underlying ?? error
+        return ServerReport(cause)?.sqlState
+    }
+
     /// Whether an error is about the connection rather than a statement: it could not be made,
     /// or it broke.
     private static func isConnectionFailure(_ error: any Error) -> Bool {

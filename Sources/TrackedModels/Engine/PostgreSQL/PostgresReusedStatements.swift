@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
@@ -15,63 +16,102 @@ import PostgresNIO
 /// or 1 for a `boolean`, NULL for any. Any other value (text for a `numeric`, a real for an
 /// `integer`) leaves the execution to an unnamed statement with text parameters, where the
 /// server reads it exactly as everywhere else in the store: a named execution never reads a
-/// value differently from an unnamed one.
+/// value differently from an unnamed one. A statement with a parameter of another type
+/// (`numeric`, `timestamp`) is not kept prepared at all.
 ///
-/// Owned by one ``PostgresSession``, on the worker's queue; dropped with its connection.
+/// A named execution that fails for another reason than its values (the table changed under
+/// it, say) is forgotten, and prepared again next time. Owned by one ``PostgresSession``, on
+/// the worker's queue; dropped with its connection.
 struct PostgresReusedStatements {
     private struct Prepared {
         let query: PreparedQuery
         let parameterTypes: [PostgresDataType]
     }
 
-    private var prepared: [String: Prepared] = [:]
+    private enum Entry {
+        case prepared(Prepared)
+        /// Sent unnamed: a parameter has a type without a binary form here, or the server did
+        /// not list the statement (a pooler that does not keep prepared statements).
+        case unnamed
+    }
 
-    /// At most this many statements stay prepared on a connection; later kinds go unnamed.
+    private var entries: [String: Entry] = [:]
+
+    /// Whether a preparation failed in the current transaction: the server refuses every
+    /// statement after a failure until the transaction ends, so nothing more is prepared
+    /// (each would wait for its refusal) until then.
+    private var isPreparingHeld = false
+
+    /// At most this many kinds of statements are kept on a connection; later kinds go unnamed.
     static let capacity = 256
 
+    /// The parameter types with a binary form here.
+    private static let supportedTypes: Set<PostgresDataType> = [.int2, .int4, .int8, .float8, .bool, .text, .varchar, .bytea]
+
     /// How many statements are prepared (for tests).
-    var count: Int { prepared.count }
+    var count: Int {
+        entries.values.count { if case .prepared = $0 { true } else { false } }
+    }
 
     /// Executes `sql` by name on `connection`, preparing it the first time (waiting for the
     /// server: a round trip, once per kind of statement and connection); nil where it goes
-    /// unnamed instead (a value without the binary form its parameter takes, or no room).
+    /// unnamed instead.
     ///
     /// A statement the server refuses to prepare (inside a transaction an earlier statement
-    /// failed, for instance) gives that refusal as its answer, and is prepared again next time.
+    /// failed, for instance) gives that refusal as its answer, and is prepared again later.
     mutating func execute(_ sql: String, _ arguments: [SQLValue], on connection: PostgresConnection, logger: Logger) -> EventLoopFuture<[PostgresRow]>? {
-        if let statement = prepared[sql] {
+        switch entries[sql] {
+        case .prepared(let statement):
             return Self.bindings(arguments, types: statement.parameterTypes).map { statement.query.execute($0) }
+        case .unnamed:
+            return nil
+        case nil:
+            guard !isPreparingHeld, entries.count < Self.capacity else { return nil }
         }
-        guard prepared.count < Self.capacity else { return nil }
-        let preparing = connection.prepare(query: sql)
+        // A mark of the store's own makes the text unique on the connection, so that the
+        // lookup of its parameter types finds this statement and no other.
+        let text = sql + " /* trackedmodels \(UUID().uuidString) */"
+        let preparing = connection.prepare(query: text)
         // Sent right behind the preparation, so both take one round trip.
-        let types = connection.query(
-            "SELECT array_to_string(parameter_types::oid[], ',') FROM pg_prepared_statements WHERE statement = \(sql) LIMIT 1",
+        let listing = connection.query(
+            "SELECT array_to_string(parameter_types::oid[], ',') FROM pg_prepared_statements WHERE statement = \(text)",
             logger: logger
         )
-        let statement: Prepared
+        let query: PreparedQuery
         do {
-            let query = try preparing.wait()
-            do {
-                statement = Prepared(query: query, parameterTypes: try Self.parameterTypes(try types.wait()))
-            } catch {
-                query.deallocate().whenComplete { _ in }
-                throw error
-            }
+            query = try preparing.wait()
         } catch {
+            isPreparingHeld = true
             return connection.eventLoop.makeFailedFuture(error)
         }
-        prepared[sql] = statement
-        return Self.bindings(arguments, types: statement.parameterTypes).map { statement.query.execute($0) }
+        guard let types = try? Self.parameterTypes(listing.wait()), types.allSatisfy(Self.supportedTypes.contains) else {
+            query.deallocate().whenComplete { _ in }
+            entries[sql] = .unnamed
+            return nil
+        }
+        let statement = Prepared(query: query, parameterTypes: types)
+        entries[sql] = .prepared(statement)
+        return Self.bindings(arguments, types: types).map { statement.query.execute($0) }
     }
 
-    private static func parameterTypes(_ result: PostgresQueryResult) throws -> [PostgresDataType] {
-        guard let list = try result.rows.first?.decode(String?.self) else { throw MissingStatement() }
+    /// Forgets a statement whose named execution failed (and lets the server drop it): the
+    /// next execution prepares it again.
+    mutating func forget(_ sql: String) {
+        if case .prepared(let statement) = entries.removeValue(forKey: sql) {
+            statement.query.deallocate().whenComplete { _ in }
+        }
+    }
+
+    /// The transaction ended: statements can be prepared again.
+    mutating func transactionEnded() {
+        isPreparingHeld = false
+    }
+
+    /// The parameter types the server lists for the statement; nil when it lists none.
+    private static func parameterTypes(_ result: PostgresQueryResult) throws -> [PostgresDataType]? {
+        guard result.rows.count == 1, let list = try result.rows.first?.decode(String?.self) else { return nil }
         return list.split(separator: ",").compactMap { UInt32($0).map { PostgresDataType($0) } }
     }
-
-    /// The prepared statement was not listed by the server (it is there when preparing succeeds).
-    private struct MissingStatement: Error {}
 
     /// Each value in the binary form of its parameter's type; nil when one has none.
     static func bindings(_ values: [SQLValue], types: [PostgresDataType]) -> [PostgresData]? {

@@ -123,13 +123,22 @@ final class PostgresSession {
         /// prepared through postgres-nio's `prepare(query:)` keeps the text form the server
         /// describes, while every execution asks for binary.
         fileprivate let binary: Bool
+        /// The statement, when it ran by name.
+        fileprivate let reused: String?
         fileprivate let operation: String
         fileprivate let session: PostgresSession
 
         /// The statement's rows, waiting for the server.
         func rows() throws -> [[SQLValue]] {
+            let rows: [PostgresRow]
             do {
-                return try future.wait().map { row in
+                rows = try future.wait()
+            } catch {
+                if let reused { throw session.reusedStatementFailed(reused, error, doing: operation) }
+                throw session.failure(error, doing: operation)
+            }
+            do {
+                return try rows.map { row in
                     try row.map { cell in
                         var cell = cell
                         if binary { cell.format = .binary }
@@ -140,6 +149,21 @@ final class PostgresSession {
                 throw session.failure(error, doing: operation)
             }
         }
+    }
+
+    /// A named execution failed. Unless its values or its transaction were the cause (SQLSTATE
+    /// classes 22, 23, 25 and 40), the statement is prepared again next time; where it no
+    /// longer fits (the table changed under it, or the server lost it), the failure may pass,
+    /// and the store tries again.
+    fileprivate func reusedStatementFailed(_ sql: String, _ error: any Error, doing operation: String) -> StoreError {
+        let state = PostgresErrors.sqlState(of: error)
+        if !["22", "23", "25", "40"].contains(state?.prefix(2)) { reusedStatements.forget(sql) }
+        var failure = failure(error, doing: operation)
+        if state == "0A000" || state == "26000" {
+            failure.message += " (the statement prepared for this no longer fits; the store prepares it again)"
+            failure.mayPass = true
+        }
+        return failure
     }
 
     /// The writer's statements prepared on the current connection.
@@ -157,10 +181,10 @@ final class PostgresSession {
         do {
             let connection = try currentWaiting()
             if reused, let future = reusedStatements.execute(sql, arguments, on: connection, logger: logger) {
-                return Answer(future: future, binary: true, operation: operation, session: self)
+                return Answer(future: future, binary: true, reused: sql, operation: operation, session: self)
             }
             let future = connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments)), logger: logger).map(\.rows)
-            return Answer(future: future, binary: false, operation: operation, session: self)
+            return Answer(future: future, binary: false, reused: nil, operation: operation, session: self)
         } catch {
             throw failure(error, doing: operation)
         }
@@ -190,13 +214,19 @@ final class PostgresSession {
 
     /// Ends the transaction with `COMMIT` or `ROLLBACK`, waiting for the server.
     func end(_ statement: String, doing operation: String) throws {
-        defer { isInTransaction = false }
+        defer {
+            isInTransaction = false
+            reusedStatements.transactionEnded()
+        }
         _ = try rowsWaiting(statement, doing: operation)
     }
 
     /// Ends the transaction with `COMMIT` or `ROLLBACK`, awaiting the server.
     func end(_ statement: String, doing operation: String) async throws {
-        defer { isInTransaction = false }
+        defer {
+            isInTransaction = false
+            reusedStatements.transactionEnded()
+        }
         _ = try await rows(statement, doing: operation)
     }
 

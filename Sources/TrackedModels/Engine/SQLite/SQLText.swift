@@ -26,7 +26,10 @@ enum SQLText {
 
     /// The first words of a statement, uppercased, skipping comments and punctuation between
     /// them: `["PRAGMA", "FOREIGN_KEYS"]` for `PRAGMA foreign_keys = OFF`.
-    static func leadingWords(of statement: String, count: Int) -> [String] {
+    ///
+    /// - Parameter nestedComments: Whether `/* */` comments nest (PostgreSQL's do, SQLite's
+    ///   end at the first `*/`).
+    static func leadingWords(of statement: String, count: Int, nestedComments: Bool = false) -> [String] {
         var words: [String] = []
         var rest = Substring(statement)
         while words.count < count, !rest.isEmpty {
@@ -34,8 +37,18 @@ enum SQLText {
                 rest = rest.drop { $0 != "\n" }
             } else if rest.hasPrefix("/*") {
                 rest = rest.dropFirst(2)
-                while !rest.isEmpty, !rest.hasPrefix("*/") { rest = rest.dropFirst() }
-                rest = rest.dropFirst(2)
+                var depth = 1
+                while !rest.isEmpty, depth > 0 {
+                    if rest.hasPrefix("*/") {
+                        depth -= 1
+                        rest = rest.dropFirst(2)
+                    } else if nestedComments, rest.hasPrefix("/*") {
+                        depth += 1
+                        rest = rest.dropFirst(2)
+                    } else {
+                        rest = rest.dropFirst()
+                    }
+                }
             } else if rest.first!.isLetter || rest.first == "_" {
                 let word = rest.prefix { $0.isLetter || $0.isNumber || $0 == "_" }
                 words.append(word.uppercased())
