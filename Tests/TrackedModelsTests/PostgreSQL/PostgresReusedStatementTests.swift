@@ -178,8 +178,11 @@ struct PostgresReusedStatementTests {
         _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY, n integer)", doing: "creating cells")
         _ = try session.rowsWaiting("INSERT INTO cells VALUES (1, 0)", doing: "inserting a row")
         let increment = "UPDATE cells SET n = n + $1 WHERE id = $2 RETURNING n"
+        let read = "SELECT n FROM cells WHERE id = $1"
         #expect(try session.rowsWaiting(increment, [.integer(1), .integer(1)], reused: true, doing: "incrementing") == [[.integer(1)]])
-        // Another connection changes the type the statement returns.
+        #expect(try session.rowsWaiting(read, [.integer(1)], reused: true, doing: "reading") == [[.integer(1)]])
+        // Another connection changes the type the statements return: the first to run fails
+        // (may pass), and every statement is prepared again.
         try await PostgresServer.psql(url, "ALTER TABLE cells ALTER COLUMN n TYPE bigint")
         let error = try #require(throws: StoreError.self) {
             try session.rowsWaiting(increment, [.integer(1), .integer(1)], reused: true, doing: "incrementing")
@@ -187,6 +190,28 @@ struct PostgresReusedStatementTests {
         #expect(error.mayPass, "\(error.message)")
         #expect(session.reusedStatementCount == 0)
         #expect(try session.rowsWaiting(increment, [.integer(1), .integer(1)], reused: true, doing: "incrementing") == [[.integer(2)]])
-        #expect(session.reusedStatementCount == 1)
+        #expect(try session.rowsWaiting(read, [.integer(1)], reused: true, doing: "reading") == [[.integer(2)]])
+        #expect(session.reusedStatementCount == 2)
+        // The server loses them (DEALLOCATE ALL): the same.
+        _ = try session.rowsWaiting("DEALLOCATE ALL", doing: "dropping prepared statements")
+        let lost = try #require(throws: StoreError.self) { try session.rowsWaiting(read, [.integer(1)], reused: true, doing: "reading") }
+        #expect(lost.mayPass, "\(lost.message)")
+        #expect(session.reusedStatementCount == 0)
+        #expect(try session.rowsWaiting(read, [.integer(1)], reused: true, doing: "reading") == [[.integer(2)]])
+    }
+
+    /// An unsupported feature that is not about the prepared statement (INSERT ... RETURNING
+    /// into a table whose rule does the insert instead) is no failure that passes.
+    @Test func anUnsupportedStatementIsNotTriedAgain() async throws {
+        let session = try await PostgresSession.connect(PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test", logger: Logger(label: "test"))
+        defer { session.close() }
+        _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY, n integer)", doing: "creating cells")
+        _ = try session.rowsWaiting("CREATE TABLE elsewhere (id bigint, n integer)", doing: "creating elsewhere")
+        _ = try session.rowsWaiting("CREATE RULE instead AS ON INSERT TO cells DO INSTEAD INSERT INTO elsewhere VALUES (NEW.id, NEW.n)", doing: "creating a rule")
+        let error = try #require(throws: StoreError.self) {
+            try session.rowsWaiting("INSERT INTO cells (id, n) VALUES ($1, $2) RETURNING id", [.integer(1), .integer(1)], reused: true, doing: "inserting")
+        }
+        #expect(PostgresErrors.sqlState(of: error) == "0A000")
+        #expect(!error.mayPass, "\(error.message)")
     }
 }

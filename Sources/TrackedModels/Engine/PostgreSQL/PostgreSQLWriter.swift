@@ -59,8 +59,9 @@ final class PostgreSQLWriter: EngineWriter {
             } catch let error as StoreError {
                 throw EngineFailure.transaction(error)
             }
-            // Statements are sent without waiting for each answer (one round trip for a run of
-            // them); their answers are taken in order, and the first failure is the operation's.
+            // Statements are queued without waiting for each answer (the connection sends each
+            // as the one before is answered, with no wait on this queue between them); their
+            // answers are taken in order, and the first failure is the operation's.
             // A delete the database acts on runs alone, bracketed by reads of the log.
             // An insert given a key moves the key sequence past it in the statement sent next,
             // so that a key the database assigns later in the same run does not collide.

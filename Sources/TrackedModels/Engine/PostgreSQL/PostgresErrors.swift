@@ -86,14 +86,16 @@ enum PostgresErrors {
         var message: String?
         var detail: String?
         var constraint: String?
+        /// The server function that raised it.
+        var routine: String?
         var error: any Error
 
         init?(_ error: any Error) {
             if let error = error as? PSQLError, error.code == .server, let info = error.serverInfo, let state = info[.sqlState] {
-                (sqlState, message, detail, constraint) = (state, info[.message], info[.detail], info[.constraintName])
+                (sqlState, message, detail, constraint, routine) = (state, info[.message], info[.detail], info[.constraintName], info[.routine])
                 self.error = error
             } else if case .server(let report) = error as? PostgresError, let state = report.fields[.sqlState] {
-                (sqlState, message, detail, constraint) = (state, report.fields[.message], report.fields[.detail], report.fields[.constraintName])
+                (sqlState, message, detail, constraint, routine) = (state, report.fields[.message], report.fields[.detail], report.fields[.constraintName], report.fields[.routine])
                 self.error = error
             } else {
                 return nil
@@ -105,6 +107,14 @@ enum PostgresErrors {
     static func sqlState(of error: any Error) -> String? {
         let cause: any Error = (error as? StoreError)?.underlying ?? error
         return ServerReport(cause)?.sqlState
+    }
+
+    /// Whether a prepared statement's execution failed because the statement no longer fits:
+    /// the server lost it (26000), or a table changed the type of what it returns (0A000 from
+    /// the revalidation of its cached plan, not any other unsupported feature).
+    static func isStalePreparedStatement(_ error: any Error) -> Bool {
+        guard let report = ServerReport(error) else { return false }
+        return report.sqlState == "26000" || (report.sqlState == "0A000" && report.routine == "RevalidateCachedQuery")
     }
 
     /// Whether an error is about the connection rather than a statement: it could not be made,

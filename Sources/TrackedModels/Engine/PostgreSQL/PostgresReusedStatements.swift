@@ -16,90 +16,101 @@ import PostgresNIO
 /// or 1 for a `boolean`, NULL for any. Any other value (text for a `numeric`, a real for an
 /// `integer`) leaves the execution to an unnamed statement with text parameters, where the
 /// server reads it exactly as everywhere else in the store: a named execution never reads a
-/// value differently from an unnamed one. A statement with a parameter of another type
+/// value differently from an unnamed one (while the columns keep the types they had when it
+/// was prepared). A statement with a parameter of another type
 /// (`numeric`, `timestamp`) is not kept prepared at all.
 ///
-/// A named execution that fails for another reason than its values (the table changed under
-/// it, say) is forgotten, and prepared again next time. Owned by one ``PostgresSession``, on
-/// the worker's queue; dropped with its connection.
+/// A named execution that fails because the statement no longer fits (a table changed what
+/// it returns, or the server lost it) drops every statement, to be prepared again; one that
+/// fails for another reason than its values or its transaction drops that statement. Owned by
+/// one ``PostgresSession``, on the worker's queue; dropped with its connection.
 struct PostgresReusedStatements {
     private struct Prepared {
         let query: PreparedQuery
         let parameterTypes: [PostgresDataType]
     }
 
-    private enum Entry {
-        case prepared(Prepared)
-        /// Sent unnamed: a parameter has a type without a binary form here, or the server did
-        /// not list the statement (a pooler that does not keep prepared statements).
-        case unnamed
-    }
+    private var prepared: [String: Prepared] = [:]
 
-    private var entries: [String: Entry] = [:]
+    /// Statements sent unnamed: a parameter has a type without a binary form here, or the
+    /// server did not list the statement.
+    private var unnamed: Set<String> = []
 
     /// Whether a preparation failed in the current transaction: the server refuses every
     /// statement after a failure until the transaction ends, so nothing more is prepared
     /// (each would wait for its refusal) until then.
     private var isPreparingHeld = false
 
-    /// At most this many kinds of statements are kept on a connection; later kinds go unnamed.
+    /// At most this many statements are kept prepared on a connection (and as many kept
+    /// unnamed); later kinds go unnamed.
     static let capacity = 256
 
     /// The parameter types with a binary form here.
     private static let supportedTypes: Set<PostgresDataType> = [.int2, .int4, .int8, .float8, .bool, .text, .varchar, .bytea]
 
     /// How many statements are prepared (for tests).
-    var count: Int {
-        entries.values.count { if case .prepared = $0 { true } else { false } }
+    var count: Int { prepared.count }
+
+    /// An execution sent: by name, or a preparation that failed (its failure is the answer).
+    struct Execution {
+        let future: EventLoopFuture<[PostgresRow]>
+        let isNamed: Bool
     }
 
     /// Executes `sql` by name on `connection`, preparing it the first time (waiting for the
-    /// server: a round trip, once per kind of statement and connection); nil where it goes
+    /// server: two round trips, once per kind of statement and connection); nil where it goes
     /// unnamed instead.
     ///
     /// A statement the server refuses to prepare (inside a transaction an earlier statement
     /// failed, for instance) gives that refusal as its answer, and is prepared again later.
-    mutating func execute(_ sql: String, _ arguments: [SQLValue], on connection: PostgresConnection, logger: Logger) -> EventLoopFuture<[PostgresRow]>? {
-        switch entries[sql] {
-        case .prepared(let statement):
-            return Self.bindings(arguments, types: statement.parameterTypes).map { statement.query.execute($0) }
-        case .unnamed:
-            return nil
-        case nil:
-            guard !isPreparingHeld, entries.count < Self.capacity else { return nil }
+    mutating func execute(_ sql: String, _ arguments: [SQLValue], on connection: PostgresConnection, logger: Logger) -> Execution? {
+        if let statement = prepared[sql] {
+            return Self.bindings(arguments, types: statement.parameterTypes).map { Execution(future: statement.query.execute($0), isNamed: true) }
         }
+        guard !unnamed.contains(sql), !isPreparingHeld, prepared.count < Self.capacity else { return nil }
         // A mark of the store's own makes the text unique on the connection, so that the
         // lookup of its parameter types finds this statement and no other.
         let text = sql + " /* trackedmodels \(UUID().uuidString) */"
         let preparing = connection.prepare(query: text)
-        // Sent right behind the preparation, so both take one round trip.
         let listing = connection.query(
             "SELECT array_to_string(parameter_types::oid[], ',') FROM pg_prepared_statements WHERE statement = \(text)",
             logger: logger
         )
         let query: PreparedQuery
+        let types: [PostgresDataType]?
         do {
             query = try preparing.wait()
+            do {
+                types = try Self.parameterTypes(listing.wait())
+            } catch {
+                query.deallocate().whenComplete { _ in }
+                throw error
+            }
         } catch {
             isPreparingHeld = true
-            return connection.eventLoop.makeFailedFuture(error)
+            return Execution(future: connection.eventLoop.makeFailedFuture(error), isNamed: false)
         }
-        guard let types = try? Self.parameterTypes(listing.wait()), types.allSatisfy(Self.supportedTypes.contains) else {
+        guard let types, types.allSatisfy(Self.supportedTypes.contains) else {
             query.deallocate().whenComplete { _ in }
-            entries[sql] = .unnamed
+            if unnamed.count < Self.capacity { unnamed.insert(sql) }
             return nil
         }
         let statement = Prepared(query: query, parameterTypes: types)
-        entries[sql] = .prepared(statement)
-        return Self.bindings(arguments, types: types).map { statement.query.execute($0) }
+        prepared[sql] = statement
+        return Self.bindings(arguments, types: types).map { Execution(future: statement.query.execute($0), isNamed: true) }
     }
 
     /// Forgets a statement whose named execution failed (and lets the server drop it): the
     /// next execution prepares it again.
     mutating func forget(_ sql: String) {
-        if case .prepared(let statement) = entries.removeValue(forKey: sql) {
-            statement.query.deallocate().whenComplete { _ in }
-        }
+        prepared.removeValue(forKey: sql)?.query.deallocate().whenComplete { _ in }
+    }
+
+    /// Forgets every prepared statement: one no longer fit, and others made for the same
+    /// tables may not either.
+    mutating func forgetAll() {
+        for statement in prepared.values { statement.query.deallocate().whenComplete { _ in } }
+        prepared = [:]
     }
 
     /// The transaction ended: statements can be prepared again.

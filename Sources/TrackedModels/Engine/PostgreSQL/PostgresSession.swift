@@ -151,17 +151,18 @@ final class PostgresSession {
         }
     }
 
-    /// A named execution failed. Unless its values or its transaction were the cause (SQLSTATE
-    /// classes 22, 23, 25 and 40), the statement is prepared again next time; where it no
-    /// longer fits (the table changed under it, or the server lost it), the failure may pass,
-    /// and the store tries again.
+    /// A named execution failed. Where the statement no longer fits (a table changed what it
+    /// returns, or the server lost it), every statement is prepared again next time and the
+    /// failure may pass; else, unless its values or its transaction were the cause (SQLSTATE
+    /// classes 22, 23, 25 and 40), that statement is.
     fileprivate func reusedStatementFailed(_ sql: String, _ error: any Error, doing operation: String) -> StoreError {
-        let state = PostgresErrors.sqlState(of: error)
-        if !["22", "23", "25", "40"].contains(state?.prefix(2)) { reusedStatements.forget(sql) }
         var failure = failure(error, doing: operation)
-        if state == "0A000" || state == "26000" {
-            failure.message += " (the statement prepared for this no longer fits; the store prepares it again)"
+        if PostgresErrors.isStalePreparedStatement(error) {
+            reusedStatements.forgetAll()
+            failure.message += " (the statement prepared for this no longer fits the table; it is prepared again at the next try)"
             failure.mayPass = true
+        } else if !["22", "23", "25", "40"].contains(PostgresErrors.sqlState(of: error)?.prefix(2)) {
+            reusedStatements.forget(sql)
         }
         return failure
     }
@@ -172,16 +173,17 @@ final class PostgresSession {
     /// How many statements are prepared on the current connection (for tests).
     var reusedStatementCount: Int { reusedStatements.count }
 
-    /// Sends a statement without waiting for its answer, so that statements sent one after
-    /// another share round trips; take its answer with ``Answer/rows()``, in the order sent.
+    /// Queues a statement without waiting for its answer (postgres-nio sends it once the
+    /// statements queued before are answered), so that a run of statements costs the worker
+    /// no wait between them; take its answer with ``Answer/rows()``, in the order sent.
     ///
     /// - Parameter reused: Whether the statement is one of a few kinds run over and over (the
     ///   writer's), prepared once on the connection (see ``PostgresReusedStatements``).
     func send(_ sql: String, _ arguments: [SQLValue] = [], reused: Bool = false, doing operation: String) throws -> Answer {
         do {
             let connection = try currentWaiting()
-            if reused, let future = reusedStatements.execute(sql, arguments, on: connection, logger: logger) {
-                return Answer(future: future, binary: true, reused: sql, operation: operation, session: self)
+            if reused, let execution = reusedStatements.execute(sql, arguments, on: connection, logger: logger) {
+                return Answer(future: execution.future, binary: true, reused: execution.isNamed ? sql : nil, operation: operation, session: self)
             }
             let future = connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments)), logger: logger).map(\.rows)
             return Answer(future: future, binary: false, reused: nil, operation: operation, session: self)
