@@ -30,7 +30,7 @@ public struct BulkInsertBenchmark {
     }
 
     public var rows: Int
-    public var rounds = 3
+    public var rounds = 5
 
     public init(rows: Int) {
         self.rows = rows
