@@ -333,4 +333,80 @@ extension RelationshipTests {
         #expect(held.title == "Groceries")
         try await store.close()
     }
+
+    // MARK: - Keys the database assigns, resolved inside the commit
+
+    /// The Relationships article's example, with the entry object let go of before the flush:
+    /// the list's key reaches the entry's row in the commit that inserts both.
+    @Test(arguments: TestEngine.allCases)
+    func aLinkToANewListIsWrittenByTheCommitThatInsertsItWhoeverHoldsTheEntry(_ engine: TestEngine) async throws {
+        let directory = try TemporaryDirectory()
+        let database = try await engine.makeDatabase(in: directory)
+        let store = try await engine.open(database, models: [TodoList.self, Entry.self])
+        let groceries = TodoList(id: nil, title: "Groceries")
+        do {
+            try store.insert(Entry(id: 1, title: "Milk", list: groceries))
+        }
+        try await store.flush()
+        let key = try #require(groceries.id)
+        #expect(try await engine.sql(database, "SELECT list_id FROM entries WHERE id = 1") == "\(key)")
+        let entry = try #require(try await store.async.find(Entry.self, key: 1))
+        try await store.async.prefetch([\Entry.list], of: [entry])
+        #expect(entry.list === groceries)
+        try await store.close()
+    }
+
+    /// A new entry of a new list, both let go of, then the store closed: both rows, linked.
+    @Test(arguments: TestEngine.allCases)
+    func aNewEntryOfANewListIsLinkedInTheFileAfterClose(_ engine: TestEngine) async throws {
+        let directory = try TemporaryDirectory()
+        let database = try await engine.makeDatabase(in: directory)
+        let store = try await engine.open(database, models: [TodoList.self, Entry.self])
+        try store.insert(Entry(id: nil, title: "Eggs", list: TodoList(id: nil, title: "Groceries")))
+        try await store.close()
+        #expect(try await engine.sql(database, "SELECT e.title || '/' || l.title FROM entries e JOIN lists l ON l.id = e.list_id") == "Eggs/Groceries")
+    }
+
+    /// A transaction that deleted every list and threw, while an entry points at a new list:
+    /// nothing of the transaction stays, and the entry's link commits with the list.
+    @Test(arguments: TestEngine.allCases)
+    func aThrowingTransactionLeavesALinkToANewListAsItWas(_ engine: TestEngine) async throws {
+        struct Abort: Error {}
+        let directory = try TemporaryDirectory()
+        let database = try await engine.makeDatabase(in: directory)
+        let store = try await engine.open(database, models: [TodoList.self, Entry.self])
+        let list = TodoList(id: nil, title: "Groceries")
+        try store.insert(Entry(id: 1, title: "Milk", list: list))
+        #expect(throws: (any Error).self) {
+            try store.transaction {
+                try store.deleteAll(TodoList.self)
+                throw Abort()
+            }
+        }
+        try await store.flush()
+        let key = try #require(list.id)
+        #expect(try await engine.sql(database, "SELECT list_id FROM entries WHERE id = 1") == "\(key)")
+        try await store.close()
+    }
+
+    /// Objects that point at each other, both new: each row holds the other's key, written in
+    /// the one commit.
+    @Test(arguments: TestEngine.allCases)
+    func newEntriesThatPointAtEachOtherAreLinkedBothWays(_ engine: TestEngine) async throws {
+        let directory = try TemporaryDirectory()
+        let database = try await engine.makeDatabase(in: directory)
+        let store = try await engine.open(database, models: [TodoList.self, Entry.self])
+        let first = Entry(id: nil, title: "first")
+        let second = Entry(id: nil, title: "second", parent: first)
+        first.parent = second
+        try store.insert(first)
+        let itself = Entry(id: nil, title: "itself")
+        itself.parent = itself
+        try store.insert(itself)
+        try await store.flush()
+        let (a, b, c) = try (#require(first.id), #require(second.id), #require(itself.id))
+        #expect(try await engine.sql(database, "SELECT id || ':' || parent_entry FROM entries ORDER BY id") == "\(a):\(b)\n\(b):\(a)\n\(c):\(c)".split(separator: "\n").sorted().joined(separator: "\n"))
+        #expect(first.parent === second && second.parent === first && itself.parent === itself)
+        try await store.close()
+    }
 }

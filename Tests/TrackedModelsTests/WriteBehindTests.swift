@@ -291,7 +291,7 @@ extension PendingChanges {
         pending.write(.add(4), to: count, of: object)
         #expect(pending.write(to: count) == .add(9))
         #expect(pending.operationCount == 3)
-        #expect(pending.takeReady(retryingRejected: false).count == 3)
+        #expect(pending.takeReady(retryingRejected: false, linkColumns: [[], []]).count == 3)
         #expect(pending.write(to: count) == nil)
         #expect(pending.isEmpty)
     }
@@ -318,7 +318,7 @@ extension PendingChanges {
         pending.deleteAll(table: 1)
         pending.endTransaction(keeping: true)
         pending.write(.add(5), to: CellReference(row: row, column: 2), of: object)
-        let units = pending.takeReady(retryingRejected: false)
+        let units = pending.takeReady(retryingRejected: false, linkColumns: [[], []])
         #expect(units.map(\.unit.operations.count) == [1, 3, 1])
         #expect(units.map(\.isTransaction) == [false, true, false])
     }
@@ -329,7 +329,7 @@ extension PendingChanges {
         let other = RowReference(table: 0, key: .integer(2))
         let third = RowReference(table: 0, key: .integer(3))
         pending.write(.set(.integer(500)), to: CellReference(row: row, column: 2), of: object)
-        var rejected = pending.takeReady(retryingRejected: false)[0]
+        var rejected = pending.takeReady(retryingRejected: false, linkColumns: [[], []])[0]
         rejected.rejection = PendingChanges.Rejection(error: SQLiteError(code: .constraintCheck, message: "CHECK").storeError, operation: 0)
         pending.restore([rejected])
         // A transaction touching the rejected row waits behind it; a change of another row does not.
@@ -340,12 +340,12 @@ extension PendingChanges {
         // The transaction touches `other` too, so a later change of `other` waits as well.
         pending.write(.set(.text("x")), to: CellReference(row: other, column: 1), of: object)
         pending.write(.set(.text("y")), to: CellReference(row: third, column: 1), of: object)
-        let ready = pending.takeReady(retryingRejected: false)
+        let ready = pending.takeReady(retryingRejected: false, linkColumns: [[], []])
         #expect(ready.map(\.unit.operations.first?.row) == [third])
         #expect(pending.all.map(\.isTransaction) == [false, true, false])
         // Retrying takes the rejected unit and what waits behind it, in order.
         var retried = pending
-        #expect(retried.takeReady(retryingRejected: true).count == 3)
+        #expect(retried.takeReady(retryingRejected: true, linkColumns: [[], []]).count == 3)
     }
 
     @Test func writingToARejectedRowReplacesTheRefusedValue() {
@@ -353,16 +353,16 @@ extension PendingChanges {
         let object = Object()
         let count = CellReference(row: row, column: 2)
         pending.write(.set(.integer(500)), to: count, of: object)
-        var rejected = pending.takeReady(retryingRejected: false)[0]
+        var rejected = pending.takeReady(retryingRejected: false, linkColumns: [[], []])[0]
         rejected.rejection = PendingChanges.Rejection(error: SQLiteError(code: .constraintCheck, message: "CHECK").storeError, operation: 0)
         pending.restore([rejected])
-        #expect(pending.takeReady(retryingRejected: false).isEmpty)
+        #expect(pending.takeReady(retryingRejected: false, linkColumns: [[], []]).isEmpty)
         pending.write(.set(.integer(50)), to: count, of: object)
         #expect(pending.all.count == 1)
         #expect(pending.write(to: count) == .set(.integer(50)))
         // It keeps its error until it is tried again, at the next commit.
         #expect(pending.all[0].rejection != nil)
-        #expect(pending.takeReady(retryingRejected: false).count == 1)
+        #expect(pending.takeReady(retryingRejected: false, linkColumns: [[], []]).count == 1)
     }
 
     @Test func aHintNeverSendsAWriteToAnotherRowsUnit() {
@@ -381,7 +381,7 @@ extension PendingChanges {
         pending.write(.set(.integer(3)), to: CellReference(row: row, column: 2), of: object, hint: &rowHint)
         pending.delete(row, of: object)
         pending.write(.set(.integer(4)), to: CellReference(row: row, column: 2), of: object, hint: &rowHint)
-        let units = pending.takeReady(retryingRejected: false)
+        let units = pending.takeReady(retryingRejected: false, linkColumns: [[], []])
         #expect(units.map { $0.unit.operations.count } == [1, 1, 1, 1])
         #expect(units.last?.unit.operations.first?.row == row)
     }

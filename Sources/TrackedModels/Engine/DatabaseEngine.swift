@@ -110,12 +110,15 @@ protocol EngineWriter: AnyObject {
     ///   - rows: Rows to insert after the units, in the same transaction, taken chunk by chunk
     ///     as the store sends them (a bulk insert); their keys are the caller's, or assigned by
     ///     the database where a key is NULL and the table assigns keys.
+    ///   - earlierKeys: Keys earlier commits assigned, by insert request, for the placeholders
+    ///     (``KeyPlaceholder``) the units may still hold; keys this commit assigns are put in
+    ///     place of theirs as it goes, and a placeholder with no key at all is written as NULL.
     ///   - willCommit: Called inside the transaction, just before it commits, with what it will
     ///     report; a ``StoreError`` it throws fails the transaction.
     /// - Throws: ``EngineFailure``: which unit and operation failed, or that the transaction as
     ///   a whole did (a streamed row it refused, too). Nothing is committed then. Cancelled
     ///   rows throw `CancellationError`.
-    func commit(_ units: [WriteUnit], rows: BulkRows?, willCommit: (CommitReport) throws -> Void) throws -> EngineCommit
+    func commit(_ units: [WriteUnit], rows: BulkRows?, earlierKeys: [UInt64: SQLValue], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit
 
     /// The current rows of a table by primary key, in model column order; `nil` for a key with
     /// no row.

@@ -26,7 +26,7 @@ enum WorkerEvent: Sendable {
 /// the batches already submitted (the store hands them back in order) until ``resume()``, so
 /// that nothing commits ahead of a change it follows.
 final class DatabaseWorker: @unchecked Sendable {
-    // @unchecked Sendable: `engine`, `timer` and `isHalted` are touched only by
+    // @unchecked Sendable: `engine`, `timer`, `isHalted` and `earlierKeys` are touched only by
     // blocks running on `queue`, which is serial (and by `init`, before any block exists);
     // `statistics` and `assignedKeys` are Mutexes; everything else is immutable after `init`.
     private let queue = DispatchQueue(label: "TrackedModels.DatabaseWorker")
@@ -46,6 +46,11 @@ final class DatabaseWorker: @unchecked Sendable {
     /// Keys the database assigned to inserts, published before their commit, so that a fetch
     /// that sees the row can find the object that inserted it.
     private let assignedKeys = Mutex<[RowReference: UInt64]>([:])
+    /// Keys committed batches assigned, by insert request, with the batch's sequence: later
+    /// batches the store made before it learned them may hold their placeholders.
+    private var earlierKeys: [UInt64: (key: SQLValue, sequence: UInt64)] = [:]
+    /// Each table's to-one columns, where placeholders of assigned keys may stand.
+    private let linkColumns: [[Int]]
 
     /// Takes over an engine; nothing runs until ``start()``.
     ///
@@ -55,6 +60,7 @@ final class DatabaseWorker: @unchecked Sendable {
     ///   - report: Called on the worker's queue with what happened, in order.
     init(
         engine: any EngineWriter,
+        linkColumns: [[Int]],
         watchesChanges: Bool,
         pollInterval: Duration,
         maxBusyRetries: Int,
@@ -64,6 +70,7 @@ final class DatabaseWorker: @unchecked Sendable {
         report: @escaping @Sendable (WorkerEvent) -> Void
     ) {
         self.engine = engine
+        self.linkColumns = linkColumns
         self.watchesChanges = watchesChanges
         self.pollInterval = pollInterval
         self.maxBusyRetries = maxBusyRetries
@@ -200,6 +207,10 @@ final class DatabaseWorker: @unchecked Sendable {
             isHalted = true
             return .failed(StoreError.closed(operation: "commit"))
         }
+        // The store has put the keys of the batches it has seen finish in place of their
+        // placeholders in every unit it hands over since.
+        earlierKeys = earlierKeys.filter { $0.value.sequence > batch.settledThrough }
+        let keys = earlierKeys.mapValues(\.key)
         var rejected: [UInt64: (error: StoreError, operation: Int)] = [:]
         var held: Set<UInt64> = []
         var attempt = 0
@@ -221,11 +232,12 @@ final class DatabaseWorker: @unchecked Sendable {
                 return .committed(report)
             }
             do {
-                let commit = try engine.commit(units, rows: batch.rows) { report in
+                let commit = try engine.commit(units, rows: batch.rows, earlierKeys: keys) { report in
                     if let fault = faultBeforeCommit?() { throw fault }
                     publishAssignedKeys(report.assignedKeys, tables: insertTables)
                 }
                 afterCommit?()
+                for (request, key) in commit.report.assignedKeys { earlierKeys[request] = (key, batch.sequence) }
                 if !commit.external.isEmpty { report(.externalChanges(commit.external)) }
                 var result = commit.report
                 result.rejected = rejected
@@ -275,14 +287,24 @@ final class DatabaseWorker: @unchecked Sendable {
     }
 
     /// Holds back every later unit of the batch that touches the rows of a rejected or held
-    /// unit, so that changes to a row never commit ahead of one they follow.
+    /// unit, so that changes to a row never commit ahead of one they follow, and every unit
+    /// (earlier or later) that links to a row one of them inserts without a key.
     private func hold(after rejectedUnit: WriteUnit, in batch: WriteBatch, rejected: [UInt64: (error: StoreError, operation: Int)], held: inout Set<UInt64>) {
-        var staying = batch.units.filter { rejected[$0.id] != nil || held.contains($0.id) }
-        guard let start = batch.units.firstIndex(where: { $0.id == rejectedUnit.id }) else { return }
-        for unit in batch.units[(start + 1)...] where rejected[unit.id] == nil && !held.contains(unit.id) {
-            if staying.contains(where: { $0.overlaps(unit) }) {
-                held.insert(unit.id)
-                staying.append(unit)
+        guard batch.units.contains(where: { $0.id == rejectedUnit.id }) else { return }
+        var changed = true
+        while changed {
+            changed = false
+            var staying: [WriteUnit] = []
+            for unit in batch.units {
+                if rejected[unit.id] != nil || held.contains(unit.id) {
+                    staying.append(unit)
+                } else if staying.contains(where: { $0.overlaps(unit) }) || batch.units.contains(where: {
+                    (rejected[$0.id] != nil || held.contains($0.id)) && unit.references(insertsOf: $0, linkColumns: linkColumns)
+                }) {
+                    held.insert(unit.id)
+                    staying.append(unit)
+                    changed = true
+                }
             }
         }
     }

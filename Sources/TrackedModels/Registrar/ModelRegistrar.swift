@@ -38,17 +38,21 @@ final class ModelRegistrar {
     var loadChildren: ((_ table: Int, _ column: Int, _ key: SQLValue) throws -> [any TrackedModel])?
     /// Which parents hear a change of a child row; nil when no model has a to-many relationship.
     private(set) var memberships: Memberships?
-    /// Children whose to-one column waits for the key the database assigns to an insert, by
-    /// insert request.
-    var childrenWaitingForKey: [UInt64: [WaitingChild]] = [:]
-    /// Children whose to-one column points at an object whose insert is under way (a cycle of
-    /// new objects), by object, until that insert has its request.
-    var childrenWaitingForInsert: [ObjectIdentifier: [WaitingChild]] = [:]
-    /// Objects whose insert is inserting what they point at.
-    private var insertingObjects: Set<ObjectIdentifier> = []
+    /// Objects whose insert is inserting what they point at, with the insert request reserved
+    /// for them when the database assigns their key (what points back at them holds its
+    /// placeholder).
+    private var insertingObjects: [ObjectIdentifier: UInt64?] = [:]
 
     func isBeingInserted(_ object: some TrackedModel) -> Bool {
-        insertingObjects.contains(ObjectIdentifier(object))
+        insertingObjects[ObjectIdentifier(object)] != nil
+    }
+
+    /// The insert request of an object whose key the database has yet to assign: its pending
+    /// insert's, or the one reserved while its insert is under way.
+    func insertRequest(of object: any TrackedModel) -> UInt64? {
+        if let reserved = insertingObjects[ObjectIdentifier(object)] { return reserved }
+        let tracking = object._$tracking
+        return tracking.registrar === self ? tracking.insertRequest : nil
     }
 
     init(models: [any TrackedModel.Type], writeBehind: WriteBehind) {
@@ -112,7 +116,20 @@ final class ModelRegistrar {
         if let existing = identityMap.object(table: table, key: key) as? Model { return existing }
         let object = try Model(_$row: ModelRow(schema: schemas[table], values: values))
         attach(object, table: table, key: key)
+        if hasUnkeyedInserts { adoptPendingTargets(of: object, table: table) }
         return object
+    }
+
+    /// Points a loaded object's to-one relationships at the new objects its row's pending
+    /// writes point them at (their keys are not known yet, so the row shows NULL).
+    private func adoptPendingTargets(of object: any TrackedModel, table: Int) {
+        for column in schemas[table].relationshipColumns where object._$tracking.foreignKeys[column] == .null {
+            let cell = CellReference(row: RowReference(table: table, key: object._$tracking.key), column: column)
+            guard let request = writeBehind.lastStoredValue(of: cell).flatMap(KeyPlaceholder.request(in:)),
+                  let target = unkeyedInserts[request]?.object
+            else { continue }
+            object._$setRelatedObject(target, column: column)
+        }
     }
 
     private func attach(_ object: any TrackedModel, table: Int, key: SQLValue) {
@@ -122,10 +139,7 @@ final class ModelRegistrar {
 
     private func detach(_ object: any TrackedModel, table: Int) {
         let tracking = object._$tracking
-        if let request = tracking.insertRequest {
-            unkeyedInserts.removeValue(forKey: request)
-            childrenWaitingForKey.removeValue(forKey: request)
-        }
+        if let request = tracking.insertRequest { unkeyedInserts.removeValue(forKey: request) }
         if tracking.key != .null, identityMap.object(table: table, key: tracking.key) === object {
             identityMap.remove(table: table, key: tracking.key)
         }
@@ -139,7 +153,6 @@ final class ModelRegistrar {
         }
         for (_, entry) in unkeyedInserts { entry.object._$tracking.detach() }
         unkeyedInserts.removeAll()
-        childrenWaitingForKey.removeAll()
         memberships?.forgetAll()
     }
 
@@ -166,14 +179,19 @@ final class ModelRegistrar {
     }
 
     /// The program assigned a new value to a column: from the generated setter only.
-    func userDidSet(_ object: any TrackedModel, tracking: ModelTracking, column: Int, from old: SQLValue, to new: SQLValue) {
+    ///
+    /// - Parameter stored: What the column is written with, where that is not `new`: the
+    ///   placeholder of a key the database has yet to assign (``KeyPlaceholder``), which the
+    ///   object and its subscribers see as `new`, NULL.
+    func userDidSet(_ object: any TrackedModel, tracking: ModelTracking, column: Int, from old: SQLValue, to new: SQLValue, storing stored: SQLValue? = nil) {
         let table = tracking.table
         precondition(
             column != primaryKeyColumns[table],
             "the primary key of a stored \(types[table]) cannot change; delete the object and insert a new one"
         )
-        let isKeyed = record(.set(new), column: column, of: object, tracking: tracking)
+        let isKeyed = record(.set(stored ?? new), column: column, of: object, tracking: tracking)
         if !transactionLevels.isEmpty { recordUndo(object, column: column, old: old) }
+        guard old != new else { return }
         // A row whose key the database has yet to assign is announced, with its values then,
         // once it has one; the parents it moves between hear it now.
         if isKeyed {
@@ -224,26 +242,35 @@ final class ModelRegistrar {
         // Everything that can refuse the insert is checked before anything is inserted.
         if !relationships.isEmpty { try checkTargets(of: object, table: table) }
         if !schemas[table].relationships.isEmpty { try checkPendingChildren(of: object, table: table) }
+        // What points back at the object while its targets are inserted holds the placeholder
+        // of its key, when the database assigns it.
+        let reserved = assignsKey && !relationships.isEmpty ? writeBehind.reserveInsertRequest() : nil
         if !relationships.isEmpty {
-            insertingObjects.insert(ObjectIdentifier(object))
+            insertingObjects[ObjectIdentifier(object)] = .some(reserved)
             insertTargets(of: object, table: table)
-            insertingObjects.remove(ObjectIdentifier(object))
             // A target's pending children may have held this very object: it is stored already.
-            if object._$tracking.isAttached { return }
+            if object._$tracking.isAttached {
+                insertingObjects[ObjectIdentifier(object)] = nil
+                return
+            }
         }
         let values = object._$values()
-        for column in relationships { object._$tracking.foreignKeys[column] = values[column] }
+        var stored = values
+        for column in relationships {
+            object._$tracking.foreignKeys[column] = values[column]
+            stored[column] = storedValue(pointingAt: object._$relatedObject(column: column), shown: values[column])
+        }
+        if !relationships.isEmpty { insertingObjects[ObjectIdentifier(object)] = nil }
         if assignsKey {
-            let request = writeBehind.recordInsert(table: table, values: values, key: nil, of: object)
+            let request = writeBehind.recordInsert(table: table, values: stored, key: nil, of: object, reserved: reserved)
             object._$tracking.attach(to: self, table: table, key: .null, insertRequest: request)
             unkeyedInserts[request] = (object, table, [])
-            if !childrenWaitingForInsert.isEmpty { childrenWaitForKey(of: object, request: request) }
             if let memberships, memberships.hasParents(table: table) {
                 memberships.childChanged(table: table, key: .null, old: { _ in .null }, new: { values[$0] })
             }
         } else {
             attach(object, table: table, key: suppliedKey)
-            _ = writeBehind.recordInsert(table: table, values: values, key: suppliedKey, of: object)
+            _ = writeBehind.recordInsert(table: table, values: stored, key: suppliedKey, of: object)
             outbox.postInsert(table: table, key: suppliedKey, values: values, origin: .local)
         }
         if !transactionLevels.isEmpty { undoLog.append(.inserted(object, table: table)) }
@@ -270,7 +297,6 @@ final class ModelRegistrar {
         let waiting = unkeyedInserts.filter { $0.value.table == table }
         for (request, entry) in waiting {
             unkeyedInserts[request] = nil
-            childrenWaitingForKey[request] = nil
             entry.object._$tracking.detach()
         }
         writeBehind.recordDeleteAll(table: table)
@@ -290,6 +316,7 @@ final class ModelRegistrar {
     /// inserted in bulk, and committed counter totals (which include other processes' increments, so those are
     /// heard as `.external`).
     func applyCommitted(_ finished: WriteBehind.Finished) {
+        if !finished.links.isEmpty { applyLinks(finished.links) }
         for (request, key) in finished.assignedKeys.sorted(by: { $0.key < $1.key }) {
             assignKey(key, toInsert: request)
         }
@@ -321,7 +348,6 @@ final class ModelRegistrar {
                 memberships.childChanged(table: table, key: .null, old: { values[$0] }, new: { _ in .null })
             }
             object._$tracking.detach()
-            childrenWaitingForKey[request] = nil
             return
         }
         attach(object, table: table, key: key)
@@ -330,12 +356,11 @@ final class ModelRegistrar {
         // parent's children re-reads them) finds the row as the object shows it.
         for column in columnsSetInFlight.sorted() {
             writeBehind.record(
-                .set(values[column]), to: CellReference(row: RowReference(table: table, key: key), column: column),
+                .set(storedValue(of: object, column: column, shown: values[column])), to: CellReference(row: RowReference(table: table, key: key), column: column),
                 of: object, hint: &object._$tracking.pendingUnit
             )
         }
         outbox.postInsert(table: table, key: key, values: values, origin: .local)
-        storeKey(key, of: object, forChildrenOf: request)
     }
 
     /// The unkeyed insert, if any, that the database gave this row's key.
@@ -639,7 +664,7 @@ final class ModelRegistrar {
             object._$tracking.foreignKeys[column] = key
             object._$setRelatedObject(target, column: column)
             if let request = object._$tracking.insertRequest {
-                _ = writeBehind.record(.set(key), column: column, ofInsert: request)
+                _ = writeBehind.record(.set(storedValue(of: object, column: column, shown: key)), column: column, ofInsert: request)
             }
         case .inserted(let object, let table):
             tellWaitingParents(of: object)

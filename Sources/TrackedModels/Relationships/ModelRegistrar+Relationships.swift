@@ -1,11 +1,4 @@
 extension ModelRegistrar {
-    /// A child whose to-one column waits for the key the database assigns to its target. The
-    /// child is held weakly: a child that goes away no longer needs the key.
-    struct WaitingChild {
-        weak var child: (any TrackedModel)?
-        var column: Int
-    }
-
     /// The target of a to-one relationship: its object in the identity map, or its row loaded
     /// through the store; `nil` when there is no such row (or reading it failed, which the
     /// store logs).
@@ -16,18 +9,18 @@ extension ModelRegistrar {
     }
 
     /// The program pointed `child`'s to-one column at `target`: a target this store does not
-    /// manage yet is inserted first (so that its row precedes the child's), and the key to
-    /// store is returned: `.null` while the database has yet to assign the target's, in which
-    /// case the column is written when it does.
-    func userDidRelate(_ child: some TrackedModel, column: Int, to target: some TrackedModel) -> SQLValue {
+    /// manage yet is inserted first (so that its row precedes the child's). Returns the key the
+    /// object shows (`.null` while the database has yet to assign the target's), and the value
+    /// the column is written with: that key, or its placeholder (``KeyPlaceholder``), which the
+    /// worker replaces by the key in the commit that inserts the target.
+    func userDidRelate(_ child: some TrackedModel, column: Int, to target: some TrackedModel) -> (shown: SQLValue, stored: SQLValue) {
         let tracking = target._$tracking
         func property() -> String { "\(type(of: child)).\(child._$schemaColumns[column].property)" }
         if isBeingInserted(target) {
             // A cycle of new objects (an object that points at itself, say): the target's insert
-            // is under way, and its key, if the database assigns it, comes later.
+            // is under way, with its request reserved if the database assigns its key.
             let key = target._$primaryKey
-            if key == .null { childrenWaitingForInsert[ObjectIdentifier(target), default: []].append(WaitingChild(child: child, column: column)) }
-            return key
+            return (key, insertRequest(of: target).map(KeyPlaceholder.value(forInsert:)) ?? key)
         }
         if !tracking.isAttached {
             do {
@@ -37,10 +30,49 @@ extension ModelRegistrar {
             }
         }
         precondition(tracking.registrar === self, "\(property()) points at an object of another store; fetch or insert it in this one")
-        guard let request = tracking.insertRequest else { return tracking.key }
-        childrenWaitingForKey[request, default: []].append(WaitingChild(child: child, column: column))
+        guard let request = tracking.insertRequest else { return (tracking.key, tracking.key) }
         childrenChanged(of: target, childTable: child._$tracking.table, column: column)
-        return .null
+        return (.null, KeyPlaceholder.value(forInsert: request))
+    }
+
+    /// What an object's column is written with, given the value it shows: for a to-one column
+    /// that shows no key while its target's insert waits for one, that key's placeholder.
+    func storedValue(of object: any TrackedModel, column: Int, shown: SQLValue) -> SQLValue {
+        guard schemas[object._$tracking.table].relationshipColumns.contains(column) else { return shown }
+        return storedValue(pointingAt: object._$relatedObject(column: column), shown: shown)
+    }
+
+    /// What a to-one column that shows `shown` and points at `target` is written with.
+    func storedValue(pointingAt target: (any TrackedModel)?, shown: SQLValue) -> SQLValue {
+        guard shown == .null, let target, let request = insertRequest(of: target) else { return shown }
+        return KeyPlaceholder.value(forInsert: request)
+    }
+
+    /// Gives the objects that point at new rows the keys those rows were given, where they
+    /// still point at them, and tells the rows' subscribers (objects or not); the file has them
+    /// already, or will in the commit that writes them.
+    func applyLinks(_ links: [(link: DeferredLink, key: SQLValue)]) {
+        let mark = outbox.beginGroup()
+        for (link, key) in links {
+            let object: (any TrackedModel)? = switch link.row {
+            case .key(let row): identityMap.object(table: link.table, key: row)
+            case .insert(let request): unkeyedInserts[request]?.object
+            }
+            if let object {
+                let tracking = object._$tracking
+                guard tracking.foreignKeys[link.column] == .null, let target = object._$relatedObject(column: link.column),
+                      target._$tracking.insertRequest == link.request
+                else { continue }
+                tracking.foreignKeys[link.column] = key
+            }
+            guard case .key(let row) = link.row else { continue }
+            // A row no object shows is told only where the link is the cell's last write.
+            if object == nil, let last = writeBehind.lastStoredValue(of: CellReference(row: RowReference(table: link.table, key: row), column: link.column)), last != key {
+                continue
+            }
+            outbox.postUpdate(table: link.table, key: row, column: link.column, old: .null, new: key, origin: .local)
+        }
+        outbox.endGroup(from: mark, keeping: true)
     }
 
     /// Tells the observers of a parent whose key the database has yet to assign that a child
@@ -90,7 +122,7 @@ extension ModelRegistrar {
     /// Tells the parents that an object's to-one relationships point at, and whose keys the
     /// database has yet to assign, that it came or went (they are not heard by key).
     func tellWaitingParents(of child: any TrackedModel) {
-        guard memberships != nil, !childrenWaitingForKey.isEmpty else { return }
+        guard memberships != nil, hasUnkeyedInserts else { return }
         let table = child._$tracking.table
         for column in schemas[table].relationshipColumns {
             if let target = child._$relatedObject(column: column) { childrenChanged(of: target, childTable: table, column: column) }
@@ -100,7 +132,7 @@ extension ModelRegistrar {
     /// Tells every parent whose key the database has yet to assign, of a table whose to-many
     /// relationships read `childTable`, that its children may have changed.
     func tellWaitingParents(ofChildTable childTable: Int) {
-        guard let memberships, !childrenWaitingForKey.isEmpty else { return }
+        guard let memberships, hasUnkeyedInserts else { return }
         for link in memberships.parentLinks(ofChildTable: childTable) {
             for (_, entry) in unkeyedInserts where entry.table == link.parentTable {
                 entry.object._$childrenChanged(relationship: link.relationship)
@@ -128,27 +160,6 @@ extension ModelRegistrar {
         for column in schemas[table].relationshipColumns {
             guard let target = object._$relatedObject(column: column) else { continue }
             _ = userDidRelate(object, column: column, to: target)
-        }
-    }
-
-    /// The children that waited for an object's insert to begin now wait for its key.
-    func childrenWaitForKey(of object: some TrackedModel, request: UInt64) {
-        guard let waiting = childrenWaitingForInsert.removeValue(forKey: ObjectIdentifier(object)) else { return }
-        childrenWaitingForKey[request, default: []].append(contentsOf: waiting)
-    }
-
-    /// Writes the key the database assigned to an insert into the to-one columns that point at
-    /// its object, as the program's own writes.
-    func storeKey(_ key: SQLValue, of target: any TrackedModel, forChildrenOf request: UInt64) {
-        guard let waiting = childrenWaitingForKey.removeValue(forKey: request) else { return }
-        for entry in waiting {
-            guard let child = entry.child, child._$tracking.isAttached,
-                  child._$relatedObject(column: entry.column) === target,
-                  child._$tracking.foreignKeys[entry.column] == .null
-            else { continue }
-            let tracking = child._$tracking
-            tracking.foreignKeys[entry.column] = key
-            userDidSet(child, tracking: tracking, column: entry.column, from: .null, to: key)
         }
     }
 }
@@ -194,13 +205,14 @@ extension ModelRegistrar {
             }
         }
         if let request = parentTracking.insertRequest {
-            // The parent has no key yet: its children are those waiting for it.
-            for entry in childrenWaitingForKey[request] ?? [] where entry.column == column {
-                guard let child = entry.child as? Child, child._$tracking.isAttached,
-                      child._$relatedObject(column: column) === parent, child._$tracking.foreignKeys[column] == .null,
-                      !found.contains(where: { $0 === child })
-                else { continue }
-                found.append(child)
+            // The parent has no key yet: its children are the rows written with its key's
+            // placeholder.
+            for row in writeBehind.rowsLinking(toInsert: request, table: childTable, column: column) {
+                let child: (any TrackedModel)? = switch row {
+                case .key(let key): identityMap.object(table: childTable, key: key) ?? loadObject?(childTable, key)
+                case .insert(let request): unkeyedInserts[request]?.object
+                }
+                if let child = child as? Child, !found.contains(where: { $0 === child }) { found.append(child) }
             }
             return found
         }

@@ -66,14 +66,17 @@ extension ModelTracking {
     /// calls this.
     ///
     /// A target the store does not manage yet is inserted with it; a target whose key the
-    /// database has yet to assign is stored once it has one.
+    /// database has yet to assign is written as that key's placeholder, which the commit that
+    /// inserts the target replaces by the key.
     public func userDidSet<Target: TrackedModel>(_ object: some TrackedModel, column: Int, from oldValue: Target?, to newValue: Target?) {
         guard let registrar else { return }
         let old = foreignKeys[column] ?? .null
+        let oldStored = registrar.storedValue(pointingAt: oldValue, shown: old)
         registrar.willRelate(object, column: column, from: oldValue, key: old)
-        let new = newValue.map { registrar.userDidRelate(object, column: column, to: $0) } ?? .null
-        foreignKeys[column] = new
-        if old != new { reportSet(object, column: column, from: old, to: new) }
+        let new = newValue.map { registrar.userDidRelate(object, column: column, to: $0) } ?? (shown: .null, stored: .null)
+        foreignKeys[column] = new.shown
+        guard oldStored != new.stored else { return }
+        registrar.userDidSet(object, tracking: self, column: column, from: old, to: new.shown, storing: new.stored)
     }
 }
 

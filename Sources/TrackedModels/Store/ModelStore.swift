@@ -164,6 +164,7 @@ public final class ModelStore {
         self.mailbox = mailbox
         worker = DatabaseWorker(
             engine: database.writer,
+            linkColumns: schemas.map(\.relationshipColumns),
             watchesChanges: configuration.observesExternalChanges,
             pollInterval: location.isRemote ? max(configuration.externalChangePollInterval, .milliseconds(250)) : configuration.externalChangePollInterval,
             maxBusyRetries: configuration.maxBusyRetries,

@@ -67,6 +67,20 @@ struct PendingChanges {
             return deletesEveryRow
         }
 
+        /// Puts the keys `keys` holds in place of their placeholders (see ``KeyPlaceholder``);
+        /// returns the links that took one.
+        mutating func resolvePlaceholders(_ keys: [UInt64: SQLValue], linkColumns: [[Int]]) -> [(link: DeferredLink, key: SQLValue)] {
+            if let updatedRow {
+                var update = WriteOperation.update(row: updatedRow, cells: cells)
+                let resolved = update.resolvePlaceholders(keys, linkColumns: linkColumns)
+                if !resolved.isEmpty, case .update(_, let new) = update { cells = new }
+                return resolved
+            }
+            var resolved: [(link: DeferredLink, key: SQLValue)] = []
+            for index in operations.indices { resolved += operations[index].resolvePlaceholders(keys, linkColumns: linkColumns) }
+            return resolved
+        }
+
         /// Merges a cell write into the row's insert or update; `false` if the unit has none.
         mutating func merge(_ write: CellWrite, to cell: CellReference) -> Bool {
             if updatedRow != nil {
@@ -393,22 +407,43 @@ struct PendingChanges {
     /// A rejected unit stays, unless `retryingRejected`; so does every later unit that touches
     /// its rows, or the rows of a unit that stays, so that changes to a row commit in program
     /// order.
-    mutating func takeReady(retryingRejected: Bool) -> [Unit] {
+    /// A unit that links to a row a staying unit inserts without a key (``KeyPlaceholder``)
+    /// stays too, whichever comes first.
+    mutating func takeReady(retryingRejected: Bool, linkColumns: [[Int]]) -> [Unit] {
         precondition(transactionUnit == nil, "units are handed over only between transactions")
         guard !units.isEmpty else { return [] }
-        var ready: [Unit] = []
-        var staying: [Unit] = []
-        for unit in units {
-            let isRejected = unit.rejection.map { $0.isForGood || !(retryingRejected || unit.isRetryDue) } ?? false
-            if isRejected || staying.contains(where: { $0.unit.overlaps(unit.unit) }) {
-                staying.append(unit)
-            } else {
-                ready.append(unit)
+        var linked: Set<UInt64> = []
+        while true {
+            var ready: [Unit] = []
+            var staying: [Unit] = []
+            for unit in units {
+                let isRejected = unit.rejection.map { $0.isForGood || !(retryingRejected || unit.isRetryDue) } ?? false
+                if isRejected || linked.contains(unit.id) || staying.contains(where: { $0.unit.overlaps(unit.unit) }) {
+                    staying.append(unit)
+                } else {
+                    ready.append(unit)
+                }
             }
+            let inserting = staying.filter(\.unit.insertsWithoutKey)
+            let late = inserting.isEmpty ? [] : ready.filter { unit in
+                inserting.contains { unit.unit.references(insertsOf: $0.unit, linkColumns: linkColumns) }
+            }
+            guard late.isEmpty else {
+                linked.formUnion(late.map(\.id))
+                continue
+            }
+            units = staying
+            reindex()
+            return ready
         }
-        units = staying
-        reindex()
-        return ready
+    }
+
+    /// Puts the keys `keys` holds in place of their placeholders in every unit; returns the
+    /// links that took one.
+    mutating func resolvePlaceholders(_ keys: [UInt64: SQLValue], linkColumns: [[Int]]) -> [(link: DeferredLink, key: SQLValue)] {
+        var resolved: [(link: DeferredLink, key: SQLValue)] = []
+        for index in units.indices { resolved += units[index].resolvePlaceholders(keys, linkColumns: linkColumns) }
+        return resolved
     }
 
     /// Puts units that did not commit back among those pending, in program order: before the

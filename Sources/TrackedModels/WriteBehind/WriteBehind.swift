@@ -33,6 +33,9 @@ final class WriteBehind {
         var assignedKeys: [UInt64: SQLValue] = [:]
         /// The table a bulk insert committed rows into, which its subscribers re-read.
         var bulkInsertedTable: Int?
+        /// To-one columns written with the placeholder of a key this batch assigned, committed
+        /// or still to commit, with that key: the objects that point at the new row learn it.
+        var links: [(link: DeferredLink, key: SQLValue)] = []
     }
 
     // Unchecked exclusivity: only this class's methods access it, and none of them calls out
@@ -53,6 +56,8 @@ final class WriteBehind {
     private var cellsInFlightCache: [CellReference: (delta: Int64, sets: Int)]?
     private var errorContinuations: [AsyncStream<StoreError>.Continuation] = []
     private let schemas: [TableSchema]
+    /// Each table's to-one columns, where placeholders of assigned keys may stand.
+    private let linkColumns: [[Int]]
     private let policy: Policy
     private let logger: Logger
     private let worker: DatabaseWorker
@@ -61,6 +66,7 @@ final class WriteBehind {
 
     init(schemas: [TableSchema], policy: Policy, worker: DatabaseWorker, logger: Logger, scheduleTick: @escaping @Sendable (Duration) -> Void) {
         self.schemas = schemas
+        linkColumns = schemas.map(\.relationshipColumns)
         self.logger = logger
         self.policy = policy
         self.worker = worker
@@ -80,9 +86,17 @@ final class WriteBehind {
         if !isIntervalArmed || pending.operationCount >= policy.threshold { applyPolicy() }
     }
 
-    func recordInsert(table: Int, values: [SQLValue], key: SQLValue?, of object: AnyObject) -> UInt64 {
+    /// A new insert request id, for an insert about to be recorded whose key others must point
+    /// at before it is (objects that point at each other).
+    func reserveInsertRequest() -> UInt64 {
         lastInsertRequest += 1
-        let request = InsertRequest(table: table, values: values, row: key.map { RowReference(table: table, key: $0) }, id: lastInsertRequest)
+        return lastInsertRequest
+    }
+
+    /// Records an insert; returns its request id (`reserved`, if given).
+    func recordInsert(table: Int, values: [SQLValue], key: SQLValue?, of object: AnyObject, reserved: UInt64? = nil) -> UInt64 {
+        let id = reserved ?? reserveInsertRequest()
+        let request = InsertRequest(table: table, values: values, row: key.map { RowReference(table: table, key: $0) }, id: id)
         pending.insert(request, of: object)
         applyPolicy()
         return request.id
@@ -159,12 +173,12 @@ final class WriteBehind {
 
     /// Hands every ready unit to the worker as one batch.
     func submit(retryingRejected: Bool) {
-        let units = pending.takeReady(retryingRejected: retryingRejected)
+        let units = pending.takeReady(retryingRejected: retryingRejected, linkColumns: linkColumns)
         guard !units.isEmpty else { return }
         lastSubmitted += 1
         inFlight.append(InFlight(sequence: lastSubmitted, units: units))
         cellsInFlightCache = nil
-        worker.submit(WriteBatch(sequence: lastSubmitted, units: units.map(\.unit)))
+        worker.submit(WriteBatch(sequence: lastSubmitted, units: units.map(\.unit), settledThrough: lastFinished))
     }
 
     /// Commits every pending change (refused ones tried again) and then `rows`, as the store
@@ -177,7 +191,7 @@ final class WriteBehind {
     ///   submitted, and this throws what `flush()` throws.
     func commit(streaming rows: BulkRows, send: () async -> Void) async throws {
         precondition(!pending.isInTransaction, "a bulk insert cannot run inside store.transaction { }")
-        let units = pending.takeReady(retryingRejected: true)
+        let units = pending.takeReady(retryingRejected: true, linkColumns: linkColumns)
         if let stuck = pending.all.first(where: { $0.rejection != nil }) {
             pending.restore(units)
             rows.close()
@@ -187,7 +201,7 @@ final class WriteBehind {
         let sequence = lastSubmitted
         inFlight.append(InFlight(sequence: sequence, units: units, bulkTable: rows.table))
         cellsInFlightCache = nil
-        worker.submit(WriteBatch(sequence: sequence, units: units.map(\.unit), rows: rows))
+        worker.submit(WriteBatch(sequence: sequence, units: units.map(\.unit), settledThrough: lastFinished, rows: rows))
         await send()
         if let outcome = bulkOutcomes.removeValue(forKey: sequence) { return try outcome.get() }
         try await withCheckedThrowingContinuation { continuation in
@@ -221,7 +235,7 @@ final class WriteBehind {
             lastFinished = batch.sequence
             resumeWaiters { $0 <= batch.sequence ? .success(()) : nil }
             if batch.bulkTable != nil { settleBulk(batch.sequence, .success(())) }
-            var result = finished(report)
+            var result = finished(report, committed: batch.units)
             result.bulkInsertedTable = batch.bulkTable
             return result
         case .committed(let report):
@@ -239,7 +253,7 @@ final class WriteBehind {
             ))
             handBack(returned + inFlight.dropFirst().flatMap(\.units))
             resumeWaiters { _ in .success(()) }
-            return finished(report)
+            return finished(report, committed: batch.units.filter { report.rejected[$0.id] == nil && !report.held.contains($0.id) })
         case .failed(let error) where batch.bulkTable != nil:
             // The bulk insert's own failure (a refused row, a full disk): it is told; flushes
             // waiting on the changes handed back submit them again.
@@ -310,8 +324,19 @@ final class WriteBehind {
         worker.resume()
     }
 
-    private func finished(_ report: CommitReport) -> Finished {
+    /// What a committed batch means for the objects: its committed units' links to the rows it
+    /// gave keys, and every placeholder of those keys still to commit replaced by the key.
+    private func finished(_ report: CommitReport, committed: [PendingChanges.Unit]) -> Finished {
         var result = Finished(assignedKeys: report.assignedKeys)
+        if !report.assignedKeys.isEmpty {
+            for var unit in committed { result.links += unit.resolvePlaceholders(report.assignedKeys, linkColumns: linkColumns) }
+            for index in inFlight.indices {
+                for unitIndex in inFlight[index].units.indices {
+                    result.links += inFlight[index].units[unitIndex].resolvePlaceholders(report.assignedKeys, linkColumns: linkColumns)
+                }
+            }
+            result.links += pending.resolvePlaceholders(report.assignedKeys, linkColumns: linkColumns)
+        }
         for (cell, committed) in report.counterValues {
             if let value = overlay(committed, for: cell) { result.counters.append((cell, value)) }
         }
@@ -394,8 +419,58 @@ final class WriteBehind {
 
     /// What a row holds once this store's changes not yet committed (in flight, then pending,
     /// in program order) are applied to what is committed; `nil` when there is no row then.
+    /// A to-one column written with a ``KeyPlaceholder`` shows NULL, as its object does.
     func uncommittedValues(of row: RowReference, over committed: [SQLValue]?) -> [SQLValue]? {
         guard hasChanges else { return committed }
+        guard var values = writtenValues(of: row, over: committed) else { return nil }
+        for column in linkColumns[row.table] where KeyPlaceholder.request(in: values[column]) != nil { values[column] = .null }
+        return values
+    }
+
+    /// The value the last write not yet committed (pending or in flight) stores in a cell, if
+    /// that is an assignment or an insert; nil when there is none, or it is a delete.
+    func lastStoredValue(of cell: CellReference) -> SQLValue? {
+        guard hasChanges else { return nil }
+        var last: SQLValue?
+        for unit in queuedUnits {
+            for operation in unit.operations where operation.touches(cell.row) {
+                switch operation {
+                case .insert(let insert): last = insert.values[cell.column]
+                case .update(_, let cells): if case .set(let value)? = cells.first(where: { $0.column == cell.column })?.write { last = value }
+                case .delete, .deleteAll: last = nil
+                }
+            }
+        }
+        return last
+    }
+
+    /// The rows of a table whose to-one column's last write is the placeholder of an insert's
+    /// key: keyed rows in key order, then inserts waiting for their own key, in program order.
+    func rowsLinking(toInsert request: UInt64, table: Int, column: Int) -> [DeferredLink.RowKey] {
+        guard hasChanges else { return [] }
+        let placeholder = KeyPlaceholder.value(forInsert: request)
+        var keyed: [SQLValue: Bool] = [:]
+        var inserts: [(id: UInt64, links: Bool)] = []
+        for unit in queuedUnits {
+            for operation in unit.operations where operation.table == table {
+                switch operation {
+                case .insert(let insert):
+                    let links = insert.values[column] == placeholder
+                    if let row = insert.row { keyed[row.key] = links } else { inserts.append((insert.id, links)) }
+                case .update(let row, let cells):
+                    if case .set(let value)? = cells.first(where: { $0.column == column })?.write { keyed[row.key] = value == placeholder }
+                case .delete(let row):
+                    keyed[row.key] = false
+                case .deleteAll:
+                    keyed = keyed.mapValues { _ in false }
+                    inserts = inserts.map { ($0.id, false) }
+                }
+            }
+        }
+        return keyed.filter(\.value).keys.sortedInValueOrder().map { .key($0) } + inserts.filter(\.links).map { .insert($0.id) }
+    }
+
+    private func writtenValues(of row: RowReference, over committed: [SQLValue]?) -> [SQLValue]? {
         var values = committed
         for unit in queuedUnits {
             for operation in unit.operations where operation.touches(row) {

@@ -126,6 +126,9 @@ extension WriteOperation {
 struct WriteBatch: Sendable {
     var sequence: UInt64
     var units: [WriteUnit]
+    /// The last batch whose outcome the store had taken when it made this one: the keys that
+    /// batch and those before it assigned are in place of their placeholders here.
+    var settledThrough: UInt64
     /// Rows streamed in after the units, in the same transaction (a bulk insert): the batch
     /// then commits whole or not at all.
     var rows: BulkRows?

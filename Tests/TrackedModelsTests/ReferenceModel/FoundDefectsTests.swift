@@ -41,6 +41,22 @@ import Testing
         }
     }
 
+    // MARK: - Programs the generator found, replayed
+
+    /// Found once items could link to items whose key SQLite assigns: a link to a new item,
+    /// made by a row whose insert the database refuses (its key is the one SQLite gave the new
+    /// item), was lost when the new item's object learned its key. It now commits with the
+    /// row, as the key's placeholder resolved.
+    @Test func aLinkToANewItemStaysWithARowThatWaitsBehindARefusal() async throws {
+        let outcome = try await ReferenceModelTests.run(declaration: TableDeclaration(seed: 0), steps: [
+            Step(kind: 38, a: 0, b: 0), Step(kind: 33, a: 1, b: 0), Step(kind: 0, a: 0, b: 112_167_654_794),
+        ])
+        guard case .agreed = outcome else {
+            Issue.record("the program did not run to the end agreeing with the reference")
+            return
+        }
+    }
+
     // MARK: - The issue's examples
 
     @Test func aRefusedChangeFixedBetweenOtherWritesStoresTheLastOfThem() async throws {

@@ -34,7 +34,7 @@ extension Harness {
             guard Values.same(object._$values(), expected) else {
                 throw Divergence(message: "the object of row \(key) shows \(describe(object._$values())); expected \(describe(expected))")
             }
-            try await checkLink(of: object, row: "row \(key)", expected: expected)
+            try await checkLink(of: object, row: .key(key), expected: expected)
             try checkLinkedFrom(object, key: key)
         }
         for (number, object) in newObjects {
@@ -44,21 +44,26 @@ extension Harness {
             guard Values.same(object._$values(), expected) else {
                 throw Divergence(message: "inserted object new#\(number) shows \(describe(object._$values())); expected \(describe(expected))")
             }
+            try await checkLink(of: object, row: .new(number), expected: expected)
         }
         for object in detached where object._$tracking.isAttached {
             throw Divergence(message: "an object the store no longer manages (row \(object.id.map { "\($0)" } ?? "nil")) is still attached")
         }
     }
 
-    /// An object's `link` is the object of the row its key names (the one `find` gives), or
-    /// nil when no row shows that key.
-    private func checkLink(of object: Item, row: String, expected: [SQLValue]?) async throws {
+    /// An object's `link` is the object of the row its key names (the one `find` gives), the
+    /// object of a row whose key the database has yet to assign, or nil when no row shows that
+    /// key.
+    private func checkLink(of object: Item, row: Reference.RowID, expected: [SQLValue]?) async throws {
         var target: Item?
-        if case .integer(let key)? = expected?[Item.Column.link.rawValue], reference.shown(.key(key)) != nil {
+        let link = reference.shown(row, keepingLinksToNewRows: true)?[Item.Column.link.rawValue]
+        if let number = link.flatMap(Reference.newRow(linkedBy:)) {
+            target = newObjects[number]
+        } else if case .integer(let key)? = expected?[Item.Column.link.rawValue], reference.shown(.key(key)) != nil {
             target = try await find(key)
         }
         guard object.link === target else {
-            throw Divergence(message: "\(row).link is \(object.link.map { "the item \($0.id.map { "\($0)" } ?? "nil")" } ?? "nil"); expected \(target.map { "the item \($0.id.map { "\($0)" } ?? "nil")" } ?? "nil")")
+            throw Divergence(message: "row \(row).link is \(object.link.map { "the item \($0.id.map { "\($0)" } ?? "nil")" } ?? "nil"); expected \(target.map { "the item \($0.id.map { "\($0)" } ?? "nil")" } ?? "nil")")
         }
     }
 

@@ -13,9 +13,10 @@ extension Harness {
         collidingKeys = []
         replacedKeys = []
         switch step.kind {
-        case 0..<20:
+        case 0..<18:
             try await loadLinkTarget(step.a, step.b)
             try assign(step.a, step.b)
+        case 18..<20: release(step.a)
         case 20..<27: try increment(step.a, step.b)
         case 27..<33: try await load(step.a)
         case 33..<38: try insertKeyed(step.a, step.b)
@@ -99,11 +100,18 @@ extension Harness {
     }
 
     /// Points an object's `link` at the item of a key (the object the program holds, else the
-    /// one `find` gives), or at nothing when there is none. Inside a transaction on PostgreSQL,
-    /// where `find` cannot await the server, a key the store does not hold is left alone.
+    /// one `find` gives), at nothing when there is none, or (a fifth of the time) at an object
+    /// whose key the database has yet to assign. Inside a transaction on PostgreSQL, where
+    /// `find` cannot await the server, a key the store does not hold is left alone.
     private func relate(_ object: Item, _ seed: UInt64) throws {
         var target: Item?
-        if case .integer(let key) = linkValue(seed: seed) {
+        var value = SQLValue.null
+        let new = newObjects.keys.sorted().filter { reference.shown(.new($0)) != nil }
+        if seed % 5 == 4, !new.isEmpty {
+            let number = new[Int(seed / 5 % UInt64(new.count))]
+            target = newObjects[number]
+            value = Reference.keyOfNew(number)
+        } else if case .integer(let key) = linkValue(seed: seed) {
             if let held = objects[key] {
                 target = held
             } else if let found = try findWithoutWaiting(key) {
@@ -112,16 +120,28 @@ extension Harness {
                 return note("relate skipped: \(key) is not loaded, and a transaction cannot wait for the server")
             }
             if let target { hold(target) }
+            value = target?.id.map { SQLValue.integer($0) } ?? .null
         }
-        let value = target?.id.map { SQLValue.integer($0) } ?? .null
         let row = row(of: object)
-        note("relate \(row.map { "\($0)" } ?? "detached object \(object.id.map { "\($0)" } ?? "nil")").link to \(value.describedExactly)")
+        note("relate \(row.map { "\($0)" } ?? "detached object \(object.id.map { "\($0)" } ?? "nil")").link to \(Reference.newRow(linkedBy: value).map { "new#\($0)" } ?? value.describedExactly)")
         let managed = isManaged(object)
-        let before = object._$values()[Item.Column.link.rawValue]
+        let before = row.flatMap { reference.shown($0, keepingLinksToNewRows: true)?[Item.Column.link.rawValue] }
         object.link = target
-        if managed, let row, !Values.same(before, value) {
+        if managed, let row, let before, !Values.same(before, value) {
             reference.write(.set(value), column: Item.Column.link.rawValue, of: row)
         }
+    }
+
+    /// The program lets go of an object it holds for a row: the store still manages the row,
+    /// and keeps the object alive as long as its changes are pending, no longer.
+    func release(_ a: UInt64) {
+        let keys = objects.keys.sorted()
+        guard !keys.isEmpty else { return }
+        let key = keys[Int(a % UInt64(keys.count))]
+        note("release the object of \(key)")
+        objects[key] = nil
+        linkedFromWatches[key] = nil
+        released.insert(key)
     }
 
     func increment(_ a: UInt64, _ b: UInt64) throws {
@@ -173,7 +193,10 @@ extension Harness {
         // one later without waiting): the store manages one, and a second is refused too.
         let store = try live
         let managedByLists = engine == .postgres && store.registrar.object(table: 0, key: .integer(key)) != nil
-        let hasObject = objects[key] != nil || isHeldThroughLinks(key) || managedByLists
+        // An object the program let go of may still be alive (its changes pending, or a held
+        // object's link caching it): the store manages it until it goes away.
+        let releasedButAlive = released.contains(key) && store.registrar.object(table: 0, key: .integer(key)) != nil
+        let hasObject = objects[key] != nil || isHeldThroughLinks(key) || managedByLists || releasedButAlive
         do {
             try live.insert(object)
             if hasObject { throw Divergence(message: "inserting a second object for key \(key) was accepted") }

@@ -40,6 +40,8 @@ final class Harness {
     var newObjects: [Int: Item] = [:]
     /// Objects the program still holds but the store no longer manages.
     var detached: [Item] = []
+    /// Keys of rows whose object the program let go of (it may hold another since).
+    var released: Set<Int64> = []
     var lists: [FetchedResults<Item>] = []
     /// A generated predicate and order, kept live too: its expected rows are SQLite's answer
     /// over the rows the reference shows, in ``scratch``.

@@ -89,6 +89,19 @@ struct Reference {
         }
     }
 
+    /// What a link holds while it points at a row whose key the database has yet to assign:
+    /// the row's key once that row commits (in the same commit or an earlier one), NULL if it
+    /// never does (its insert was discarded). Objects and subscribers see NULL until then.
+    static func keyOfNew(_ number: Int) -> SQLValue {
+        .blob(Data("new#\(number)".utf8))
+    }
+
+    /// The new row a link value points at, if it is ``keyOfNew(_:)``.
+    static func newRow(linkedBy value: SQLValue) -> Int? {
+        guard case .blob(let data) = value, let text = String(data: data, encoding: .utf8), text.hasPrefix("new#") else { return nil }
+        return Int(text.dropFirst(4))
+    }
+
     let declaration: TableDeclaration
     /// The rows the file holds, by key.
     private(set) var file: [Int64: [SQLValue]] = [:]
@@ -114,8 +127,9 @@ struct Reference {
     }
 
     /// What the row shows: the committed row with every pending unit applied; nil when there is
-    /// no row (deleted, never inserted).
-    func shown(_ row: RowID) -> [SQLValue]? {
+    /// no row (deleted, never inserted). A link to a row whose key is not known yet shows NULL,
+    /// unless `keepingLinksToNewRows` (then it is ``keyOfNew(_:)``).
+    func shown(_ row: RowID, keepingLinksToNewRows: Bool = false) -> [SQLValue]? {
         var values: [SQLValue]? = if case .key(let key) = row { file[key] } else { nil }
         for unit in allUnits {
             for operation in unit.operations where operation.touches(row) {
@@ -130,7 +144,24 @@ struct Reference {
             }
         }
         if case .key(let key) = row { values?[0] = .integer(key) }
+        let link = Item.Column.link.rawValue
+        if !keepingLinksToNewRows, let current = values, Self.newRow(linkedBy: current[link]) != nil { values?[link] = .null }
         return values
+    }
+
+    /// Whether a unit writes a link to a row that `other` inserts without a key: it cannot
+    /// commit without that row (whichever comes first).
+    static func references(_ unit: Unit, insertsOf other: Unit) -> Bool {
+        let inserted = Set(other.operations.compactMap { if case .insert(.new(let number), _) = $0 { number } else { nil } })
+        guard !inserted.isEmpty else { return false }
+        let link = Item.Column.link.rawValue
+        return unit.operations.contains { operation in
+            switch operation {
+            case .insert(_, let values): Self.newRow(linkedBy: values[link]).map(inserted.contains) ?? false
+            case .update(_, let cells): if case .set(let value)? = cells[link] { Self.newRow(linkedBy: value).map(inserted.contains) ?? false } else { false }
+            case .delete, .deleteAll: false
+            }
+        }
     }
 
     /// Every keyed row that shows values, by key.
@@ -273,9 +304,14 @@ struct Reference {
     // MARK: - Committing
 
     /// Why a unit cannot commit onto `rows`, if it cannot; applies it otherwise.
-    private func commit(_ unit: Unit, onto rows: inout [Int64: [SQLValue]], largestKey: inout Int64?, keyOf: (Int) -> Int64?, fileKeys: Set<Int64>) -> String? {
+    ///
+    /// - Parameter assigned: The keys the database gave new rows in this commit, by number.
+    private func commit(
+        _ unit: Unit, onto rows: inout [Int64: [SQLValue]], largestKey: inout Int64?, assigned: inout [Int: Int64], keyOf: (Int) -> Int64?, fileKeys: Set<Int64>
+    ) -> String? {
         var scratch = rows
         var largest = largestKey
+        var given = assigned
         for operation in unit.operations {
             switch operation {
             case .insert(let row, var values):
@@ -315,6 +351,7 @@ struct Reference {
                 values[0] = .integer(key)
                 scratch[key] = values
                 largest = max(largest ?? key, key)
+                if case .new(let number) = row { given[number] = key }
             case .update(let row, let cells):
                 guard case .key(let key) = row, var values = scratch[key] else { return "row \(row) \(Self.gone)" }
                 for (column, write) in cells {
@@ -336,6 +373,7 @@ struct Reference {
         }
         rows = scratch
         largestKey = largest
+        assigned = given
         return nil
     }
 
@@ -390,27 +428,53 @@ struct Reference {
     ///   object now shows it.
     /// - Returns: Whether a refused unit stays, so that `flush()` throws.
     mutating func flush(fileKeys: Set<Int64>, keyOf: (Int) -> Int64?) -> (refused: Bool, problems: [String]) {
-        var staying: [Unit] = []
-        var rows = file
-        var largest = largestKeyEver
-        var problems: [String] = []
-        for var unit in units {
-            if unit.isRefusedForGood || staying.contains(where: { $0.overlaps(unit) }) {
-                staying.append(unit)
+        // Units held because they link to a row whose insert stays pending: found by a try,
+        // then the flush is made again without them.
+        var held: Set<Int> = []
+        while true {
+            var staying: [(index: Int, unit: Unit)] = []
+            var committed: [(index: Int, unit: Unit)] = []
+            var rows = file
+            var largest = largestKeyEver
+            var assigned: [Int: Int64] = [:]
+            var problems: [String] = []
+            for (index, var unit) in units.enumerated() {
+                if unit.isRefusedForGood || held.contains(index)
+                    || staying.contains(where: { $0.unit.overlaps(unit) || Self.references(unit, insertsOf: $0.unit) }) {
+                    staying.append((index, unit))
+                    continue
+                }
+                if let refusal = commit(unit, onto: &rows, largestKey: &largest, assigned: &assigned, keyOf: keyOf, fileKeys: fileKeys) {
+                    if refusal == Self.full { return (true, []) }
+                    if refusal.hasPrefix("no key") { problems.append(refusal) }
+                    unit.isRefused = true
+                    unit.isRefusedForGood = refusal.hasSuffix(Self.gone)
+                    staying.append((index, unit))
+                } else {
+                    committed.append((index, unit))
+                }
+            }
+            let late = committed.filter { entry in staying.contains { Self.references(entry.unit, insertsOf: $0.unit) } }.map(\.index)
+            guard late.isEmpty else {
+                held.formUnion(late)
                 continue
             }
-            if let refusal = commit(unit, onto: &rows, largestKey: &largest, keyOf: keyOf, fileKeys: fileKeys) {
-                if refusal == Self.full { return (true, []) }
-                if refusal.hasPrefix("no key") { problems.append(refusal) }
-                unit.isRefused = true
-                unit.isRefusedForGood = refusal.hasSuffix(Self.gone)
-                staying.append(unit)
-            }
+            units = staying.map(\.unit)
+            file = Self.resolvingLinks(rows) { assigned[$0] ?? keyOf($0) }
+            largestKeyEver = largest
+            return (hasRefusedUnits, problems)
         }
-        units = staying
-        file = rows
-        largestKeyEver = largest
-        return (hasRefusedUnits, problems)
+    }
+
+    /// Rows with each link to a new row replaced by that row's key, or NULL where it has none.
+    private static func resolvingLinks(_ rows: [Int64: [SQLValue]], keyOf: (Int) -> Int64?) -> [Int64: [SQLValue]] {
+        let link = Item.Column.link.rawValue
+        return rows.mapValues { values in
+            guard let number = newRow(linkedBy: values[link]) else { return values }
+            var resolved = values
+            resolved[link] = keyOf(number).map { .integer($0) } ?? .null
+            return resolved
+        }
     }
 
     /// What a bulk insert commits: every pending unit, then `rows`, in one transaction, or
@@ -422,8 +486,9 @@ struct Reference {
         if units.contains(where: \.isRefusedForGood) { return "a change refused for good is pending" }
         var scratch = file
         var largest = largestKeyEver
+        var assigned: [Int: Int64] = [:]
         for index in units.indices {
-            guard let refusal = commit(units[index], onto: &scratch, largestKey: &largest, keyOf: keyOf, fileKeys: fileKeys) else { continue }
+            guard let refusal = commit(units[index], onto: &scratch, largestKey: &largest, assigned: &assigned, keyOf: keyOf, fileKeys: fileKeys) else { continue }
             // The first unit the database refuses is marked, as a flush marks it; a commit that
             // fails whole (a full AUTOINCREMENT table) marks nothing.
             if refusal != Self.full, !refusal.hasPrefix("no key") {
@@ -440,7 +505,7 @@ struct Reference {
             largest = max(largest ?? key, key)
         }
         units = []
-        file = scratch
+        file = Self.resolvingLinks(scratch) { assigned[$0] ?? keyOf($0) }
         largestKeyEver = largest
         return nil
     }
@@ -462,12 +527,17 @@ struct Reference {
 
     /// Renames an insert's row once its key is known.
     mutating func name(_ number: Int, key: Int64) {
+        let marker = Self.keyOfNew(number), link = Item.Column.link.rawValue
         func rename(_ operation: Operation) -> Operation {
             switch operation {
-            case .insert(.new(number), let values): .insert(.key(key), values)
-            case .update(.new(number), let cells): .update(.key(key), cells)
-            case .delete(.new(number)): .delete(.key(key))
-            default: operation
+            case .insert(let row, var values):
+                if values[link] == marker { values[link] = .integer(key) }
+                return .insert(row == .new(number) ? .key(key) : row, values)
+            case .update(let row, var cells):
+                if case .set(marker)? = cells[link] { cells[link] = .set(.integer(key)) }
+                return .update(row == .new(number) ? .key(key) : row, cells)
+            case .delete(.new(number)): return .delete(.key(key))
+            default: return operation
             }
         }
         for index in units.indices { units[index].operations = units[index].operations.map(rename) }

@@ -19,6 +19,8 @@ final class PostgreSQLWriter: EngineWriter {
     private let characterLimits: [[Int: Int]]
     private let changeLog: PostgreSQLChangeLogReader?
     private let actionTargets: Set<Int>
+    /// Each table's to-one columns, where placeholders of assigned keys may stand.
+    private let linkColumns: [[Int]]
     private let logger: Logger
     /// Whether a doorbell listens for other connections' commits (else the poll alone finds them).
     private let listensForCommits: Bool
@@ -33,12 +35,13 @@ final class PostgreSQLWriter: EngineWriter {
         self.characterLimits = characterLimits
         self.listensForCommits = listensForCommits
         self.tables = tables
+        linkColumns = tables.map(\.relationshipColumns)
         self.changeLog = changeLog
         self.actionTargets = actionTargets
         self.logger = logger
     }
 
-    func commit(_ units: [WriteUnit], rows: BulkRows?, willCommit: (CommitReport) throws -> Void) throws -> EngineCommit {
+    func commit(_ units: [WriteUnit], rows: BulkRows?, earlierKeys: [UInt64: SQLValue], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit {
         guard !isClosed else { throw EngineFailure.transaction(StoreError.closed(operation: "commit")) }
         let position = changeLog?.position
         do {
@@ -82,8 +85,15 @@ final class PostgreSQLWriter: EngineWriter {
             // (an insert given key 1 after one without a key must not meet the key 1 it got).
             var caughtUp: Set<Int> = []
             let givenKeys = Self.largestGivenKeys(in: units)
+            // Links whose insert comes later in the transaction (see ``DeferredLink``).
+            var deferred: [DeferredLink] = []
+            func assignedKey(_ request: UInt64) -> SQLValue? { commit.report.assignedKeys[request] ?? earlierKeys[request] }
             for (unitIndex, unit) in units.enumerated() {
-                for (operationIndex, operation) in unit.operations.enumerated() {
+                for (operationIndex, written) in unit.operations.enumerated() {
+                    // A placeholder's key may be in an answer not taken yet.
+                    if !sent.isEmpty, written.placeholderRequests(linkColumns: linkColumns).contains(where: { assignedKey($0) == nil }) { try takeAnswers() }
+                    let (operation, waiting) = written.resolvingPlaceholders(linkColumns: linkColumns, assignedKey)
+                    deferred += waiting
                     if case .insert(let request) = operation, request.row == nil, caughtUp.insert(request.table).inserted {
                         let catchUp = keySequenceCatchUp(request.table, past: givenKeys[request.table])
                         sent.append((unitIndex, operationIndex, nil, try session.send(catchUp.sql, catchUp.arguments, reused: true, doing: catchUp.doing)))
@@ -117,6 +127,14 @@ final class PostgreSQLWriter: EngineWriter {
                             throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
                         }
                     }
+                    if !deferred.isEmpty, case .insert(let request) = operation, request.row == nil {
+                        try takeAnswers()
+                        do {
+                            try writeLinks(&deferred, keys: commit.report.assignedKeys)
+                        } catch let error as StoreError {
+                            throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
+                        }
+                    }
                 }
             }
             try takeAnswers()
@@ -142,6 +160,26 @@ final class PostgreSQLWriter: EngineWriter {
             if let position { changeLog?.rewind(to: position) }
             throw error
         }
+    }
+
+    /// Writes each deferred link whose insert has its key by now; a row deleted since has
+    /// nothing to write.
+    private func writeLinks(_ deferred: inout [DeferredLink], keys: [UInt64: SQLValue]) throws {
+        var waiting: [DeferredLink] = []
+        for link in deferred {
+            let row: SQLValue? = switch link.row {
+            case .key(let key): key
+            case .insert(let request): keys[request]
+            }
+            guard let row, let key = keys[link.request] else {
+                waiting.append(link)
+                continue
+            }
+            let schema = tables[link.table]
+            let sql = "UPDATE \(quoteIdentifier(schema.name)) SET \(quoteIdentifier(schema.columns[link.column].name)) = $1 WHERE \(quoteIdentifier(schema.primaryKey.name)) = $2"
+            _ = try session.rowsWaiting(sql, [key, row], reused: true, doing: "linking a row of \(schema.name) to a new row")
+        }
+        deferred = waiting
     }
 
     /// Commits; when the connection is lost on the way, asks new ones whether the transaction

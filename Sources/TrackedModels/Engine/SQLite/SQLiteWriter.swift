@@ -16,6 +16,8 @@ final class SQLiteWriter: EngineWriter {
     private let changeLog: ChangeLogReader?
     private let tables: [TableSchema]
     private let actionTargets: Set<Int>
+    /// Each table's to-one columns, where placeholders of assigned keys may stand.
+    private let linkColumns: [[Int]]
     /// The WAL file, whose writes mean another connection may have committed; nil for none.
     private let walFile: String?
     private var walSignal: FileChangeSignal?
@@ -33,11 +35,12 @@ final class SQLiteWriter: EngineWriter {
         self.logger = logger
         self.connection = connection
         self.tables = tables
+        linkColumns = tables.map(\.relationshipColumns)
         self.changeLog = changeLog
         self.walFile = walFile
     }
 
-    func commit(_ units: [WriteUnit], rows: BulkRows?, willCommit: (CommitReport) throws -> Void) throws -> EngineCommit {
+    func commit(_ units: [WriteUnit], rows: BulkRows?, earlierKeys: [UInt64: SQLValue], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit {
         let connection = try open()
         let logPosition = changeLog?.position
         do {
@@ -52,8 +55,11 @@ final class SQLiteWriter: EngineWriter {
             } catch let error as SQLiteError {
                 throw EngineFailure.transaction(error.storeError)
             }
+            var deferred: [DeferredLink] = []
             for (unitIndex, unit) in units.enumerated() {
-                for (operationIndex, operation) in unit.operations.enumerated() {
+                for (operationIndex, written) in unit.operations.enumerated() {
+                    let (operation, waiting) = written.resolvingPlaceholders(linkColumns: linkColumns) { commit.report.assignedKeys[$0] ?? earlierKeys[$0] }
+                    deferred += waiting
                     do {
                         if let changeLog, let deleted = deletedActionTarget(operation) {
                             // What the database does to other rows on its own as this delete runs
@@ -66,6 +72,7 @@ final class SQLiteWriter: EngineWriter {
                         } else {
                             try apply(operation, on: connection, into: &commit.report)
                         }
+                        if !deferred.isEmpty { try writeLinks(&deferred, on: connection, into: &commit.report) }
                     } catch let error as SQLiteError {
                         throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error.storeError)
                     }
@@ -95,6 +102,27 @@ final class SQLiteWriter: EngineWriter {
             if let logPosition { changeLog?.rewind(to: logPosition) }
             throw error
         }
+    }
+
+    /// Writes each deferred link whose insert has its key by now (see ``DeferredLink``); a
+    /// row deleted since has nothing to write.
+    private func writeLinks(_ deferred: inout [DeferredLink], on connection: Connection, into report: inout CommitReport) throws {
+        var waiting: [DeferredLink] = []
+        for link in deferred {
+            let row: SQLValue? = switch link.row {
+            case .key(let key): key
+            case .insert(let request): report.assignedKeys[request]
+            }
+            guard let row, let key = report.assignedKeys[link.request] else {
+                waiting.append(link)
+                continue
+            }
+            let schema = tables[link.table]
+            let sql = "UPDATE \(quoteIdentifier(schema.name)) SET \(quoteIdentifier(schema.columns[link.column].name)) = ? WHERE \(quoteIdentifier(schema.primaryKey.name)) = ?"
+            try connection.cachedStatement(sql).run([key, row])
+            report.statementCount += 1
+        }
+        deferred = waiting
     }
 
     /// The row (or, for a delete of every row, the table) an operation deletes, when the

@@ -1,0 +1,138 @@
+import Foundation
+
+/// The stand-in for a key the database has yet to assign to one of the store's inserts: a
+/// to-one column that points at such an object is written with it, and the worker puts the
+/// assigned key in its place inside the commit that writes both rows, so that no follow-up
+/// write exists and the file never holds a link the program set but the commit left NULL.
+///
+/// It is a BLOB that no key the database assigns can equal (those are integers), and it is
+/// recognized only in to-one columns (``TableSchema/relationshipColumns``), whose values are
+/// keys, so no program value is ever taken for one. It lives in writes only: objects, events
+/// and reads show NULL until the insert commits.
+///
+/// For example, a child of a new list, inserted in one flush:
+///
+/// ```
+/// insert into lists:  id = <assigned>, title = 'Groceries'            → key 7
+/// insert into rows:   id = 1, list_id = <placeholder of the list>     → list_id = 7
+/// ```
+enum KeyPlaceholder {
+    private static let mark: [UInt8] = Array("\u{0}TMkey\u{0}".utf8)
+
+    /// The placeholder of the key the database assigns to an insert request.
+    static func value(forInsert request: UInt64) -> SQLValue {
+        var bytes = mark
+        withUnsafeBytes(of: request.bigEndian) { bytes += $0 }
+        return .blob(Data(bytes))
+    }
+
+    /// The insert request a placeholder stands for; nil for any other value.
+    static func request(in value: SQLValue) -> UInt64? {
+        guard case .blob(let data) = value, data.count == mark.count + 8, data.starts(with: mark) else { return nil }
+        return data.suffix(8).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}
+
+/// A to-one column written with a placeholder whose insert comes later in the same
+/// transaction (objects that point at each other, or an object at itself): the engine writes
+/// NULL first and the key once that insert has it.
+struct DeferredLink {
+    var table: Int
+    /// The row that holds the link: its key, or the insert request that is assigning it.
+    var row: RowKey
+    var column: Int
+    /// The insert whose key the column takes.
+    var request: UInt64
+
+    enum RowKey {
+        case key(SQLValue)
+        case insert(UInt64)
+    }
+}
+
+extension WriteOperation {
+    /// The row that holds the operation's cells, for a ``DeferredLink``.
+    private var linkRow: DeferredLink.RowKey? {
+        switch self {
+        case .insert(let request): request.row.map { .key($0.key) } ?? .insert(request.id)
+        case .update(let row, _): .key(row.key)
+        case .delete, .deleteAll: nil
+        }
+    }
+
+    /// Replaces each placeholder in a to-one column for which `value` gives a value; returns
+    /// the links it replaced, each with its insert request.
+    ///
+    /// - Parameter linkColumns: Each table's to-one columns.
+    private mutating func replacePlaceholders(linkColumns: [[Int]], _ value: (UInt64) -> SQLValue?) -> [DeferredLink] {
+        guard !linkColumns[table].isEmpty, let row = linkRow else { return [] }
+        var replaced: [DeferredLink] = []
+        switch self {
+        case .insert(var request):
+            for column in linkColumns[request.table] {
+                guard let placeholder = KeyPlaceholder.request(in: request.values[column]), let new = value(placeholder) else { continue }
+                request.values[column] = new
+                replaced.append(DeferredLink(table: request.table, row: row, column: column, request: placeholder))
+            }
+            if !replaced.isEmpty { self = .insert(request) }
+        case .update(let updated, var cells):
+            for index in cells.indices where linkColumns[updated.table].contains(cells[index].column) {
+                guard case .set(let old) = cells[index].write, let placeholder = KeyPlaceholder.request(in: old), let new = value(placeholder) else { continue }
+                cells[index].write = .set(new)
+                replaced.append(DeferredLink(table: updated.table, row: row, column: cells[index].column, request: placeholder))
+            }
+            if !replaced.isEmpty { self = .update(row: updated, cells: cells) }
+        case .delete, .deleteAll:
+            break
+        }
+        return replaced
+    }
+
+    /// The operation as the engine runs it: each placeholder replaced by the key `key` gives
+    /// for its insert, or by NULL, with the link returned to write once that insert has its
+    /// key (in the same transaction, or never: an insert discarded leaves NULL).
+    func resolvingPlaceholders(linkColumns: [[Int]], _ key: (UInt64) -> SQLValue?) -> (WriteOperation, deferred: [DeferredLink]) {
+        var operation = self
+        var deferred: [DeferredLink] = []
+        let replaced = operation.replacePlaceholders(linkColumns: linkColumns) { request in
+            key(request) ?? .null
+        }
+        for link in replaced where key(link.request) == nil { deferred.append(link) }
+        return (operation, deferred)
+    }
+
+    /// Puts the keys `keys` holds in place of their placeholders; returns the links that took
+    /// one, with the key.
+    mutating func resolvePlaceholders(_ keys: [UInt64: SQLValue], linkColumns: [[Int]]) -> [(link: DeferredLink, key: SQLValue)] {
+        guard !keys.isEmpty else { return [] }
+        return replacePlaceholders(linkColumns: linkColumns) { keys[$0] }.map { ($0, keys[$0.request]!) }
+    }
+
+    /// The insert requests whose placeholders the operation writes in to-one columns.
+    func placeholderRequests(linkColumns: [[Int]]) -> [UInt64] {
+        var requests: [UInt64] = []
+        var copy = self
+        _ = copy.replacePlaceholders(linkColumns: linkColumns) { request in
+            requests.append(request)
+            return nil
+        }
+        return requests
+    }
+}
+
+extension WriteUnit {
+    /// Whether the unit writes the placeholder of a key that an insert of `other` is to be
+    /// given: it cannot commit without `other`, whichever comes first.
+    func references(insertsOf other: WriteUnit, linkColumns: [[Int]]) -> Bool {
+        let inserted = Set(other.operations.compactMap { operation -> UInt64? in
+            if case .insert(let request) = operation, request.row == nil { request.id } else { nil }
+        })
+        guard !inserted.isEmpty else { return false }
+        return operations.contains { $0.placeholderRequests(linkColumns: linkColumns).contains(where: inserted.contains) }
+    }
+
+    /// Whether the unit inserts a row whose key the database assigns.
+    var insertsWithoutKey: Bool {
+        operations.contains { if case .insert(let request) = $0 { request.row == nil } else { false } }
+    }
+}
