@@ -367,7 +367,7 @@ final class Note {
         armed.store(true, ordering: .relaxed)
         rows[1].title = "ours"
         try await store.flush()
-        try await settle { !heard.isEmpty }
+        try await settle(store) { !heard.isEmpty }
         #expect(heard.map(\.origin) == [.external])
         #expect(rows[5].count == 77)
         token.cancel()

@@ -43,7 +43,7 @@ import TrackedModelsTesting
         let workload = try await workload(engine)
         let status = try await Helper.run(["bump", "42", "--db", workload.path], executable: Helper.builtExecutable("modelctl"))
         #expect(status == 0)
-        try await settle { workload.probe.total > 0 }
+        try await settle(workload.store) { workload.probe.total > 0 }
         #expect(workload.probe.counts == ["row 42": 1])
         let event = try #require(workload.probe.events(of: "row 42").first)
         #expect(event.origin == .external)
@@ -57,7 +57,7 @@ import TrackedModelsTesting
         try workload.probe.subscribe("title 7", to: .object(workload.rows[7], \Row.title))
         try workload.probe.subscribe("titles", to: .column(\Row.title))
         try await workload.shell("UPDATE rows SET title = 'from the shell' WHERE id = 7")
-        try await settle { workload.probe.total > 1 }
+        try await settle(workload.store) { workload.probe.total > 1 }
         #expect(workload.probe.counts == ["title 7": 1, "titles": 1])
         #expect(workload.probe.events(of: "title 7")[0].change(of: \Row.title)! == (old: "Row 7", new: "from the shell"))
         #expect(workload.rows[7].title == "from the shell")
@@ -68,7 +68,7 @@ import TrackedModelsTesting
         let workload = try await workload(engine)
         let bumps = String(repeating: "UPDATE rows SET count = count + 1 WHERE id = 42;\n", count: 1_000)
         try await workload.shell("BEGIN;\n\(bumps)COMMIT;")
-        try await settle { workload.probe.total > 0 }
+        try await settle(workload.store) { workload.probe.total > 0 }
         #expect(workload.probe.counts == ["row 42": 1])
         #expect(workload.probe.events(of: "row 42")[0].change(of: \Row.count)! == (old: 0, new: 1_000))
     }
@@ -77,7 +77,7 @@ import TrackedModelsTesting
     func insertsAndDeletesByOthersReachMembership(_ engine: TestEngine) async throws {
         let workload = try await workload(engine, rows: 10)
         try await workload.shell("BEGIN; INSERT INTO rows (id, title, count) VALUES (100, 'Row 100', 0); DELETE FROM rows WHERE id = 3; COMMIT;")
-        try await settle { workload.probe.total > 2 }
+        try await settle(workload.store) { workload.probe.total > 2 }
         #expect(workload.probe.counts == ["list": 2, "row 3": 1])
         #expect(workload.probe.events(of: "list").map(\.kind) == [.insert, .delete])
         #expect(try await workload.store.async.find(Row.self, key: Int64(3)) == nil)
@@ -89,7 +89,6 @@ import TrackedModelsTesting
         try workload.store.increment(\Row.count, of: workload.rows[4])
         try await workload.store.flush()
         try await workload.store.refreshExternalChanges()
-        try await settle { false }
         #expect(workload.probe.received.map(\.event.origin) == [.local])
     }
 
@@ -168,7 +167,7 @@ import TrackedModelsTesting
         noPolling.externalChangePollInterval = .seconds(3_600)
         let workload = try await workload(rows: 10, configuration: noPolling)
         try await sqlite3(workload.path, "UPDATE rows SET count = 5 WHERE id = 6")
-        try await settle { workload.probe.total > 0 }
+        try await settle(workload.store) { workload.probe.total > 0 }
         #expect(workload.probe.counts == ["row 6": 1])
     }
     #endif

@@ -410,3 +410,75 @@ extension RelationshipTests {
         try await store.close()
     }
 }
+
+/// Misuse of a relationship is refused with a ``StoreError`` that names the property and what
+/// to do, and changes nothing; it never traps. A setter cannot throw, so it publishes the error
+/// on `writeErrors` and leaves the relationship as it was; `insert` throws.
+@MainActor
+@Suite struct RelationshipMisuseTests {
+    func lists() async throws -> (store: ModelStore, directory: TemporaryDirectory, database: String) {
+        let directory = try TemporaryDirectory()
+        let database = try await TestEngine.sqlite.makeDatabase(in: directory)
+        let store = try await TestEngine.sqlite.open(database, models: [TodoList.self, Entry.self])
+        let groceries = TodoList(id: 1, title: "Groceries")
+        try store.insert(groceries)
+        try store.insert(Entry(id: 1, title: "Milk", list: groceries))
+        try await store.flush()
+        return (store, directory, database)
+    }
+
+    @Test func pointingAtANewObjectWithTheKeyOfALoadedOneIsRefused() async throws {
+        let (store, directory, database) = try await lists()
+        defer { withExtendedLifetime(directory) {} }
+        var errors = store.writeErrors.makeAsyncIterator()
+        let entry = try #require(try store.find(Entry.self, key: 1))
+        let loaded = try #require(entry.list)
+        entry.list = TodoList(id: 1, title: "Impostor")
+        #expect(entry.list === loaded)
+        let error = try #require(await errors.next())
+        #expect(error.code == .duplicateKey)
+        #expect(error.message.contains("Entry.list"))
+        #expect(store.pendingChanges.isEmpty)
+        try await store.flush()
+        #expect(try await TestEngine.sqlite.sql(database, "SELECT count(*) || '/' || min(title) FROM lists") == "1/Groceries")
+        try await store.close()
+    }
+
+    @Test func pointingAtAnotherStoresObjectIsRefused() async throws {
+        let (store, directory, _) = try await lists()
+        let other = try await TestEngine.sqlite.open(try await TestEngine.sqlite.makeDatabase(in: directory), models: [TodoList.self, Entry.self])
+        let foreign = TodoList(id: 7, title: "Elsewhere")
+        try other.insert(foreign)
+        var errors = store.writeErrors.makeAsyncIterator()
+        let entry = try #require(try store.find(Entry.self, key: 1))
+        let loaded = try #require(entry.list)
+        entry.list = foreign
+        #expect(entry.list === loaded)
+        let error = try #require(await errors.next())
+        #expect(error.code == .notAttached)
+        #expect(error.message.contains("another store"))
+        #expect(store.pendingChanges.isEmpty)
+        // Inserting an object that points at it throws, and inserts nothing.
+        #expect(throws: StoreError.self) { try store.insert(Entry(id: 2, title: "Eggs", list: foreign)) }
+        #expect(try store.find(Entry.self, key: 2) == nil)
+        #expect(store.pendingChanges.isEmpty)
+        try await other.close()
+        try await store.close()
+    }
+
+    @Test func addingAChildWithTheKeyOfALoadedOneIsRefused() async throws {
+        let (store, directory, _) = try await lists()
+        defer { withExtendedLifetime(directory) {} }
+        var errors = store.writeErrors.makeAsyncIterator()
+        let list = try #require(try store.find(TodoList.self, key: 1))
+        _ = try #require(try store.find(Entry.self, key: 1))
+        let duplicate = Entry(id: 1, title: "Duplicate")
+        list.entries.append(duplicate)
+        let error = try #require(await errors.next())
+        #expect(error.code == .duplicateKey)
+        #expect(duplicate.list == nil)
+        #expect(list.entries.map(\.title) == ["Milk"])
+        #expect(store.pendingChanges.isEmpty)
+        try await store.close()
+    }
+}

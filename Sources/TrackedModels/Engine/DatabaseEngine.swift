@@ -76,7 +76,7 @@ protocol EngineReader: AnyObject {
     /// A row by primary key, in model column order; nil when there is none.
     func row(table: Int, key: SQLValue) throws -> [SQLValue]?
 
-    /// How the engine's own SQL names the `index`-th bound value (from 1): `?` in SQLite, `$1`
+    /// How the engine's own SQL names the `index`-th bound value (from 1): `?1` in SQLite, `$1`
     /// in PostgreSQL.
     func parameter(_ index: Int) -> String
 

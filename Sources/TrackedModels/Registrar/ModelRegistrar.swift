@@ -73,7 +73,7 @@ final class ModelRegistrar {
                     identityMap.object(table: table, key: key)?._$childrenChanged(relationship: relationship)
                     let parent = RowReference(table: table, key: key)
                     guard feeds.hasSubscriptions(.children(parent, relationship: relationship)) else { return }
-                    outbox.postChildren(table: table, key: key, relationship: relationship, origin: origin)
+                    if let origin { outbox.postChildren(table: table, key: key, relationship: relationship, origin: origin) }
                     // A feed stays: what the children are now is what its next change is told from.
                     recordChildren(of: parent, relationship: relationship)
                 },
@@ -247,7 +247,12 @@ final class ModelRegistrar {
         let reserved = assignsKey && !relationships.isEmpty ? writeBehind.reserveInsertRequest() : nil
         if !relationships.isEmpty {
             insertingObjects[ObjectIdentifier(object)] = .some(reserved)
-            insertTargets(of: object, table: table)
+            do {
+                try insertTargets(of: object, table: table)
+            } catch {
+                insertingObjects[ObjectIdentifier(object)] = nil
+                throw error
+            }
             // A target's pending children may have held this very object: it is stored already.
             if object._$tracking.isAttached {
                 insertingObjects[ObjectIdentifier(object)] = nil
@@ -274,7 +279,7 @@ final class ModelRegistrar {
             outbox.postInsert(table: table, key: suppliedKey, values: values, origin: .local)
         }
         if !transactionLevels.isEmpty { undoLog.append(.inserted(object, table: table)) }
-        if !schemas[table].relationships.isEmpty { insertPendingChildren(of: object, table: table) }
+        if !schemas[table].relationships.isEmpty { try insertPendingChildren(of: object, table: table) }
     }
 
     func userDidDelete(_ object: some TrackedModel, table: Int) {
@@ -632,13 +637,12 @@ final class ModelRegistrar {
             writeBehind.endTransaction(keeping: succeeded)
         }
         outbox.endGroup(from: level.outboxMark, keeping: succeeded)
-        // Children taken back are not heard on their own: their parents hear it now (after the
-        // level's events were dropped, so that feeds hear it too).
+        // Observation heard the children's changes as they were made: the parents told then
+        // have their objects' observers told that they are taken back (feeds heard nothing of
+        // them, the level's events being dropped).
         if !succeeded, let memberships {
-            for table in memberships.touchedTables.sorted() {
-                memberships.childTableReset(table: table)
-                tellWaitingParents(ofChildTable: table)
-            }
+            memberships.transactionFailed()
+            for table in memberships.touchedTables.sorted() { tellWaitingParents(ofChildTable: table) }
         }
     }
 

@@ -45,12 +45,17 @@ final class Memberships {
     /// The same, by child row: the memberships a child was read in (so that a change that does
     /// not tell the old parent finds it without a scan).
     private var readIn: [RowReference: Set<Membership>] = [:]
-    /// The child tables that changed since ``forgetTouched()``: a transaction that fails tells
-    /// their parents again, since undoing its changes is not heard otherwise.
+    /// The child tables that changed since ``forgetTouched()``.
     private(set) var touchedTables: Set<Int> = []
+    /// The parents told since ``forgetTouched()``, and the child tables reset since: a
+    /// transaction that fails tells exactly their objects' observers again (Observation heard
+    /// the transaction's changes as they were made; feeds heard nothing of them).
+    private var touched: Set<Membership> = []
+    private var resetTables: Set<Int> = []
     /// Tells a parent's observers that its children changed: (parent table, key, relationship,
-    /// where the change came from).
-    private let notify: (Int, SQLValue, Int, ChangeOrigin) -> Void
+    /// where the change came from, or nil to tell its object's observers only, and make its
+    /// feed's record again).
+    private let notify: (Int, SQLValue, Int, ChangeOrigin?) -> Void
     /// The keys of the parents that a reset of their children must reach, besides those with a
     /// record: the parents the store holds objects for, and those with a feed of the
     /// relationship (parent table, relationship).
@@ -58,7 +63,7 @@ final class Memberships {
 
     init(
         schemas: [TableSchema], tableOf: (ObjectIdentifier) -> Int?,
-        notify: @escaping (Int, SQLValue, Int, ChangeOrigin) -> Void, parentKeys: @escaping (Int, Int) -> [SQLValue]
+        notify: @escaping (Int, SQLValue, Int, ChangeOrigin?) -> Void, parentKeys: @escaping (Int, Int) -> [SQLValue]
     ) {
         var links = Array(repeating: [Link](), count: schemas.count)
         for (parentTable, schema) in schemas.enumerated() {
@@ -143,6 +148,11 @@ final class Memberships {
     /// parent with a record, and every parent with a feed hears it.
     func childTableReset(table: Int, origin: ChangeOrigin = .local) {
         touchedTables.insert(table)
+        resetTables.insert(table)
+        tellEveryParent(ofChildTable: table, origin: origin)
+    }
+
+    private func tellEveryParent(ofChildTable table: Int, origin: ChangeOrigin?) {
         for link in links[table] {
             var parents = Set(parentKeys(link.parentTable, link.relationship))
             for membership in childrenRead.keys where membership.parentTable == link.parentTable && membership.relationship == link.relationship {
@@ -154,8 +164,19 @@ final class Memberships {
         }
     }
 
+    /// A transaction that changed children failed: the parents it told (every parent, for a
+    /// table it reset) have their objects' observers told again, and nobody else; feeds hear
+    /// nothing (they never heard the transaction's changes).
+    func transactionFailed() {
+        let parents = touched.filter { !resetTables.contains(childTables[$0.parentTable][$0.relationship] ?? -1) }
+        for table in resetTables.sorted() { tellEveryParent(ofChildTable: table, origin: nil) }
+        for membership in parents.sorted(by: { SQLValue.compare($0.parentKey, $1.parentKey) == .orderedAscending }) { tell(membership, origin: nil) }
+    }
+
     func forgetTouched() {
         touchedTables.removeAll()
+        touched.removeAll()
+        resetTables.removeAll()
     }
 
     /// Forgets what a parent that went away was read with, but for the relationships a feed
@@ -198,7 +219,8 @@ final class Memberships {
         }
     }
 
-    private func tell(_ membership: Membership, origin: ChangeOrigin) {
+    private func tell(_ membership: Membership, origin: ChangeOrigin?) {
+        if origin != nil { touched.insert(membership) }
         forgetRead(membership)
         notify(membership.parentTable, membership.parentKey, membership.relationship, origin)
     }

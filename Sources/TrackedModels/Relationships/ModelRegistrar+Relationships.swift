@@ -13,7 +13,11 @@ extension ModelRegistrar {
     /// object shows (`.null` while the database has yet to assign the target's), and the value
     /// the column is written with: that key, or its placeholder (``KeyPlaceholder``), which the
     /// worker replaces by the key in the commit that inserts the target.
-    func userDidRelate(_ child: some TrackedModel, column: Int, to target: some TrackedModel) -> (shown: SQLValue, stored: SQLValue) {
+    ///
+    /// - Throws: ``StoreError`` when the target cannot be related: another store manages it,
+    ///   or inserting it is refused (this store has another object of its key). Nothing has
+    ///   changed then.
+    func userDidRelate(_ child: some TrackedModel, column: Int, to target: some TrackedModel) throws -> (shown: SQLValue, stored: SQLValue) {
         let tracking = target._$tracking
         func property() -> String { "\(type(of: child)).\(child._$schemaColumns[column].property)" }
         if isBeingInserted(target) {
@@ -22,14 +26,23 @@ extension ModelRegistrar {
             let key = target._$primaryKey
             return (key, insertRequest(of: target).map(KeyPlaceholder.value(forInsert:)) ?? key)
         }
+        if let registrar = tracking.registrar, registrar !== self {
+            throw StoreError(
+                code: .notAttached,
+                message: "\(property()) cannot point at a \(type(of: target)) that another store manages; fetch it from this store, or insert a new one in it (the relationship was left as it was)"
+            )
+        }
         if !tracking.isAttached {
             do {
                 try userDidInsert(target, table: tableIndex(of: type(of: target)))
-            } catch {
-                preconditionFailure("\(property()): cannot insert the \(type(of: target)) it points at: \(error)")
+            } catch let error as StoreError {
+                throw StoreError(
+                    code: error.code,
+                    message: "\(property()) cannot point at this \(type(of: target)), which the store would insert with it: \(error.message) (the relationship was left as it was)",
+                    underlying: error
+                )
             }
         }
-        precondition(tracking.registrar === self, "\(property()) points at an object of another store; fetch or insert it in this one")
         guard let request = tracking.insertRequest else { return (tracking.key, tracking.key) }
         childrenChanged(of: target, childTable: child._$tracking.table, column: column)
         return (.null, KeyPlaceholder.value(forInsert: request))
@@ -51,9 +64,10 @@ extension ModelRegistrar {
     /// Gives the objects that point at new rows the keys those rows were given, where they
     /// still point at them, and tells the rows' subscribers (objects or not); the file has them
     /// already, or will in the commit that writes them.
-    func applyLinks(_ links: [(link: DeferredLink, key: SQLValue)]) {
+    func applyLinks(_ links: [ResolvedLink]) {
         let mark = outbox.beginGroup()
-        for (link, key) in links {
+        for resolved in links {
+            let (link, key) = (resolved.link, resolved.key)
             let object: (any TrackedModel)? = switch link.row {
             case .key(let row): identityMap.object(table: link.table, key: row)
             case .insert(let request): unkeyedInserts[request]?.object
@@ -66,9 +80,13 @@ extension ModelRegistrar {
                 tracking.foreignKeys[link.column] = key
             }
             guard case .key(let row) = link.row else { continue }
-            // A row no object shows is told only where the link is the cell's last write.
-            if object == nil, let last = writeBehind.lastStoredValue(of: CellReference(row: RowReference(table: link.table, key: row), column: link.column)), last != key {
-                continue
+            if object == nil {
+                // A row no object shows is told where the key is what it shows: its last write
+                // still to commit, or the committed one when none follows.
+                let cell = CellReference(row: RowReference(table: link.table, key: row), column: link.column)
+                let last = writeBehind.lastStoredValue(of: cell)
+                let shows = last == key || resolved.isCommitted && last == nil && writeBehind.decidesExistence(of: cell.row) == nil
+                guard shows else { continue }
             }
             outbox.postUpdate(table: link.table, key: row, column: link.column, old: .null, new: key, origin: .local)
         }
@@ -86,21 +104,26 @@ extension ModelRegistrar {
     }
 
     /// Inserts a child that the program put in a to-many relationship of a stored object.
-    func insertChild(_ child: any TrackedModel) {
-        do {
-            try userDidInsert(child, table: tableIndex(of: type(of: child)))
-        } catch {
-            preconditionFailure("cannot insert the \(type(of: child)) added to a to-many relationship: \(error)")
-        }
+    ///
+    /// - Throws: ``StoreError`` when the store refuses the child (it has another object of
+    ///   its key); nothing was inserted then.
+    func insertChild(_ child: any TrackedModel) throws {
+        try userDidInsert(child, table: tableIndex(of: type(of: child)))
+    }
+
+    /// Reports a change the program made through a property that cannot throw, and that the
+    /// store refused: published on ``ModelStore/writeErrors`` and logged, the change undone.
+    func refuse(_ error: StoreError) {
+        writeBehind.report(error)
     }
 
     /// Inserts the children an object's to-many relationships were given before it was stored
     /// (those that still point at it).
-    func insertPendingChildren(of object: any TrackedModel, table: Int) {
+    func insertPendingChildren(of object: any TrackedModel, table: Int) throws {
         for (index, relationship) in schemas[table].relationships.enumerated() {
             for child in object._$pendingChildren(relationship: index)
             where !child._$tracking.isAttached && !isBeingInserted(child) && child._$relatedObject(column: relationship.childColumn) === object {
-                insertChild(child)
+                try insertChild(child)
             }
         }
     }
@@ -152,14 +175,21 @@ extension ModelRegistrar {
                 throw StoreError.duplicateKey(types[targetTable], key: key)
             }
         }
+        for column in schemas[table].relationshipColumns {
+            guard let target = object._$relatedObject(column: column), let registrar = target._$tracking.registrar, registrar !== self else { continue }
+            throw StoreError(
+                code: .notAttached,
+                message: "\(types[table]).\(schemas[table].columns[column].property) points at a \(type(of: target)) that another store manages; fetch it from this store, or insert a new one in it (nothing was inserted)"
+            )
+        }
     }
 
     /// Inserts what the to-one relationships of an object being inserted point at, when this
     /// store does not manage it yet, and notes the columns that wait for a target's key.
-    func insertTargets(of object: some TrackedModel, table: Int) {
+    func insertTargets(of object: some TrackedModel, table: Int) throws {
         for column in schemas[table].relationshipColumns {
             guard let target = object._$relatedObject(column: column) else { continue }
-            _ = userDidRelate(object, column: column, to: target)
+            _ = try userDidRelate(object, column: column, to: target)
         }
     }
 }

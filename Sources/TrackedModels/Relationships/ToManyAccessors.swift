@@ -25,7 +25,15 @@ public func _$setChildren<Parent: TrackedModel, Child: TrackedModel>(
     for child in children { child[keyPath: inverse] = parent }
     guard let registrar = parent._$tracking.registrar else { return children }
     for child in children where !child._$tracking.isAttached {
-        registrar.insertChild(child)
+        do {
+            try registrar.insertChild(child)
+        } catch let error as StoreError {
+            // The store refuses it (another object has its key): it stays out, pointing nowhere.
+            child[keyPath: inverse] = nil
+            registrar.refuse(error)
+        } catch {
+            preconditionFailure("inserting a \(Child.self) threw \(error), which is not a StoreError")
+        }
     }
     return []
 }

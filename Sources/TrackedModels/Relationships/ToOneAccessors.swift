@@ -67,13 +67,24 @@ extension ModelTracking {
     ///
     /// A target the store does not manage yet is inserted with it; a target whose key the
     /// database has yet to assign is written as that key's placeholder, which the commit that
-    /// inserts the target replaces by the key.
+    /// inserts the target replaces by the key. A target the store cannot relate (another
+    /// store's object, or a new one with the key of an object this store has) leaves the
+    /// relationship as it was, and the error is published on ``ModelStore/writeErrors``.
     public func userDidSet<Target: TrackedModel>(_ object: some TrackedModel, column: Int, from oldValue: Target?, to newValue: Target?) {
         guard let registrar else { return }
         let old = foreignKeys[column] ?? .null
         let oldStored = registrar.storedValue(pointingAt: oldValue, shown: old)
+        let new: (shown: SQLValue, stored: SQLValue)
+        do {
+            new = try newValue.map { try registrar.userDidRelate(object, column: column, to: $0) } ?? (.null, .null)
+        } catch let error as StoreError {
+            object._$setRelatedObject(oldValue, column: column)
+            registrar.refuse(error)
+            return
+        } catch {
+            preconditionFailure("relating \(type(of: object)) threw \(error), which is not a StoreError")
+        }
         registrar.willRelate(object, column: column, from: oldValue, key: old)
-        let new = newValue.map { registrar.userDidRelate(object, column: column, to: $0) } ?? (shown: .null, stored: .null)
         foreignKeys[column] = new.shown
         guard oldStored != new.stored else { return }
         registrar.userDidSet(object, tracking: self, column: column, from: old, to: new.shown, storing: new.stored)

@@ -44,10 +44,28 @@ struct DeferredLink {
     /// The insert whose key the column takes.
     var request: UInt64
 
-    enum RowKey {
+    enum RowKey: Hashable {
         case key(SQLValue)
         case insert(UInt64)
     }
+
+    /// The cell the link is written to.
+    struct Cell: Hashable {
+        var table: Int
+        var row: RowKey
+        var column: Int
+    }
+
+    var cell: Cell { Cell(table: table, row: row, column: column) }
+}
+
+/// A link whose placeholder a commit replaced by the key it assigned.
+struct ResolvedLink {
+    var link: DeferredLink
+    var key: SQLValue
+    /// Whether the link is committed (the row holds the key at the end of the commit); else a
+    /// write still to commit holds it.
+    var isCommitted: Bool
 }
 
 extension WriteOperation {

@@ -33,9 +33,10 @@ final class WriteBehind {
         var assignedKeys: [UInt64: SQLValue] = [:]
         /// The table a bulk insert committed rows into, which its subscribers re-read.
         var bulkInsertedTable: Int?
-        /// To-one columns written with the placeholder of a key this batch assigned, committed
-        /// or still to commit, with that key: the objects that point at the new row learn it.
-        var links: [(link: DeferredLink, key: SQLValue)] = []
+        /// To-one columns written with the placeholder of a key this batch assigned, with that
+        /// key: the committed rows that hold it now, and the writes still to commit that will
+        /// (the objects that point at the new row learn its key).
+        var links: [ResolvedLink] = []
     }
 
     // Unchecked exclusivity: only this class's methods access it, and none of them calls out
@@ -329,18 +330,44 @@ final class WriteBehind {
     private func finished(_ report: CommitReport, committed: [PendingChanges.Unit]) -> Finished {
         var result = Finished(assignedKeys: report.assignedKeys)
         if !report.assignedKeys.isEmpty {
-            for var unit in committed { result.links += unit.resolvePlaceholders(report.assignedKeys, linkColumns: linkColumns) }
+            result.links = committedLinks(in: committed, keys: report.assignedKeys)
+            var queued: [(link: DeferredLink, key: SQLValue)] = []
             for index in inFlight.indices {
                 for unitIndex in inFlight[index].units.indices {
-                    result.links += inFlight[index].units[unitIndex].resolvePlaceholders(report.assignedKeys, linkColumns: linkColumns)
+                    queued += inFlight[index].units[unitIndex].resolvePlaceholders(report.assignedKeys, linkColumns: linkColumns)
                 }
             }
-            result.links += pending.resolvePlaceholders(report.assignedKeys, linkColumns: linkColumns)
+            queued += pending.resolvePlaceholders(report.assignedKeys, linkColumns: linkColumns)
+            result.links += queued.map { ResolvedLink(link: $0.link, key: $0.key, isCommitted: false) }
         }
         for (cell, committed) in report.counterValues {
             if let value = overlay(committed, for: cell) { result.counters.append((cell, value)) }
         }
         return result
+    }
+
+    /// The links committed units wrote with a placeholder of these keys and that the rows
+    /// hold at the end of the commit (not written again, nor deleted, after).
+    private func committedLinks(in units: [PendingChanges.Unit], keys: [UInt64: SQLValue]) -> [ResolvedLink] {
+        var final: [DeferredLink.Cell: ResolvedLink] = [:]
+        for unit in units {
+            for var operation in unit.unit.operations {
+                let resolved = operation.resolvePlaceholders(keys, linkColumns: linkColumns)
+                switch operation {
+                case .insert(let request):
+                    let row = request.row.map { DeferredLink.RowKey.key($0.key) } ?? .insert(request.id)
+                    for column in linkColumns[request.table] { final[DeferredLink.Cell(table: request.table, row: row, column: column)] = nil }
+                case .update(let row, let cells):
+                    for cell in cells { final[DeferredLink.Cell(table: row.table, row: .key(row.key), column: cell.column)] = nil }
+                case .delete(let row):
+                    final = final.filter { $0.key.table != row.table || $0.key.row != .key(row.key) }
+                case .deleteAll(let table):
+                    final = final.filter { $0.key.table != table }
+                }
+                for (link, key) in resolved { final[link.cell] = ResolvedLink(link: link, key: key, isCommitted: true) }
+            }
+        }
+        return Array(final.values)
     }
 
     private func resumeWaiters(_ result: (UInt64) -> Result<Void, StoreError>?) {
@@ -575,6 +602,13 @@ final class WriteBehind {
     func finishErrorStreams() {
         for continuation in errorContinuations { continuation.finish() }
         errorContinuations.removeAll()
+    }
+
+    /// Publishes an error of a change the store refused where the program could not be told by
+    /// a throw (a property's setter), and logs it.
+    func report(_ error: StoreError) {
+        logger.warning("a change was refused", metadata: ["error": "\(error.message)", "code": "\(error.code)"])
+        publish(error)
     }
 
     private func publish(_ error: StoreError) {

@@ -71,7 +71,7 @@ struct PostgresStoreTests {
         var titles = 0
         let titleToken = try store.subscribe(to: .object(row, \Row.title)) { _ in titles += 1 }
         try await PostgresServer.psql(url, "UPDATE rows SET count = 7 WHERE id = 2; UPDATE rows SET title = 'elsewhere' WHERE id = 3")
-        try await settle { !heard.isEmpty }
+        try await settle(store) { !heard.isEmpty }
         #expect(heard.count == 1)
         #expect(heard.first?.origin == .external)
         #expect(heard.first?.change(of: \Row.count).map { [$0.old, $0.new] } == [0, 7])
@@ -119,7 +119,7 @@ struct PostgresStoreTests {
         #expect(try await PostgresServer.psql(url, "SELECT count FROM rows WHERE id = 1") == "1000")
         try await second.refreshExternalChanges()
         try await first.refreshExternalChanges()
-        try await settle { a.count == 1000 && b.count == 1000 }
+        try await settle(first, second) { a.count == 1000 && b.count == 1000 }
         #expect(a.count == 1000)
         #expect(b.count == 1000)
         try await first.close()
@@ -134,7 +134,7 @@ struct PostgresStoreTests {
         let busy = try await store.async.results(for: FetchDescriptor<Row>(predicate: #Predicate { $0.count > 3 }, sortBy: [SortDescriptor(\.count)]))
         #expect(busy.map(\.id) == [4, 5, 6])
         try await PostgresServer.psql(url, "UPDATE rows SET count = 10 WHERE id = 1; UPDATE rows SET count = 0 WHERE id = 5")
-        try await settle { busy.map(\.id) == [4, 6, 1] }
+        try await settle(store) { busy.map(\.id) == [4, 6, 1] }
         #expect(busy.map(\.id) == [4, 6, 1])
         try await store.close()
     }
@@ -145,11 +145,14 @@ struct PostgresStoreTests {
         try store.insert(Row(id: 1, title: "Row 1", count: 0))
         try await store.flush()
         let row = try #require(try await store.async.find(Row.self, key: 1))
-        try await settle { true }
+        // The doorbell listens on a connection of its own, made when the store starts.
+        try await settle(store) {
+            try await PostgresServer.psql(url, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'trackedmodels doorbell' AND datname = current_database() AND query LIKE 'LISTEN%'") == "1"
+        }
         let terminated = try await PostgresServer.psql(url, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'trackedmodels doorbell' AND datname = current_database()")
         #expect(terminated == "1")
         try await PostgresServer.psql(url, "UPDATE rows SET count = 42 WHERE id = 1")
-        try await settle { row.count == 42 }
+        try await settle(store) { row.count == 42 }
         #expect(row.count == 42)
         try await store.close()
     }
@@ -228,7 +231,7 @@ struct PostgresStoreTests {
         let live = try await store.async.results(for: FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Chores" }, sortBy: [SortDescriptor(\.id)]))
         #expect(live.map(\.id) == [3])
         try await PostgresServer.psql(url, "UPDATE lists SET title = 'Chores' WHERE id = 1; UPDATE lists SET title = 'Done' WHERE id = 2")
-        try await settle { live.map(\.id) == [1, 2] }
+        try await settle(store) { live.map(\.id) == [1, 2] }
         #expect(live.map(\.id) == [1, 2])
         let fresh = try await store.async.fetch(FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Chores" }, sortBy: [SortDescriptor(\.id)]))
         #expect(fresh.map(\.id) == live.map(\.id))
@@ -243,7 +246,7 @@ struct PostgresStoreTests {
         let live = try await store.async.results(for: FetchDescriptor<Row>(predicate: #Predicate { $0.count > 0 }, sortBy: [SortDescriptor(\.id)]))
         #expect(live.count == 4)
         try await PostgresServer.psql(url, "TRUNCATE rows; INSERT INTO rows VALUES (9, 'Row 9', 5)")
-        try await settle { live.map(\.id) == [9] }
+        try await settle(store) { live.map(\.id) == [9] }
         #expect(live.map(\.id) == [9])
         try await store.close()
     }
@@ -494,7 +497,7 @@ extension PostgresStoreTests {
         }
         #expect(events.isEmpty)
         try await store.refreshExternalChanges()
-        try await settle { row.title == "round 3" }
+        try await settle(store) { row.title == "round 3" }
         #expect(events.map(\.kind) == [.reset])
         #expect(events.first?.origin == .external)
         #expect(row.title == "round 3")

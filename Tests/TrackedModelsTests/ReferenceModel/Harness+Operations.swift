@@ -107,6 +107,12 @@ extension Harness {
         var target: Item?
         var value = SQLValue.null
         let new = newObjects.keys.sorted().filter { reference.shown(.new($0)) != nil }
+        let unlinkedDetached = detached.filter {
+            $0._$relatedObject(column: Item.Column.link.rawValue) == nil && object._$relatedObject(column: Item.Column.link.rawValue) !== $0
+        }
+        if seed % 7 == 6, transactionDepth == 0, !unlinkedDetached.isEmpty {
+            return try relate(object, toDetached: unlinkedDetached[Int(seed / 7 % UInt64(unlinkedDetached.count))])
+        }
         if seed % 5 == 4, !new.isEmpty {
             let number = new[Int(seed / 5 % UInt64(new.count))]
             target = newObjects[number]
@@ -130,6 +136,46 @@ extension Harness {
         if managed, let row, let before, !Values.same(before, value) {
             reference.write(.set(value), column: Item.Column.link.rawValue, of: row)
         }
+    }
+
+    /// Points an object's `link` at an object the store no longer manages (deleted, or whose
+    /// insert was discarded or taken back), which does not point anywhere: the store inserts it
+    /// again with its values (a new row where it has no key), unless the store has another
+    /// object of its key; then it refuses (publishing the error) and nothing changes.
+    private func relate(_ object: Item, toDetached target: Item) throws {
+        let row = row(of: object)
+        let values = target._$values()
+        note("relate \(row.map { "\($0)" } ?? "detached object \(object.id.map { "\($0)" } ?? "nil")").link to the detached object \(target.id.map { "\($0)" } ?? "nil")")
+        let store = try live
+        let refused = target.id.map { key in
+            objects[key] != nil || isHeldThroughLinks(key) || store.registrar.object(table: 0, key: .integer(key)) != nil && released.contains(key)
+                || engine == .postgres && store.registrar.object(table: 0, key: .integer(key)) != nil
+        } ?? false
+        let before = object.link
+        let managed = isManaged(object)
+        object.link = target
+        guard object._$tracking.isAttached else { return }
+        if refused {
+            if object.link !== before { throw Divergence(message: "relating to a detached object whose key the store has was accepted") }
+            return
+        }
+        guard object.link === target, target._$tracking.isAttached else {
+            throw Divergence(message: "relating to a detached object did not insert it again")
+        }
+        detached.removeAll { $0 === target }
+        let link: SQLValue
+        if let key = target.id {
+            if reference.shown(.key(key)) != nil { collidingKeys.insert(key) }
+            reference.insert(.key(key), values: values)
+            objects[key] = target
+            link = .integer(key)
+        } else {
+            let new = reference.newRow()
+            reference.insert(new, values: values)
+            if case .new(let number) = new { newObjects[number] = target }
+            link = Reference.keyOfNew(reference.lastNewNumber)
+        }
+        if managed, let row { reference.write(.set(link), column: Item.Column.link.rawValue, of: row) }
     }
 
     /// The program lets go of an object it holds for a row: the store still manages the row,
@@ -345,6 +391,8 @@ extension Harness {
         transactionDepth += 1
         defer { transactionDepth -= 1 }
         let deletedAll = mayReset
+        let eventsBefore = events.count
+        let fedBefore = Set(linkedFromWatches.filter { $0.value.fed.value }.keys)
         do {
             try store.transaction {
                 for _ in 0..<count {
@@ -366,6 +414,16 @@ extension Harness {
         } catch is Abort {
             reference.endTransaction(succeeded: false, restoring: snapshot)
             (objects, newObjects, detached) = saved
+            // Nothing of a transaction that throws is heard by a feed: not the table's, not a
+            // `.children` feed of any item (Observation heard its changes as they were made).
+            if depth == 0 {
+                if events.count != eventsBefore {
+                    throw Divergence(message: "a transaction that threw was heard: \(events[eventsBefore...].map { "\($0.kind) \($0.key)" })")
+                }
+                if let key = linkedFromWatches.first(where: { $0.value.fed.value && !fedBefore.contains($0.key) })?.key {
+                    throw Divergence(message: "a transaction that threw was heard by a feed of row \(key).linkedFrom")
+                }
+            }
             // Objects made inside the failed level are left out of the store.
             mayReset = deletedAll
         }
@@ -454,8 +512,10 @@ extension Harness {
             guard let key = object.id else { continue }
             reference.name(number, key: key)
             newObjects[number] = nil
-            // Another object of this key (an insert the database now refuses) keeps the row.
-            if objects[key] == nil { objects[key] = object } else { detached.append(object) }
+            // Another object of this key (an insert the database now refuses) keeps the row,
+            // also one the program let go of that its pending insert keeps alive.
+            let releasedButAlive = released.contains(key) && store?.registrar.object(table: 0, key: .integer(key)).map { $0 !== object } == true
+            if objects[key] == nil, !releasedButAlive { objects[key] = object } else { detached.append(object) }
         }
         syncAttachment()
     }
@@ -481,6 +541,8 @@ extension Harness {
         token = nil
         lists = []
         generatedList = nil
+        // Their feeds were the closed store's (an object related again is watched anew).
+        linkedFromWatches = [:]
         self.store = nil
         events = []
         guard try await open() else { throw Divergence(message: "the store did not open again") }

@@ -195,6 +195,9 @@ struct Reference {
         return .new(lastNew)
     }
 
+    /// The number of the last row ``newRow()`` made.
+    var lastNewNumber: Int { lastNew }
+
     mutating func write(_ write: Write, column: Int, of row: RowID) {
         // An insert that waits for its key takes every write to its object, even from a
         // transaction: the row has no key to write it to otherwise.

@@ -1,15 +1,25 @@
 import Foundation
 import Testing
+import TrackedModels
 
-/// Waits until `condition` holds (or 10 s pass), then a little longer, so that an extra event
-/// would have time to arrive.
+/// Waits until `condition` holds, then until each store has taken in everything the database
+/// had by then (`refreshExternalChanges()`): an event that would come after the one awaited (a
+/// change heard twice, say) has come too. A condition that does not hold within 10 s is an
+/// issue: what the store was to do on its own (a poll, a wake-up) did not happen, and no
+/// refresh covers for it.
 @MainActor
-func settle(_ condition: () -> Bool) async throws {
+func settle(
+    _ stores: ModelStore..., until condition: () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
     let deadline = ContinuousClock.now + .seconds(10)
-    while !condition(), ContinuousClock.now < deadline {
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("the awaited condition did not hold within 10 s", sourceLocation: sourceLocation)
+            return
+        }
         try await Task.sleep(for: .milliseconds(5))
     }
-    try await Task.sleep(for: .milliseconds(150))
+    for store in stores { try await store.refreshExternalChanges() }
 }
 
 /// Runs SQL in the `sqlite3` shell, another process, and expects it to succeed.

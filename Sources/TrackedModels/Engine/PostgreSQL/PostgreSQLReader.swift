@@ -41,7 +41,8 @@ final class PostgreSQLReader: EngineReader {
 
     /// Where the overlay has rows, the statement reads a table of the same name (a common table
     /// expression, which hides the real one) that holds the committed rows without the hidden
-    /// keys, and the overlay's rows, bound after the caller's `$n` parameters.
+    /// keys, and the overlay's rows, bound after the caller's `$n` parameters as one array per
+    /// column (so that any number of rows may be pending). It holds the model's columns only.
     ///
     /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/queries-with.html>
     func rows(table: Int, nativeSQL sql: String, arguments: [SQLValue], overlay: TableOverlay) throws -> [[SQLValue]] {
@@ -61,10 +62,11 @@ final class PostgreSQLReader: EngineReader {
             rows += " WHERE \(quoteIdentifier(schema.primaryKey.name)) <> ALL(\(parameter(PostgresValues.arrayLiteral(overlay.hiddenKeys), as: keyType + "[]")))"
         }
         if !overlay.rows.isEmpty {
-            let tuples = overlay.rows.map { row in
-                "(" + zip(row, schema.columns).map { parameter($0, as: PostgreSQLSchema.declaredType($1.type)) }.joined(separator: ", ") + ")"
+            // A column's values as one array each: as many parameters however many rows.
+            let columns = schema.columns.enumerated().map { index, column in
+                parameter(PostgresValues.arrayLiteral(overlay.rows.map { $0[index] }), as: PostgreSQLSchema.declaredType(column.type) + "[]")
             }
-            rows += " UNION ALL VALUES " + tuples.joined(separator: ", ")
+            rows += " UNION ALL SELECT * FROM unnest(\(columns.joined(separator: ", ")))"
         }
         return try answer(RemoteRead(sql: "WITH \(quoteIdentifier(schema.name))(\(names)) AS (\(rows)) \(sql)", arguments: values))
     }

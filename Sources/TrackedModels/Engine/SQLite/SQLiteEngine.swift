@@ -103,6 +103,8 @@ final class SQLiteReader: EngineReader {
     private let schemas: [TableSchema]
     /// Statements run so far: how tests count the reads a feature costs.
     private(set) var statementsRun = 0
+    /// Each table's declaration, for reads over it as the store shows it, read at first use.
+    private var overlayViews: [Int: TableOverlayView] = [:]
 
     init(connection: Connection, schemas: [TableSchema]) {
         self.connection = connection
@@ -124,44 +126,23 @@ final class SQLiteReader: EngineReader {
         }
     }
 
-    /// Plain `?`: the overlay of a native read binds its values ahead of the caller's, which
-    /// SQLite numbers after them.
-    func parameter(_ index: Int) -> String { "?" }
+    func parameter(_ index: Int) -> String { "?\(index)" }
 
     func row(table: Int, key: SQLValue) throws -> [SQLValue]? {
         statementsRun += 1
         return try translatingSQLiteErrors { try connection.cachedStatement(schemas[table].selectByKeySQL).rows([key]).first }
     }
 
-    /// Where the overlay has rows, the statement reads a table of the same name (a common table
-    /// expression, which hides the real one) that holds the committed rows without the hidden
-    /// keys, and the overlay's rows. Their values are bound ahead of the caller's `?`
-    /// placeholders, which SQLite numbers after them.
-    ///
-    /// Related SQLite documentation: <https://www.sqlite.org/lang_with.html>,
-    /// <https://www.sqlite.org/lang_expr.html#parameters>
+    /// Where the overlay has rows, the statement reads the table as the store shows it: see
+    /// ``TableOverlayView``.
     func rows(table: Int, nativeSQL sql: String, arguments: [SQLValue], overlay: TableOverlay) throws -> [[SQLValue]] {
         statementsRun += 1
         return try translatingSQLiteErrors {
             guard !overlay.isEmpty else { return try connection.cachedStatement(sql).rows(arguments) }
-            let schema = schemas[table]
-            let names = schema.columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")
-            var values: [SQLValue] = []
-            var rows = "SELECT \(names) FROM main.\(quoteIdentifier(schema.name))"
-            if overlay.hidesEveryRow {
-                rows += " WHERE 0"
-            } else if !overlay.hiddenKeys.isEmpty {
-                values = overlay.hiddenKeys
-                rows += " WHERE \(quoteIdentifier(schema.primaryKey.name)) NOT IN (\(Array(repeating: "?", count: values.count).joined(separator: ", ")))"
-            }
-            if !overlay.rows.isEmpty {
-                let row = "(" + Array(repeating: "?", count: schema.columns.count).joined(separator: ", ") + ")"
-                rows += " UNION ALL VALUES " + Array(repeating: row, count: overlay.rows.count).joined(separator: ", ")
-                values += overlay.rows.joined().map(\.nanAsNull)
-            }
-            // Made for this read alone: its shape changes with the rows that have changes.
-            let statement = try connection.makeStatement("WITH \(quoteIdentifier(schema.name))(\(names)) AS (\(rows)) \(sql)")
-            return try statement.rows(values + arguments)
+            let view = try overlayViews[table] ?? TableOverlayView(schema: schemas[table], on: connection)
+            overlayViews[table] = view
+            // Made for this read alone: the view it reads exists only while it runs.
+            return try view.reading(overlay, on: connection) { try connection.makeStatement(sql).rows(arguments) }
         }
     }
 }
