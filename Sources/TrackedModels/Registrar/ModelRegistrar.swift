@@ -18,12 +18,11 @@ final class ModelRegistrar {
     private(set) var identityMap: IdentityMap
     let outbox: Outbox
     let writeBehind: WriteBehind
-    /// Objects whose insert waits for the database to assign their key, by insert request, with
-    /// the columns assigned while the insert was in flight.
+    /// Objects whose insert waits for the database to assign their key, by insert request.
     private(set) var unkeyedInserts: [UInt64: UnkeyedInsert] = [:]
     /// Rows without objects whose external changes are being delivered, as committed.
     private var deliveredRows: [RowReference: [SQLValue]] = [:]
-    typealias UnkeyedInsert = (object: any TrackedModel, table: Int, columnsSetInFlight: Set<Int>)
+    typealias UnkeyedInsert = (object: any TrackedModel, table: Int)
     /// The cells read by each active dependency capture, innermost last.
     private var captures: [Set<FeedIndex.Key>] = []
     /// Open transaction levels, outermost first, and how to undo them.
@@ -221,9 +220,11 @@ final class ModelRegistrar {
             return true
         }
         // The database has not assigned the key yet: the write joins the pending insert, or,
-        // once that is in flight, is recorded again when the key is known.
+        // once that is in flight, changes the row by its key's placeholder, which the commit
+        // that learned the key has replaced by then (see ``KeyPlaceholder``).
         if !writeBehind.record(write, column: column, ofInsert: request) {
-            unkeyedInserts[request]?.columnsSetInFlight.insert(column)
+            let row = RowReference(table: tracking.table, key: KeyPlaceholder.value(forInsert: request))
+            writeBehind.record(write, to: CellReference(row: row, column: column), of: object, hint: &tracking.pendingUnit)
         }
         return false
     }
@@ -269,7 +270,7 @@ final class ModelRegistrar {
         if assignsKey {
             let request = writeBehind.recordInsert(table: table, values: stored, key: nil, of: object, reserved: reserved)
             object._$tracking.attach(to: self, table: table, key: .null, insertRequest: request)
-            unkeyedInserts[request] = (object, table, [])
+            unkeyedInserts[request] = (object, table)
             if let memberships, memberships.hasParents(table: table) {
                 memberships.childChanged(table: table, key: .null, old: { _ in .null }, new: { values[$0] })
             }
@@ -336,11 +337,11 @@ final class ModelRegistrar {
         outbox.endGroup(from: mark, keeping: true)
     }
 
-    /// Gives an inserted object the key the database assigned: it joins the identity map, its
-    /// subscribers hear the insert, and assignments made while the insert was in flight are
-    /// recorded as writes of the keyed row. Does nothing the second time.
+    /// Gives an inserted object the key the database assigned: it joins the identity map and
+    /// its subscribers hear the insert (changes made while the insert was in flight change the
+    /// keyed row by now). Does nothing the second time.
     func assignKey(_ key: SQLValue, toInsert request: UInt64) {
-        guard let (object, table, columnsSetInFlight) = unkeyedInserts.removeValue(forKey: request) else { return }
+        guard let (object, table) = unkeyedInserts.removeValue(forKey: request) else { return }
         try? object._$assign(key, toColumn: primaryKeyColumns[table])
         let row = RowReference(table: table, key: key)
         guard identityMap.object(table: table, key: key) == nil, !writeBehind.deletes(row, afterInsert: request) else {
@@ -356,16 +357,7 @@ final class ModelRegistrar {
             return
         }
         attach(object, table: table, key: key)
-        let values = object._$values()
-        // Recorded before the insert is heard, so that whoever reads on hearing it (a feed of a
-        // parent's children re-reads them) finds the row as the object shows it.
-        for column in columnsSetInFlight.sorted() {
-            writeBehind.record(
-                .set(storedValue(of: object, column: column, shown: values[column])), to: CellReference(row: RowReference(table: table, key: key), column: column),
-                of: object, hint: &object._$tracking.pendingUnit
-            )
-        }
-        outbox.postInsert(table: table, key: key, values: values, origin: .local)
+        outbox.postInsert(table: table, key: key, values: object._$values(), origin: .local)
     }
 
     /// The unkeyed insert, if any, that the database gave this row's key.

@@ -55,7 +55,9 @@ struct DiscardedChanges {
     /// Tables whose `deleteAll` was discarded: their subscribers re-read.
     var resetTables: Set<Int> = []
 
-    init(_ units: [PendingChanges.Unit]) {
+    /// - Parameter insertedAgain: Whether a unit still pending inserts an object again (the
+    ///   program related to it after it was deleted, say): it stays attached.
+    init(_ units: [PendingChanges.Unit], insertedAgain: (any TrackedModel) -> Bool = { _ in false }) {
         // An object is forgotten once, by the first unit that inserted it: later units that
         // insert it again find it detached by then.
         var forgottenObjects: Set<ObjectIdentifier> = []
@@ -86,7 +88,7 @@ struct DiscardedChanges {
             var forgotten: Set<RowReference> = []
             for case let object as any TrackedModel in unit.objects {
                 let tracking = object._$tracking
-                guard tracking.isAttached, !forgottenObjects.contains(ObjectIdentifier(object)) else { continue }
+                guard tracking.isAttached, !forgottenObjects.contains(ObjectIdentifier(object)), !insertedAgain(object) else { continue }
                 if let request = tracking.insertRequest, insertRequests.contains(request) {
                     steps.append(.forgetInsert(object, row: nil))
                     forgottenObjects.insert(ObjectIdentifier(object))

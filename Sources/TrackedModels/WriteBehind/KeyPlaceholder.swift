@@ -112,6 +112,9 @@ extension WriteOperation {
     func resolvingPlaceholders(linkColumns: [[Int]], _ key: (UInt64) -> SQLValue?) -> (WriteOperation, deferred: [DeferredLink]) {
         var operation = self
         var deferred: [DeferredLink] = []
+        // A change of a row whose insert was in flight when it was made: its insert committed
+        // in an earlier transaction (or this one), or was discarded, and then there is no row.
+        _ = operation.replaceRowPlaceholder { key($0) ?? .null }
         let replaced = operation.replacePlaceholders(linkColumns: linkColumns) { request in
             key(request) ?? .null
         }
@@ -119,16 +122,34 @@ extension WriteOperation {
         return (operation, deferred)
     }
 
-    /// Puts the keys `keys` holds in place of their placeholders; returns the links that took
-    /// one, with the key.
+    /// Puts the keys `keys` holds in place of their placeholders, in to-one columns and as the
+    /// row an update or delete changes; returns the links that took one, with the key.
     mutating func resolvePlaceholders(_ keys: [UInt64: SQLValue], linkColumns: [[Int]]) -> [(link: DeferredLink, key: SQLValue)] {
         guard !keys.isEmpty else { return [] }
+        _ = replaceRowPlaceholder { keys[$0] }
         return replacePlaceholders(linkColumns: linkColumns) { keys[$0] }.map { ($0, keys[$0.request]!) }
     }
 
-    /// The insert requests whose placeholders the operation writes in to-one columns.
+    /// Replaces the placeholder an update or delete has for its row's key (a change made to an
+    /// object while its insert was in flight), where `value` gives one; whether it did.
+    mutating func replaceRowPlaceholder(_ value: (UInt64) -> SQLValue?) -> Bool {
+        switch self {
+        case .update(let row, let cells):
+            guard let request = KeyPlaceholder.request(in: row.key), let key = value(request) else { return false }
+            self = .update(row: RowReference(table: row.table, key: key), cells: cells)
+        case .delete(let row):
+            guard let request = KeyPlaceholder.request(in: row.key), let key = value(request) else { return false }
+            self = .delete(row: RowReference(table: row.table, key: key))
+        case .insert, .deleteAll:
+            return false
+        }
+        return true
+    }
+
+    /// The insert requests whose placeholders the operation holds: in to-one columns, and as
+    /// its row's key.
     func placeholderRequests(linkColumns: [[Int]]) -> [UInt64] {
-        var requests: [UInt64] = []
+        var requests: [UInt64] = row.flatMap { KeyPlaceholder.request(in: $0.key) }.map { [$0] } ?? []
         var copy = self
         _ = copy.replacePlaceholders(linkColumns: linkColumns) { request in
             requests.append(request)
@@ -139,8 +160,9 @@ extension WriteOperation {
 }
 
 extension WriteUnit {
-    /// Whether the unit writes the placeholder of a key that an insert of `other` is to be
-    /// given: it cannot commit without `other`, whichever comes first.
+    /// Whether the unit holds the placeholder of a key that an insert of `other` is to be
+    /// given (a link to its row, or a change of it): it cannot commit without `other`,
+    /// whichever comes first.
     func references(insertsOf other: WriteUnit, linkColumns: [[Int]]) -> Bool {
         let inserted = Set(other.operations.compactMap { operation -> UInt64? in
             if case .insert(let request) = operation, request.row == nil { request.id } else { nil }

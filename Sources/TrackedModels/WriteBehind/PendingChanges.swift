@@ -69,16 +69,29 @@ struct PendingChanges {
 
         /// Puts the keys `keys` holds in place of their placeholders (see ``KeyPlaceholder``);
         /// returns the links that took one.
+        ///
+        /// A row given its key this way (changes made while its insert was in flight) is
+        /// rekeyed: the caller indexes the units again.
         mutating func resolvePlaceholders(_ keys: [UInt64: SQLValue], linkColumns: [[Int]]) -> [(link: DeferredLink, key: SQLValue)] {
             if let updatedRow {
                 var update = WriteOperation.update(row: updatedRow, cells: cells)
                 let resolved = update.resolvePlaceholders(keys, linkColumns: linkColumns)
-                if !resolved.isEmpty, case .update(_, let new) = update { cells = new }
+                if case .update(let row, let new) = update {
+                    self.updatedRow = row
+                    cells = new
+                }
                 return resolved
             }
             var resolved: [(link: DeferredLink, key: SQLValue)] = []
             for index in operations.indices { resolved += operations[index].resolvePlaceholders(keys, linkColumns: linkColumns) }
+            if isTransaction { indexRows() }
             return resolved
+        }
+
+        /// Whether the unit changes a row by the placeholder of its key.
+        var changesRowByPlaceholder: Bool {
+            if let updatedRow { return KeyPlaceholder.request(in: updatedRow.key) != nil }
+            return operations.contains { $0.row.map { KeyPlaceholder.request(in: $0.key) != nil } ?? false }
         }
 
         /// Merges a cell write into the row's insert or update; `false` if the unit has none.
@@ -442,7 +455,13 @@ struct PendingChanges {
     /// links that took one.
     mutating func resolvePlaceholders(_ keys: [UInt64: SQLValue], linkColumns: [[Int]]) -> [(link: DeferredLink, key: SQLValue)] {
         var resolved: [(link: DeferredLink, key: SQLValue)] = []
-        for index in units.indices { resolved += units[index].resolvePlaceholders(keys, linkColumns: linkColumns) }
+        var rekeyed = false
+        for index in units.indices {
+            let byPlaceholder = units[index].changesRowByPlaceholder
+            resolved += units[index].resolvePlaceholders(keys, linkColumns: linkColumns)
+            rekeyed = rekeyed || byPlaceholder && !units[index].changesRowByPlaceholder
+        }
+        if rekeyed { reindex() }
         return resolved
     }
 
@@ -471,7 +490,7 @@ struct PendingChanges {
         guard transactionUnit == nil, let index = units.firstIndex(where: { $0.id == id }) else { return nil }
         let removed = units.remove(at: index)
         for case .insert(let request) in removed.unit.operations {
-            if let row = request.row { dropChanges(of: row, from: index) }
+            dropChanges(of: request.row ?? RowReference(table: request.table, key: KeyPlaceholder.value(forInsert: request.id)), from: index)
         }
         reindex()
         return removed

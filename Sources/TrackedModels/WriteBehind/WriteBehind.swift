@@ -572,6 +572,9 @@ final class WriteBehind {
         }
         for batch in inFlight { batch.units.forEach(collect) }
         pending.all.forEach(collect)
+        // A change of a row whose insert is in flight is that insert's row, which the
+        // database has not shown yet.
+        keys = keys.filter { KeyPlaceholder.request(in: $0) == nil }
         return (keys, deletesEveryRow)
     }
 
@@ -584,7 +587,19 @@ final class WriteBehind {
 
     /// Removes a pending unit that is not in flight, returning it so its objects can be put back.
     func discard(_ id: UInt64) -> DiscardedChanges? {
-        pending.remove(unit: id).map { DiscardedChanges([$0]) }
+        pending.remove(unit: id).map { DiscardedChanges([$0], insertedAgain: isInsertPending) }
+    }
+
+    /// Whether a pending unit inserts this object (as the row it is attached to now).
+    private func isInsertPending(_ object: any TrackedModel) -> Bool {
+        let tracking = object._$tracking
+        let row = RowReference(table: tracking.table, key: tracking.key)
+        return pending.all.contains { unit in
+            unit.objects.contains { $0 === object } && unit.unit.operations.contains { operation in
+                guard case .insert(let request) = operation else { return false }
+                return tracking.insertRequest.map { $0 == request.id } ?? (request.row == row)
+            }
+        }
     }
 
     /// Removes every pending unit that is not in flight.
@@ -644,11 +659,17 @@ final class WriteBehind {
 }
 
 extension WriteOperation {
+    /// A row's key, or `the new row` for one whose key the database has yet to assign.
+    private static func describe(_ row: RowReference) -> String {
+        KeyPlaceholder.request(in: row.key) == nil ? "\(row.key)" : "the new row"
+    }
+
     /// `update rows 42: count += 1`, for inspection and messages; with `showingTypes`, each
     /// value is followed by its storage class: `title = NULL (null)`.
     func description(tables: [TableSchema], showingTypes: Bool = false) -> String {
         func value(_ value: SQLValue) -> String {
-            showingTypes ? "\(value) (\(value.storageClass))" : "\(value)"
+            if KeyPlaceholder.request(in: value) != nil { return "the key of a new row" }
+            return showingTypes ? "\(value) (\(value.storageClass))" : "\(value)"
         }
         switch self {
         case .insert(let request):
@@ -663,9 +684,9 @@ extension WriteOperation {
                 case .add(let delta): "\(schema.columns[cell.column].name) += \(delta)"
                 }
             }
-            return "update \(schema.name) \(row.key): \(pairs.joined(separator: ", "))"
+            return "update \(schema.name) \(Self.describe(row)): \(pairs.joined(separator: ", "))"
         case .delete(let row):
-            return "delete from \(tables[row.table].name) \(row.key)"
+            return "delete from \(tables[row.table].name) \(Self.describe(row))"
         case .deleteAll(let table):
             return "delete every row from \(tables[table].name)"
         }

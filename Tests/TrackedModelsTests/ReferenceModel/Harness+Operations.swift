@@ -27,7 +27,8 @@ extension Harness {
         case 47..<49: try await deleteAllAwaited()
         case 49..<56: try transaction(step.a, step.b, depth: 0)
         case 56..<64: try await flush()
-        case 64..<67: try await reopen()
+        case 64..<66: try await reopen()
+        case 66: try await (engine == .sqlite ? releaseStore() : reopen())
         case 67..<70: try discardRefused()
         case 70..<73: try fixRefused()
         case 73..<81: try await externalUpdate(step.a, step.b)
@@ -147,10 +148,14 @@ extension Harness {
         let values = target._$values()
         note("relate \(row.map { "\($0)" } ?? "detached object \(object.id.map { "\($0)" } ?? "nil")").link to the detached object \(target.id.map { "\($0)" } ?? "nil")")
         let store = try live
-        let refused = target.id.map { key in
-            objects[key] != nil || isHeldThroughLinks(key) || store.registrar.object(table: 0, key: .integer(key)) != nil && released.contains(key)
-                || engine == .postgres && store.registrar.object(table: 0, key: .integer(key)) != nil
-        } ?? false
+        // The column already holds the target's key (its row not loaded): nothing to assign.
+        let link = Item.Column.link.rawValue
+        if object._$relatedObject(column: link) == nil, let key = target.id, object._$tracking.foreignKeys[link] == .integer(key) {
+            return note("(the link holds \(key) already: nothing changes)")
+        }
+        // Refused while the store has another object of its key (one the program may not hold
+        // any more: a fetch's, kept alive by a list or a pending change).
+        let refused = target.id.map { store.registrar.object(table: 0, key: .integer($0)) != nil } ?? false
         let before = object.link
         let managed = isManaged(object)
         object.link = target
@@ -163,19 +168,19 @@ extension Harness {
             throw Divergence(message: "relating to a detached object did not insert it again")
         }
         detached.removeAll { $0 === target }
-        let link: SQLValue
+        let value: SQLValue
         if let key = target.id {
             if reference.shown(.key(key)) != nil { collidingKeys.insert(key) }
             reference.insert(.key(key), values: values)
             objects[key] = target
-            link = .integer(key)
+            value = .integer(key)
         } else {
             let new = reference.newRow()
             reference.insert(new, values: values)
             if case .new(let number) = new { newObjects[number] = target }
-            link = Reference.keyOfNew(reference.lastNewNumber)
+            value = Reference.keyOfNew(reference.lastNewNumber)
         }
-        if managed, let row { reference.write(.set(link), column: Item.Column.link.rawValue, of: row) }
+        if managed, let row { reference.write(.set(value), column: link, of: row) }
     }
 
     /// The program lets go of an object it holds for a row: the store still manages the row,
@@ -545,6 +550,30 @@ extension Harness {
         linkedFromWatches = [:]
         self.store = nil
         events = []
+        guard try await open() else { throw Divergence(message: "the store did not open again") }
+        mayReset = true
+    }
+
+    /// The program lets go of the store without `close()`: everything made before commits on
+    /// its own (the store hands it to its worker as it goes away), what the database refuses is
+    /// lost with it, and the objects never learn keys the database assigned. The program opens
+    /// a store again once the worker is done. SQLite only: the reference cannot tell which keys
+    /// a PostgreSQL sequence gave rows whose objects never learned them.
+    func releaseStore() async throws {
+        note("let go of the store without close(), then open it again")
+        let worker = try live.worker
+        detached += heldObjects
+        objects = [:]
+        newObjects = [:]
+        token = nil
+        lists = []
+        generatedList = nil
+        linkedFromWatches = [:]
+        store = nil
+        events = []
+        await worker.closed()
+        _ = reference.flush(fileKeys: try await fileKeys()) { _ in nil }
+        reference.forgetPending()
         guard try await open() else { throw Divergence(message: "the store did not open again") }
         mayReset = true
     }

@@ -528,6 +528,11 @@ struct Reference {
         return !units.isEmpty
     }
 
+    /// Forgets the changes not committed: the store that held them is gone.
+    mutating func forgetPending() {
+        units = []
+    }
+
     /// Renames an insert's row once its key is known.
     mutating func name(_ number: Int, key: Int64) {
         let marker = Self.keyOfNew(number), link = Item.Column.link.rawValue
