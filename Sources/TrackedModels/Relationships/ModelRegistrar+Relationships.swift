@@ -1,3 +1,5 @@
+import Foundation
+
 extension ModelRegistrar {
     /// The target of a to-one relationship: its object in the identity map, or its row loaded
     /// through the store; `nil` when there is no such row (or reading it failed, which the
@@ -250,6 +252,23 @@ extension ModelRegistrar {
             if entry.object._$tracking.foreignKeys[column] == parentTracking.key, let child = entry.object as? Child { found.append(child) }
         }
         return found
+    }
+
+    /// The children of a parent that the store holds objects for, in key order (those whose
+    /// key the database has yet to assign last): what a to-many shows when reading the rest
+    /// failed.
+    func loadedChildren<Child: TrackedModel>(_ type: Child.Type, column: Int, of parent: some TrackedModel) -> [Child] {
+        guard let childTable = try? tableIndex(of: type) else { return [] }
+        let key = parent._$tracking.key
+        let keyed = identityMap.objects(table: childTable).filter { entry in
+            let foreignKey = entry.object._$tracking.foreignKeys[column] ?? .null
+            return key != .null ? foreignKey == key : entry.object._$relatedObject(column: column) === parent
+        }
+        let waiting = unkeyedInserts.sorted { $0.key < $1.key }.map(\.value).filter { entry in
+            entry.table == childTable && entry.object._$relatedObject(column: column) === parent
+        }
+        return keyed.sorted { SQLValue.compare($0.key, $1.key) == .orderedAscending }.compactMap { $0.object as? Child }
+            + waiting.compactMap { $0.object as? Child }
     }
 
     /// Reads and records the children of a parent's to-many relationship, for a feed of them:

@@ -9,8 +9,18 @@ public func _$children<Parent: TrackedModel, Child: TrackedModel>(
     of parent: Parent, inverse: ReferenceWritableKeyPath<Child, Parent?>, pending: [Child]
 ) -> [Child] {
     guard let registrar = parent._$tracking.registrar else { return pending }
-    // A read that failed was logged; a property read cannot throw (fetch the children to see it).
-    return (try? registrar.children(Child.self, column: Child.columnIndex(of: inverse), of: parent)) ?? []
+    do {
+        return try registrar.children(Child.self, column: Child.columnIndex(of: inverse), of: parent)
+    } catch let error as StoreError {
+        // A property read cannot throw: the error is published on writeErrors and logged, and
+        // the children the store holds objects for are what the property shows meanwhile.
+        registrar.refuse(error)
+        return registrar.loadedChildren(Child.self, column: Child.columnIndex(of: inverse), of: parent)
+    } catch {
+        // A read PostgreSQL has yet to answer, in a run of an awaited read that is made again
+        // once it has the answer (see `ModelStore.reading(sideEffects:_:)`): not an answer.
+        return []
+    }
 }
 
 /// Assigns a to-many relationship: children that join point at `parent` (a child the store
