@@ -79,6 +79,9 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
                 self?.apply(event, toRowsPointingThrough: join)
             })
         }
+        // Made inside a transaction, the list holds its changes, which nobody hears undone if
+        // it fails: the list reads its rows again then.
+        store.whenTransactionFails { [weak self] in self?.reload() }
     }
 
     // MARK: - Collection
@@ -210,15 +213,27 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         objects = objects.filter { members[$0.key] != nil }
     }
 
+    /// Reads every matching row again (after a reset, or a transaction that failed after the
+    /// list took its changes in).
+    private func reload() {
+        beginChange()
+        // A read that fails leaves the rows as they were; the next reset reads them again.
+        try? reloadNow()
+    }
+
+    private func reloadNow() throws {
+        guard !store.location.isRemote else { return reloadLater() }
+        let before = rows.keys(in: 0..<rows.count)
+        load(try store.matchingRows(plan, windowed: false))
+        changes.replaceAll(before: before, after: rows.keys(in: 0..<rows.count))
+    }
+
     private func apply(_ event: ChangeEvent) {
         beginChange()
         do {
             switch event.kind {
             case .reset:
-                guard !store.location.isRemote else { return reloadLater() }
-                let before = rows.keys(in: 0..<rows.count)
-                load(try store.matchingRows(plan, windowed: false))
-                changes.replaceAll(before: before, after: rows.keys(in: 0..<rows.count))
+                try reloadNow()
             case .delete:
                 // Gone for this store, whether or not its delete has committed yet.
                 place(event.key, as: nil)

@@ -557,6 +557,19 @@ final class ModelRegistrar {
         /// The cells whose value before this level is already in the undo log: undoing needs
         /// only the first, so a million increments in a transaction keep one step.
         var cellsSaved: Set<SavedCell> = []
+        /// What reads made during the level (live results) do to show again what the store
+        /// shows, if the level fails: they read what it had changed.
+        var whenFailed: [() -> Void] = []
+    }
+
+    /// Whether a `store.transaction { }` is open.
+    var isInTransaction: Bool { !transactionLevels.isEmpty }
+
+    /// Runs `handler` if the innermost open transaction level fails (after its changes are
+    /// undone), or the level it merges into does; nothing when no transaction is open.
+    func whenTransactionFails(_ handler: @escaping () -> Void) {
+        guard !transactionLevels.isEmpty else { return }
+        transactionLevels[transactionLevels.count - 1].whenFailed.append(handler)
     }
 
     private struct SavedCell: Hashable {
@@ -623,6 +636,7 @@ final class ModelRegistrar {
         } else if !transactionLevels.isEmpty {
             // The inner level's first values are the outer level's too, where it had none.
             transactionLevels[transactionLevels.count - 1].cellsSaved.formUnion(level.cellsSaved)
+            transactionLevels[transactionLevels.count - 1].whenFailed += level.whenFailed
         }
         if transactionLevels.isEmpty {
             undoLog.removeAll()
@@ -636,6 +650,7 @@ final class ModelRegistrar {
             memberships.transactionFailed()
             for table in memberships.touchedTables.sorted() { tellWaitingParents(ofChildTable: table) }
         }
+        if !succeeded { for handler in level.whenFailed { handler() } }
     }
 
     /// Gives a re-attached object back the values it had when it was detached.

@@ -42,6 +42,12 @@ extension ModelStore {
         registrar.outbox.afterDelivery(work)
     }
 
+    /// Runs `work` if the transaction open now fails, once its changes are undone: for a read
+    /// made inside it (live results), which took its changes in.
+    func whenTransactionFails(_ work: @escaping () -> Void) {
+        registrar.whenTransactionFails(work)
+    }
+
     /// The changes in `scope`, as an `AsyncSequence`. The subscription ends when the iteration
     /// does (the stream is released or its task cancelled) or the store closes.
     ///

@@ -45,8 +45,10 @@ import Testing
 
     /// Runs a program the generator shrank to, on the plain table, expecting it to agree with
     /// the reference to its end.
-    private func replay(_ steps: [(kind: Int, a: UInt64, b: UInt64)], sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let outcome = try await ReferenceModelTests.run(declaration: TableDeclaration(seed: 0), steps: steps.map { Step(kind: $0.kind, a: $0.a, b: $0.b) })
+    private func replay(
+        table: UInt64 = 0, _ steps: [(kind: Int, a: UInt64, b: UInt64)], sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let outcome = try await ReferenceModelTests.run(declaration: TableDeclaration(seed: table), steps: steps.map { Step(kind: $0.kind, a: $0.a, b: $0.b) })
         guard case .agreed = outcome else {
             Issue.record("the program did not run to the end agreeing with the reference", sourceLocation: sourceLocation)
             return
@@ -72,6 +74,12 @@ import Testing
     /// a new item and was deleted in the same commit was told it took the new item's key.
     @Test func aRowDeletedInTheCommitThatResolvedItsLinkIsNotToldTheKey() async throws {
         try await replay([(33, 0, 0), (38, 0, 0), (0, 0, 24_814_116_039), (42, 0, 0), (56, 0, 0)])
+    }
+
+    /// Found once programs made live lists at any step: a live list made inside a transaction
+    /// that then threw kept the row the transaction had inserted.
+    @Test func aLiveListMadeInsideAThrownTransactionShowsItUndone() async throws {
+        try await replay(table: 132, [(49, 609_509_576_418, 549_189_833_579)])
     }
 
     // MARK: - The issue's examples

@@ -18,7 +18,8 @@ extension Harness {
             try assign(step.a, step.b)
         case 18..<20: release(step.a)
         case 20..<27: try increment(step.a, step.b)
-        case 27..<33: try await load(step.a)
+        case 27..<31: try await load(step.a)
+        case 31..<33: try await makeLiveList(step.a)
         case 33..<38: try insertKeyed(step.a, step.b)
         case 38..<42: try insertNew(step.b)
         case 42..<47:
@@ -222,6 +223,31 @@ extension Harness {
         }
     }
 
+    /// The most live lists a program keeps (their checks are fetches of their own).
+    static let maximumLists = 8
+
+    /// The program makes a live list of one of its queries, kept and checked from now on.
+    func makeLiveList(_ a: UInt64) async throws {
+        guard lists.count < Self.maximumLists else { return }
+        let index = Int(a % UInt64(queries.count))
+        note("make a live list (\(queries[index].name))")
+        let store = try live
+        lists.append((index, engine == .sqlite ? try store.results(for: queries[index].descriptor) : try await store.async.results(for: queries[index].descriptor)))
+    }
+
+    /// The same inside a transaction, where the program cannot await: on PostgreSQL, which it
+    /// would have to ask, it is skipped.
+    func makeLiveListWithoutWaiting(_ a: UInt64) throws {
+        guard lists.count < Self.maximumLists else { return }
+        let index = Int(a % UInt64(queries.count))
+        note("make a live list (\(queries[index].name))")
+        do {
+            lists.append((index, try live.results(for: queries[index].descriptor)))
+        } catch let error as StoreError where needsServer(error) {
+            return
+        }
+    }
+
     func load(_ a: UInt64) async throws {
         let key = Values.key(seed: a)
         note("find \(key)")
@@ -401,7 +427,7 @@ extension Harness {
         do {
             try store.transaction {
                 for _ in 0..<count {
-                    let inner = random.next() % 10
+                    let inner = random.next() % 11
                     let x = random.next() % 1_000_000, y = random.next() % 1_000_000
                     switch inner {
                     case 0..<4: try assign(x, y)
@@ -409,6 +435,7 @@ extension Harness {
                     case 6: try insertKeyed(x, y, inTransaction: true)
                     case 7: try delete(x)
                     case 8: try deleteAll()
+                    case 9: try makeLiveListWithoutWaiting(x)
                     default: if depth < 2 { try transaction(x, y, depth: depth + 1) }
                     }
                     syncAttachment()

@@ -42,7 +42,9 @@ final class Harness {
     var detached: [Item] = []
     /// Keys of rows whose object the program let go of (it may hold another since).
     var released: Set<Int64> = []
-    var lists: [FetchedResults<Item>] = []
+    /// Live lists of the program's queries, by the query's position in ``queries``: one made at
+    /// open for each, and those the program makes at later steps (inside transactions too).
+    var lists: [(query: Int, results: FetchedResults<Item>)] = []
     /// A generated predicate and order, kept live too: its expected rows are SQLite's answer
     /// over the rows the reference shows, in ``scratch``.
     let generatedQuery: CompiledQuery
@@ -189,8 +191,8 @@ final class Harness {
         guard let store else { return false }
         token = try store.subscribe(to: .table(Item.self)) { [weak self] event in self?.events.append(event) }
         lists = []
-        for query in queries {
-            lists.append(engine == .sqlite ? try store.results(for: query.descriptor) : try await store.async.results(for: query.descriptor))
+        for (index, query) in queries.enumerated() {
+            lists.append((index, engine == .sqlite ? try store.results(for: query.descriptor) : try await store.async.results(for: query.descriptor)))
         }
         generatedList = try await generatedQueryRows().map { FetchedResults(store: store, plan: generatedQuery, matching: $0) }
         heard = reference.shownRows
