@@ -124,8 +124,7 @@ final class ModelRegistrar {
     private func adoptPendingTargets(of object: any TrackedModel, table: Int) {
         for column in schemas[table].relationshipColumns where object._$tracking.foreignKeys[column] == .null {
             let cell = CellReference(row: RowReference(table: table, key: object._$tracking.key), column: column)
-            guard let request = writeBehind.lastStoredValue(of: cell).flatMap(KeyPlaceholder.request(in:)),
-                  let target = unkeyedInserts[request]?.object
+            guard let request = writeBehind.linkedInsert(of: cell), let target = unkeyedInserts[request]?.object
             else { continue }
             object._$setRelatedObject(target, column: column)
         }
@@ -222,7 +221,7 @@ final class ModelRegistrar {
         // The database has not assigned the key yet: the write joins the pending insert, or,
         // once that is in flight, changes the row by its key's placeholder, which the commit
         // that learned the key has replaced by then (see ``KeyPlaceholder``).
-        if !writeBehind.record(write, column: column, ofInsert: request) {
+        if !writeBehind.record(write, column: column, ofInsert: request, table: tracking.table) {
             let row = RowReference(table: tracking.table, key: KeyPlaceholder.value(forInsert: request))
             writeBehind.record(write, to: CellReference(row: row, column: column), of: object, hint: &tracking.pendingUnit)
         }
@@ -234,6 +233,10 @@ final class ModelRegistrar {
     /// What the object's to-one relationships point at is inserted first, when this store does
     /// not manage it yet.
     func userDidInsert(_ object: some TrackedModel, table: Int) throws {
+        try writeBehind.withoutSubmitting { try insert(object, table: table) }
+    }
+
+    private func insert(_ object: some TrackedModel, table: Int) throws {
         let suppliedKey = object._$primaryKey
         let assignsKey = schemas[table].assignsPrimaryKey && suppliedKey == .null
         if !assignsKey, identityMap.object(table: table, key: suppliedKey) != nil {
@@ -321,15 +324,20 @@ final class ModelRegistrar {
     /// Applies what a commit of this store's changes produced: keys the database assigned, rows
     /// inserted in bulk, and committed counter totals (which include other processes' increments, so those are
     /// heard as `.external`).
+    ///
+    /// Everything is applied before anyone hears anything: a handler that writes to an object
+    /// of the commit finds it with its key, and one that reads a link finds its target.
     func applyCommitted(_ finished: WriteBehind.Finished) {
-        if !finished.links.isEmpty { applyLinks(finished.links) }
+        let mark = outbox.beginGroup()
+        // The objects of the inserts the commit gave keys, found before they get them: the
+        // links' targets, and the links' rows that waited for their own key.
+        let inserted = finished.links.isEmpty ? [:] : unkeyedInserts.mapValues(\.object)
         for (request, key) in finished.assignedKeys.sorted(by: { $0.key < $1.key }) {
             assignKey(key, toInsert: request)
         }
+        if !finished.links.isEmpty { applyLinks(finished.links, inserts: inserted) }
         // Rows no object holds were inserted in bulk: the table's subscribers re-read.
         if let table = finished.bulkInsertedTable { outbox.postReset(table: table, origin: .local) }
-        guard !finished.counters.isEmpty else { return }
-        let mark = outbox.beginGroup()
         for (cell, value) in finished.counters {
             guard let object = identityMap.object(table: cell.row.table, key: cell.row.key) else { continue }
             assign(value, to: object, cell: cell, origin: .external)
@@ -524,6 +532,17 @@ final class ModelRegistrar {
         }
     }
 
+    /// Shows again what the object of an insert whose key the database has yet to assign holds
+    /// once a change made to it while the insert was in flight is discarded.
+    func reshowInsert(_ request: UInt64) {
+        guard let (object, table) = unkeyedInserts[request], let values = writeBehind.uncommittedValues(ofInsert: request, table: table) else { return }
+        for (column, (now, then)) in zip(object._$values(), values).enumerated() where column != primaryKeyColumns[table] && now != then {
+            // A link to a new object stays: it shows NULL until that object has its key.
+            if schemas[table].relationshipColumns.contains(column), then == .null, object._$relatedObject(column: column) != nil { continue }
+            try? object._$assign(then, toColumn: column)
+        }
+    }
+
     /// Sets a database value on an object and posts the change; a value that does not decode
     /// into the property's type leaves the object as it is, and so does the same number stored
     /// as the other kind (a column of NUMERIC affinity keeps the real 0.0 as the integer 0).
@@ -566,7 +585,7 @@ final class ModelRegistrar {
     var isInTransaction: Bool { !transactionLevels.isEmpty }
 
     /// Runs `handler` if the innermost open transaction level fails (after its changes are
-    /// undone), or the level it merges into does; nothing when no transaction is open.
+    /// undone), and again if an enclosing level fails; nothing when no transaction is open.
     func whenTransactionFails(_ handler: @escaping () -> Void) {
         guard !transactionLevels.isEmpty else { return }
         transactionLevels[transactionLevels.count - 1].whenFailed.append(handler)
@@ -614,7 +633,7 @@ final class ModelRegistrar {
     func beginTransaction() {
         if transactionLevels.isEmpty {
             writeBehind.beginTransaction()
-            memberships?.forgetTouched()
+            memberships?.startTracking()
         }
         transactionLevels.append(TransactionLevel(
             snapshot: transactionLevels.isEmpty ? nil : writeBehind.transactionSnapshot(),
@@ -650,7 +669,12 @@ final class ModelRegistrar {
             memberships.transactionFailed()
             for table in memberships.touchedTables.sorted() { tellWaitingParents(ofChildTable: table) }
         }
-        if !succeeded { for handler in level.whenFailed { handler() } }
+        if !succeeded {
+            for handler in level.whenFailed { handler() }
+            // What they read now includes the enclosing level's changes, undone if it fails.
+            if !transactionLevels.isEmpty { transactionLevels[transactionLevels.count - 1].whenFailed += level.whenFailed }
+        }
+        if transactionLevels.isEmpty { memberships?.stopTracking() }
     }
 
     /// Gives a re-attached object back the values it had when it was detached.
@@ -667,7 +691,7 @@ final class ModelRegistrar {
             // A write to an object whose key is not known went into its insert, outside the
             // transaction's unit: put the value back there too.
             if let request = object._$tracking.insertRequest {
-                _ = writeBehind.record(.set(old), column: column, ofInsert: request)
+                _ = writeBehind.record(.set(old), column: column, ofInsert: request, table: object._$tracking.table)
             }
         case .related(let object, let column, let target, let key):
             tellWaitingParents(of: object)
@@ -675,7 +699,7 @@ final class ModelRegistrar {
             object._$tracking.foreignKeys[column] = key
             object._$setRelatedObject(target, column: column)
             if let request = object._$tracking.insertRequest {
-                _ = writeBehind.record(.set(storedValue(of: object, column: column, shown: key)), column: column, ofInsert: request)
+                _ = writeBehind.record(.set(storedValue(of: object, column: column, shown: key)), column: column, ofInsert: request, table: object._$tracking.table)
             }
         case .inserted(let object, let table):
             tellWaitingParents(of: object)

@@ -45,13 +45,14 @@ final class Memberships {
     /// The same, by child row: the memberships a child was read in (so that a change that does
     /// not tell the old parent finds it without a scan).
     private var readIn: [RowReference: Set<Membership>] = [:]
-    /// The child tables that changed since ``forgetTouched()``.
+    /// While a transaction runs (``startTracking()``): the child tables that changed, the
+    /// parents told, and the child tables reset. A transaction that fails tells exactly those
+    /// parents' objects' observers again (Observation heard its changes as they were made;
+    /// feeds heard nothing of them).
     private(set) var touchedTables: Set<Int> = []
-    /// The parents told since ``forgetTouched()``, and the child tables reset since: a
-    /// transaction that fails tells exactly their objects' observers again (Observation heard
-    /// the transaction's changes as they were made; feeds heard nothing of them).
     private var touched: Set<Membership> = []
     private var resetTables: Set<Int> = []
+    private var isTracking = false
     /// Tells a parent's observers that its children changed: (parent table, key, relationship,
     /// where the change came from, or nil to tell its object's observers only, and make its
     /// feed's record again).
@@ -127,7 +128,7 @@ final class Memberships {
         table: Int, key: SQLValue, column: Int? = nil, old: (Int) -> SQLValue?, new: (Int) -> SQLValue, origin: ChangeOrigin = .local
     ) {
         for link in links[table] where column == nil || column == link.childColumn {
-            touchedTables.insert(table)
+            if isTracking { touchedTables.insert(table) }
             var parents: Set<SQLValue> = [new(link.childColumn)]
             if let old = old(link.childColumn) {
                 parents.insert(old)
@@ -147,8 +148,10 @@ final class Memberships {
     /// Every row of a table may have changed (a reset): every parent the store holds, every
     /// parent with a record, and every parent with a feed hears it.
     func childTableReset(table: Int, origin: ChangeOrigin = .local) {
-        touchedTables.insert(table)
-        resetTables.insert(table)
+        if isTracking {
+            touchedTables.insert(table)
+            resetTables.insert(table)
+        }
         tellEveryParent(ofChildTable: table, origin: origin)
     }
 
@@ -173,7 +176,14 @@ final class Memberships {
         for membership in parents.sorted(by: { SQLValue.compare($0.parentKey, $1.parentKey) == .orderedAscending }) { tell(membership, origin: nil) }
     }
 
-    func forgetTouched() {
+    /// An outermost transaction begins: what it touches is noted until it ends.
+    func startTracking() {
+        stopTracking()
+        isTracking = true
+    }
+
+    func stopTracking() {
+        isTracking = false
         touchedTables.removeAll()
         touched.removeAll()
         resetTables.removeAll()
@@ -220,7 +230,7 @@ final class Memberships {
     }
 
     private func tell(_ membership: Membership, origin: ChangeOrigin?) {
-        if origin != nil { touched.insert(membership) }
+        if origin != nil, isTracking { touched.insert(membership) }
         forgetRead(membership)
         notify(membership.parentTable, membership.parentKey, membership.relationship, origin)
     }

@@ -64,24 +64,32 @@ extension ModelRegistrar {
     }
 
     /// Gives the objects that point at new rows the keys those rows were given, where they
-    /// still point at them, and tells the rows' subscribers (objects or not); the file has them
-    /// already, or will in the commit that writes them.
-    func applyLinks(_ links: [ResolvedLink]) {
-        let mark = outbox.beginGroup()
+    /// still point at them (at the inserting object, or at an object of that key), and tells
+    /// the rows' subscribers (objects or not); the file has them already, or will in the
+    /// commit that writes them.
+    ///
+    /// - Parameter inserts: The objects of inserts that waited for their key, by insert
+    ///   request, as they were before the keys were given.
+    func applyLinks(_ links: [ResolvedLink], inserts: [UInt64: any TrackedModel]) {
         for resolved in links {
             let (link, key) = (resolved.link, resolved.key)
             let object: (any TrackedModel)? = switch link.row {
             case .key(let row): identityMap.object(table: link.table, key: row)
-            case .insert(let request): unkeyedInserts[request]?.object
+            case .insert(let request): inserts[request]
             }
             if let object {
                 let tracking = object._$tracking
                 guard tracking.foreignKeys[link.column] == .null, let target = object._$relatedObject(column: link.column),
-                      target._$tracking.insertRequest == link.request
+                      target === inserts[link.request] || target._$tracking.registrar === self && target._$tracking.key == key
                 else { continue }
                 tracking.foreignKeys[link.column] = key
             }
-            guard case .key(let row) = link.row else { continue }
+            // A row that got its own key in this commit is told by that key.
+            let known: SQLValue? = switch link.row {
+            case .key(let row): row
+            case .insert: object.flatMap { $0._$tracking.isAttached && $0._$tracking.key != .null ? $0._$tracking.key : nil }
+            }
+            guard let row = known else { continue }
             if object == nil {
                 // A row no object shows is told where the key is what it shows: its last write
                 // still to commit, or the committed one when none follows.
@@ -92,7 +100,6 @@ extension ModelRegistrar {
             }
             outbox.postUpdate(table: link.table, key: row, column: link.column, old: .null, new: key, origin: .local)
         }
-        outbox.endGroup(from: mark, keeping: true)
     }
 
     /// Tells the observers of a parent whose key the database has yet to assign that a child
@@ -168,21 +175,30 @@ extension ModelRegistrar {
     /// Refuses an insert whose to-one relationships point at a new object with the key of a row
     /// this store already has, before anything is inserted.
     func checkTargets(of object: some TrackedModel, table: Int) throws {
+        var visited: Set<ObjectIdentifier> = [ObjectIdentifier(object)]
+        try checkTargets(of: object, table: table, visited: &visited)
+    }
+
+    /// The same for every new object reachable through to-one relationships (each is inserted
+    /// with the one that points at it).
+    private func checkTargets(of object: any TrackedModel, table: Int, visited: inout Set<ObjectIdentifier>) throws {
         for column in schemas[table].relationshipColumns {
-            guard let target = object._$relatedObject(column: column), !target._$tracking.isAttached, !isBeingInserted(target),
+            guard let target = object._$relatedObject(column: column) else { continue }
+            if let registrar = target._$tracking.registrar, registrar !== self {
+                throw StoreError(
+                    code: .notAttached,
+                    message: "\(types[table]).\(schemas[table].columns[column].property) points at a \(type(of: target)) that another store manages; fetch it from this store, or insert a new one in it (nothing was inserted)"
+                )
+            }
+            guard !target._$tracking.isAttached, !isBeingInserted(target), visited.insert(ObjectIdentifier(target)).inserted,
                   let targetTable = try? tableIndex(of: type(of: target))
             else { continue }
             let key = target._$primaryKey
             if key != .null, identityMap.object(table: targetTable, key: key) != nil {
                 throw StoreError.duplicateKey(types[targetTable], key: key)
             }
-        }
-        for column in schemas[table].relationshipColumns {
-            guard let target = object._$relatedObject(column: column), let registrar = target._$tracking.registrar, registrar !== self else { continue }
-            throw StoreError(
-                code: .notAttached,
-                message: "\(types[table]).\(schemas[table].columns[column].property) points at a \(type(of: target)) that another store manages; fetch it from this store, or insert a new one in it (nothing was inserted)"
-            )
+            try checkPendingChildren(of: target, table: targetTable)
+            try checkTargets(of: target, table: targetTable, visited: &visited)
         }
     }
 

@@ -96,12 +96,18 @@ extension ModelStore {
         for table in discarded.reloads.keys.sorted() where !discarded.resetTables.contains(table) {
             for key in discarded.reloads[table] ?? [] {
                 let row = RowReference(table: table, key: key)
-                guard announced.insert(row).inserted, let cells = discarded.shown[row], registrar.identityMap.object(table: table, key: key) == nil else { continue }
+                guard KeyPlaceholder.request(in: key) == nil, announced.insert(row).inserted, let cells = discarded.shown[row],
+                      registrar.identityMap.object(table: table, key: key) == nil
+                else { continue }
                 announceUndone(row, shown: cells, isRemote: isRemote)
             }
         }
         for table in Set(discarded.reloads.keys).union(discarded.resetTables).sorted() {
-            worker.reload(table: table, keys: discarded.reloads[table] ?? [], announcingReset: discarded.resetTables.contains(table))
+            // A row changed by its key's placeholder is an insert's, still to commit: its object
+            // shows what is queued for it; the others are read back.
+            let keys = discarded.reloads[table] ?? []
+            for request in keys.compactMap(KeyPlaceholder.request(in:)) { registrar.reshowInsert(request) }
+            worker.reload(table: table, keys: keys.filter { KeyPlaceholder.request(in: $0) == nil }, announcingReset: discarded.resetTables.contains(table))
         }
     }
 

@@ -124,9 +124,11 @@ extension WriteOperation {
 
     /// Puts the keys `keys` holds in place of their placeholders, in to-one columns and as the
     /// row an update or delete changes; returns the links that took one, with the key.
-    mutating func resolvePlaceholders(_ keys: [UInt64: SQLValue], linkColumns: [[Int]]) -> [(link: DeferredLink, key: SQLValue)] {
+    ///
+    /// - Parameter rekeyed: Set when the operation's row took its key.
+    mutating func resolvePlaceholders(_ keys: [UInt64: SQLValue], linkColumns: [[Int]], rekeyed: inout Bool) -> [(link: DeferredLink, key: SQLValue)] {
         guard !keys.isEmpty else { return [] }
-        _ = replaceRowPlaceholder { keys[$0] }
+        if replaceRowPlaceholder({ keys[$0] }) { rekeyed = true }
         return replacePlaceholders(linkColumns: linkColumns) { keys[$0] }.map { ($0, keys[$0.request]!) }
     }
 

@@ -72,10 +72,10 @@ struct PendingChanges {
         ///
         /// A row given its key this way (changes made while its insert was in flight) is
         /// rekeyed: the caller indexes the units again.
-        mutating func resolvePlaceholders(_ keys: [UInt64: SQLValue], linkColumns: [[Int]]) -> [(link: DeferredLink, key: SQLValue)] {
+        mutating func resolvePlaceholders(_ keys: [UInt64: SQLValue], linkColumns: [[Int]], rekeyed: inout Bool) -> [(link: DeferredLink, key: SQLValue)] {
             if let updatedRow {
                 var update = WriteOperation.update(row: updatedRow, cells: cells)
-                let resolved = update.resolvePlaceholders(keys, linkColumns: linkColumns)
+                let resolved = update.resolvePlaceholders(keys, linkColumns: linkColumns, rekeyed: &rekeyed)
                 if case .update(let row, let new) = update {
                     self.updatedRow = row
                     cells = new
@@ -83,15 +83,13 @@ struct PendingChanges {
                 return resolved
             }
             var resolved: [(link: DeferredLink, key: SQLValue)] = []
-            for index in operations.indices { resolved += operations[index].resolvePlaceholders(keys, linkColumns: linkColumns) }
-            if isTransaction { indexRows() }
+            var rowsRekeyed = false
+            for index in operations.indices { resolved += operations[index].resolvePlaceholders(keys, linkColumns: linkColumns, rekeyed: &rowsRekeyed) }
+            if rowsRekeyed {
+                rekeyed = true
+                if isTransaction { indexRows() }
+            }
             return resolved
-        }
-
-        /// Whether the unit changes a row by the placeholder of its key.
-        var changesRowByPlaceholder: Bool {
-            if let updatedRow { return KeyPlaceholder.request(in: updatedRow.key) != nil }
-            return operations.contains { $0.row.map { KeyPlaceholder.request(in: $0.key) != nil } ?? false }
         }
 
         /// Merges a cell write into the row's insert or update; `false` if the unit has none.
@@ -270,12 +268,20 @@ struct PendingChanges {
     }
 
     /// Writes to an object whose key the database has not assigned yet go into its insert while
-    /// that is pending; `false` once it is in flight.
-    mutating func write(_ write: CellWrite, column: Int, ofInsert request: UInt64) -> Bool {
-        for index in units.indices.reversed() where units[index].merge(write, column: column, intoInsert: request) {
-            return true
-        }
-        return false
+    /// that is pending; `false` once it is in flight, or where a change made while it was (by
+    /// its key's placeholder) wrote the cell after it: the write must follow that change.
+    ///
+    /// Like an assignment to a refused unit's cell, one that goes into a refused insert
+    /// replaces the refused value, and the insert is tried again at the next commit.
+    mutating func write(_ write: CellWrite, column: Int, ofInsert request: UInt64, table: Int) -> Bool {
+        guard let index = units.lastIndex(where: { unit in
+            unit.unit.operations.contains { if case .insert(let insert) = $0 { insert.id == request } else { false } }
+        }) else { return false }
+        let cell = CellReference(row: RowReference(table: table, key: KeyPlaceholder.value(forInsert: request)), column: column)
+        if units[(index + 1)...].contains(where: { $0.write(to: cell) != nil }) { return false }
+        guard units[index].merge(write, column: column, intoInsert: request) else { return false }
+        if units[index].rejection != nil { units[index].isRetryDue = true }
+        return true
     }
 
     mutating func delete(_ row: RowReference, of object: AnyObject) {
@@ -456,11 +462,7 @@ struct PendingChanges {
     mutating func resolvePlaceholders(_ keys: [UInt64: SQLValue], linkColumns: [[Int]]) -> [(link: DeferredLink, key: SQLValue)] {
         var resolved: [(link: DeferredLink, key: SQLValue)] = []
         var rekeyed = false
-        for index in units.indices {
-            let byPlaceholder = units[index].changesRowByPlaceholder
-            resolved += units[index].resolvePlaceholders(keys, linkColumns: linkColumns)
-            rekeyed = rekeyed || byPlaceholder && !units[index].changesRowByPlaceholder
-        }
+        for index in units.indices { resolved += units[index].resolvePlaceholders(keys, linkColumns: linkColumns, rekeyed: &rekeyed) }
         if rekeyed { reindex() }
         return resolved
     }

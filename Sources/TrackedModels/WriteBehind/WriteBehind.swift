@@ -52,6 +52,8 @@ final class WriteBehind {
     private var lastFinished: UInt64 = 0
     private var lastInsertRequest: UInt64 = 0
     private var isIntervalArmed = false
+    /// While positive, the policy hands nothing to the worker (see ``withoutSubmitting(_:)``).
+    private var submissionHolds = 0
     /// Cells with writes in flight (the sum of their increments, and how many plain sets),
     /// built from `inFlight` only when a committed value needs it, dropped when it changes.
     private var cellsInFlightCache: [CellReference: (delta: Int64, sets: Int)]?
@@ -105,8 +107,8 @@ final class WriteBehind {
 
     /// Records a write to an object whose key the database has not assigned yet; `false` once its
     /// insert is in flight (record it again once the key is known).
-    func record(_ write: CellWrite, column: Int, ofInsert request: UInt64) -> Bool {
-        pending.write(write, column: column, ofInsert: request)
+    func record(_ write: CellWrite, column: Int, ofInsert request: UInt64, table: Int) -> Bool {
+        pending.write(write, column: column, ofInsert: request, table: table)
     }
 
     func recordDelete(_ row: RowReference, of object: AnyObject) {
@@ -132,9 +134,21 @@ final class WriteBehind {
 
     // MARK: - Policy
 
+    /// Records what `body` records before any of it is handed to the worker: an insert and the
+    /// objects inserted with it (a target's row may hold the placeholder of the key the insert
+    /// is to get, and so must commit with it).
+    func withoutSubmitting<Result>(_ body: () throws -> Result) rethrows -> Result {
+        submissionHolds += 1
+        defer {
+            submissionHolds -= 1
+            if submissionHolds == 0 { applyPolicy() }
+        }
+        return try body()
+    }
+
     /// Flushes at the threshold, else arms the interval; nothing while a transaction is open.
     private func applyPolicy() {
-        guard !pending.isInTransaction, !pending.isEmpty else { return }
+        guard !pending.isInTransaction, submissionHolds == 0, !pending.isEmpty else { return }
         if pending.operationCount >= policy.threshold {
             submit(retryingRejected: false)
         } else if !isIntervalArmed {
@@ -332,11 +346,13 @@ final class WriteBehind {
         if !report.assignedKeys.isEmpty {
             result.links = committedLinks(in: committed, keys: report.assignedKeys)
             var queued: [(link: DeferredLink, key: SQLValue)] = []
+            var rekeyed = false
             for index in inFlight.indices {
                 for unitIndex in inFlight[index].units.indices {
-                    queued += inFlight[index].units[unitIndex].resolvePlaceholders(report.assignedKeys, linkColumns: linkColumns)
+                    queued += inFlight[index].units[unitIndex].resolvePlaceholders(report.assignedKeys, linkColumns: linkColumns, rekeyed: &rekeyed)
                 }
             }
+            if rekeyed { cellsInFlightCache = nil }
             queued += pending.resolvePlaceholders(report.assignedKeys, linkColumns: linkColumns)
             result.links += queued.map { ResolvedLink(link: $0.link, key: $0.key, isCommitted: false) }
         }
@@ -352,7 +368,8 @@ final class WriteBehind {
         var final: [DeferredLink.Cell: ResolvedLink] = [:]
         for unit in units {
             for var operation in unit.unit.operations {
-                let resolved = operation.resolvePlaceholders(keys, linkColumns: linkColumns)
+                var rekeyed = false
+                let resolved = operation.resolvePlaceholders(keys, linkColumns: linkColumns, rekeyed: &rekeyed)
                 switch operation {
                 case .insert(let request):
                     let row = request.row.map { DeferredLink.RowKey.key($0.key) } ?? .insert(request.id)
@@ -454,6 +471,29 @@ final class WriteBehind {
         return values
     }
 
+    /// What the row of an insert whose key the database has yet to assign holds once its
+    /// changes not yet committed apply: the insert's values, then the changes made by its key's
+    /// placeholder; nil when no such insert is queued. Links to new rows show NULL.
+    func uncommittedValues(ofInsert request: UInt64, table: Int) -> [SQLValue]? {
+        let row = RowReference(table: table, key: KeyPlaceholder.value(forInsert: request))
+        var values: [SQLValue]?
+        for unit in queuedUnits {
+            for operation in unit.operations {
+                switch operation {
+                case .insert(let insert) where insert.id == request: values = insert.values
+                case .update(row, let cells):
+                    guard var current = values else { continue }
+                    for cell in cells { current[cell.column] = cell.write.applied(to: current[cell.column]) }
+                    values = current
+                default: continue
+                }
+            }
+        }
+        guard var shown = values else { return nil }
+        for column in linkColumns[table] where KeyPlaceholder.request(in: shown[column]) != nil { shown[column] = .null }
+        return shown
+    }
+
     /// The value the last write not yet committed (pending or in flight) stores in a cell, if
     /// that is an assignment or an insert; nil when there is none, or it is a delete.
     func lastStoredValue(of cell: CellReference) -> SQLValue? {
@@ -471,30 +511,45 @@ final class WriteBehind {
         return last
     }
 
+    /// The insert whose key's placeholder a pending or in-flight write last stored in a
+    /// to-one cell, if any: cheap where nothing is in flight (a lookup of the row's units).
+    func linkedInsert(of cell: CellReference) -> UInt64? {
+        guard hasChanges, linkColumns[cell.row.table].contains(cell.column) else { return nil }
+        if inFlight.isEmpty {
+            guard case .set(let value)? = pending.write(to: cell) else { return nil }
+            return KeyPlaceholder.request(in: value)
+        }
+        return lastStoredValue(of: cell).flatMap(KeyPlaceholder.request(in:))
+    }
+
     /// The rows of a table whose to-one column's last write is the placeholder of an insert's
     /// key: keyed rows in key order, then inserts waiting for their own key, in program order.
     func rowsLinking(toInsert request: UInt64, table: Int, column: Int) -> [DeferredLink.RowKey] {
         guard hasChanges else { return [] }
         let placeholder = KeyPlaceholder.value(forInsert: request)
         var keyed: [SQLValue: Bool] = [:]
-        var inserts: [(id: UInt64, links: Bool)] = []
+        var inserts: [UInt64: Bool] = [:]
+        // A row changed by its key's placeholder is that insert's row.
+        func set(_ row: RowReference, _ links: Bool) {
+            if let request = KeyPlaceholder.request(in: row.key) { inserts[request] = links } else { keyed[row.key] = links }
+        }
         for unit in queuedUnits {
             for operation in unit.operations where operation.table == table {
                 switch operation {
                 case .insert(let insert):
                     let links = insert.values[column] == placeholder
-                    if let row = insert.row { keyed[row.key] = links } else { inserts.append((insert.id, links)) }
+                    if let row = insert.row { keyed[row.key] = links } else { inserts[insert.id] = links }
                 case .update(let row, let cells):
-                    if case .set(let value)? = cells.first(where: { $0.column == column })?.write { keyed[row.key] = value == placeholder }
+                    if case .set(let value)? = cells.first(where: { $0.column == column })?.write { set(row, value == placeholder) }
                 case .delete(let row):
-                    keyed[row.key] = false
+                    set(row, false)
                 case .deleteAll:
                     keyed = keyed.mapValues { _ in false }
-                    inserts = inserts.map { ($0.id, false) }
+                    inserts = inserts.mapValues { _ in false }
                 }
             }
         }
-        return keyed.filter(\.value).keys.sortedInValueOrder().map { .key($0) } + inserts.filter(\.links).map { .insert($0.id) }
+        return keyed.filter(\.value).keys.sortedInValueOrder().map { .key($0) } + inserts.filter(\.value).keys.sorted().map { .insert($0) }
     }
 
     private func writtenValues(of row: RowReference, over committed: [SQLValue]?) -> [SQLValue]? {

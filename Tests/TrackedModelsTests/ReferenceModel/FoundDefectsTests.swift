@@ -82,6 +82,12 @@ import Testing
         try await replay(table: 132, [(49, 609_509_576_418, 549_189_833_579)])
     }
 
+    /// Found next: a live list made in a nested transaction that threw read its rows again,
+    /// but not when the enclosing transaction threw too (it kept the outer one's deleteAll).
+    @Test func aLiveListMadeInANestedTransactionShowsBothUndone() async throws {
+        try await replay([(33, 0, 0), (49, 125_321_584_813, 620_802_113_287)])
+    }
+
     // MARK: - The examples
 
     @Test func aRefusedChangeFixedBetweenOtherWritesStoresTheLastOfThem() async throws {

@@ -47,7 +47,7 @@ struct TableOverlayView {
         }
         let keyColumns = info.filter { $0[2] != .integer(0) }
         let arguments: [SQLValue] = [.text(schema.name)]
-        let isWithoutRowID = try connection.scalar("SELECT count(*) FROM pragma_table_list WHERE schema = 'main' AND name = ? AND wr", arguments) != .integer(0)
+        let isWithoutRowID = try connection.scalar("SELECT count(*) FROM pragma_table_list WHERE schema = 'main' AND name = ? COLLATE NOCASE AND wr", arguments) != .integer(0)
         // A key that is not the rowid has an index of its own (origin 'pk'); the rowid's alias
         // (`INTEGER PRIMARY KEY`, not `DESC`) has none.
         let hasKeyIndex = try connection.scalar("SELECT count(*) FROM pragma_index_list(?) WHERE origin = 'pk'", arguments) != .integer(0)
