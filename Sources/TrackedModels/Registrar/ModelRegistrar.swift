@@ -137,11 +137,32 @@ final class ModelRegistrar {
 
     private func detach(_ object: any TrackedModel, table: Int) {
         let tracking = object._$tracking
-        if let request = tracking.insertRequest { unkeyedInserts.removeValue(forKey: request) }
+        if let request = tracking.insertRequest {
+            unkeyedInserts.removeValue(forKey: request)
+            forgetLinks(to: object, table: table)
+        }
         if tracking.key != .null, identityMap.object(table: table, key: tracking.key) === object {
             identityMap.remove(table: table, key: tracking.key)
         }
         tracking.detach()
+    }
+
+    /// Lets the objects that point at a new object whose insert is taken back (discarded, or
+    /// undone with a transaction) forget it: their rows link to nothing (the placeholder of its
+    /// key is written NULL), and so must they, even if the object is inserted again later (as
+    /// another insert, whose key they never pointed at).
+    private func forgetLinks(to object: any TrackedModel, table: Int) {
+        let target = ObjectIdentifier(types[table])
+        for (childTable, schema) in schemas.enumerated() {
+            let columns = schema.relationshipColumns.filter { schema.columns[$0].reference?.model == target }
+            guard !columns.isEmpty else { continue }
+            let children = identityMap.objects(table: childTable).map(\.object) + unkeyedInserts.values.filter { $0.table == childTable }.map(\.object)
+            for child in children {
+                for column in columns where child._$relatedObject(column: column) === object && child._$tracking.foreignKeys[column] == .null {
+                    child._$setRelatedObject(nil, column: column)
+                }
+            }
+        }
     }
 
     /// Detaches every object: their writes are no longer stored.

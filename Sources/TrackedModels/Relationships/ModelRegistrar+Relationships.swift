@@ -84,12 +84,14 @@ extension ModelRegistrar {
                 else { continue }
                 tracking.foreignKeys[link.column] = key
             }
-            // A row that got its own key in this commit is told by that key.
-            let known: SQLValue? = switch link.row {
-            case .key(let row): row
-            case .insert: object.flatMap { $0._$tracking.isAttached && $0._$tracking.key != .null ? $0._$tracking.key : nil }
+            // A row that got its own key in this commit is told by that key (not one whose
+            // object was detached: another object has its key).
+            var known: SQLValue?
+            switch link.row {
+            case .key(let row): known = row
+            case .insert: if let tracking = object?._$tracking, tracking.isAttached { known = tracking.key }
             }
-            guard let row = known else { continue }
+            guard let row = known, row != .null else { continue }
             if object == nil {
                 // A row no object shows is told where the key is what it shows: its last write
                 // still to commit, or the committed one when none follows.

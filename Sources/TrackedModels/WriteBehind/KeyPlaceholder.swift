@@ -69,11 +69,12 @@ struct ResolvedLink {
 }
 
 extension WriteOperation {
-    /// The row that holds the operation's cells, for a ``DeferredLink``.
+    /// The row that holds the operation's cells, for a ``DeferredLink``: by its key, or by the
+    /// insert that is to give it one (also for a change made by the key's placeholder).
     private var linkRow: DeferredLink.RowKey? {
         switch self {
         case .insert(let request): request.row.map { .key($0.key) } ?? .insert(request.id)
-        case .update(let row, _): .key(row.key)
+        case .update(let row, _): KeyPlaceholder.request(in: row.key).map { .insert($0) } ?? .key(row.key)
         case .delete, .deleteAll: nil
         }
     }

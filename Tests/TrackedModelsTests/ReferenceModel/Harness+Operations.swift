@@ -10,6 +10,7 @@ extension Harness {
     /// Decodes and runs one step, then lets the store settle (its worker's replies delivered).
     func run(_ step: Step) async throws {
         mayReset = false
+        madeSeveralChanges = false
         collidingKeys = []
         replacedKeys = []
         switch step.kind {
@@ -27,7 +28,8 @@ extension Harness {
             try delete(step.a)
         case 47..<49: try await deleteAllAwaited()
         case 49..<56: try transaction(step.a, step.b, depth: 0)
-        case 56..<64: try await flush()
+        case 56..<61: try await flush()
+        case 61..<64: try await flushWithChangesInFlight(step.a, step.b)
         case 64..<66: try await reopen()
         case 66: try await (engine == .sqlite ? releaseStore() : reopen())
         case 67..<70: try discardRefused()
@@ -464,6 +466,24 @@ extension Harness {
 
     func flush() async throws {
         note("flush")
+        try await flush(failing: nil)
+    }
+
+    /// A flush that the program does not await at once: its changes go to the worker, the
+    /// program makes a few more (to objects whose insert is in flight too), then awaits it.
+    func flushWithChangesInFlight(_ a: UInt64, _ b: UInt64) async throws {
+        let store = try live
+        note("flush, and while it is in flight:")
+        store.writeBehind.submit(retryingRejected: true)
+        reference.unitsTakenForCommit()
+        var random = Xoshiro(seed: a ^ (b << 2))
+        let changes = Int(random.next() % 3) + 1
+        madeSeveralChanges = changes > 1
+        for _ in 0..<changes {
+            let x = random.next() % 1_000_000, y = random.next() % 1_000_000
+            if random.chance(1, in: 3) { try increment(x, y) } else { try assign(x, y) }
+        }
+        note("(the flush is awaited)")
         try await flush(failing: nil)
     }
 

@@ -79,6 +79,9 @@ final class Harness {
     var heard: [Int64: [SQLValue]] = [:]
     /// Whether the current step may make subscribers re-read the table (a committed deleteAll).
     var mayReset = false
+    /// Whether the current step made several changes outside a transaction: each is heard as
+    /// it is made, even where together they change nothing.
+    var madeSeveralChanges = false
     /// Keys the current step inserted while a row of that key, not the program's, was there.
     var collidingKeys: Set<Int64> = []
     /// Keys whose row another connection deleted and inserted again in the current step.
@@ -312,7 +315,11 @@ final class Harness {
 
     /// Keeps an object the store handed out, as the current object of its row.
     func hold(_ object: Item) {
-        guard let key = object.id, objects[key] == nil, !detached.contains(where: { $0 === object }) else { return }
+        // A new object the store hands out under its key before the program's flush returns
+        // (its insert committed, the key read back) is still the new row for the reference.
+        guard let key = object.id, objects[key] == nil, !detached.contains(where: { $0 === object }),
+              !newObjects.values.contains(where: { $0 === object })
+        else { return }
         objects[key] = object
     }
 }

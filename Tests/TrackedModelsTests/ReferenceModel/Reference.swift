@@ -108,6 +108,9 @@ struct Reference {
     /// The largest key the table ever held (AUTOINCREMENT never reuses one).
     private var largestKeyEver: Int64?
     private(set) var units: [Unit] = []
+    /// How many of the first units are in flight (a flush took them and has yet to finish):
+    /// no write merges into them.
+    private var unitsInFlight = 0
     /// The open transaction's unit while a transaction runs, and a copy per nested level.
     private var transaction: Unit?
     private var lastNew = 0
@@ -200,8 +203,11 @@ struct Reference {
 
     mutating func write(_ write: Write, column: Int, of row: RowID) {
         // An insert that waits for its key takes every write to its object, even from a
-        // transaction: the row has no key to write it to otherwise.
-        if case .new = row, let index = units.lastIndex(where: { $0.touches(row) }) {
+        // transaction, while it is pending and no change made while it was in flight wrote the
+        // cell after it; else the write is a change of its row like any other (the store makes
+        // it by the key's placeholder).
+        if case .new = row, let index = units.firstIndex(where: { unit in unit.operations.contains { if case .insert(row, _) = $0 { true } else { false } } }),
+           index >= unitsInFlight, !units[(index + 1)...].contains(where: { unit in unit.operations.contains { $0.writes(row, column: column) } }) {
             Self.merge(write, column: column, of: row, into: &units[index])
             return
         }
@@ -211,11 +217,12 @@ struct Reference {
             return
         }
         // A refused unit that last wrote this cell takes the write: it replaces the refused value.
-        if let index = units.lastIndex(where: { unit in unit.operations.contains { $0.writes(row, column: column) } }), units[index].isRefused {
+        if let index = units.lastIndex(where: { unit in unit.operations.contains { $0.writes(row, column: column) } }), units[index].isRefused,
+           index >= unitsInFlight {
             Self.merge(write, column: column, of: row, into: &units[index])
             return
         }
-        if let index = units.lastIndex(where: { $0.touches(row) }), !units[index].isTransaction, !units[index].isRefused,
+        if let index = units.lastIndex(where: { $0.touches(row) }), index >= unitsInFlight, !units[index].isTransaction, !units[index].isRefused,
            units[index].operations.count == 1, units[index].operations[0].row == row {
             switch units[index].operations[0] {
             case .insert, .update:
@@ -356,7 +363,12 @@ struct Reference {
                 largest = max(largest ?? key, key)
                 if case .new(let number) = row { given[number] = key }
             case .update(let row, let cells):
-                guard case .key(let key) = row, var values = scratch[key] else { return "row \(row) \(Self.gone)" }
+                // A change made while the row's insert was in flight: the key it got, if any.
+                let updated: Int64? = switch row {
+                case .key(let key): key
+                case .new(let number): given[number] ?? keyOf(number)
+                }
+                guard let key = updated, var values = scratch[key] else { return "row \(row) \(Self.gone)" }
                 for (column, write) in cells {
                     if case .add(let delta) = write, case .integer(let old) = values[column] {
                         let (sum, overflow) = old.addingReportingOverflow(delta)
@@ -463,6 +475,7 @@ struct Reference {
                 continue
             }
             units = staying.map(\.unit)
+            unitsInFlight = 0
             file = Self.resolvingLinks(rows) { assigned[$0] ?? keyOf($0) }
             largestKeyEver = largest
             return (hasRefusedUnits, problems)
@@ -528,6 +541,11 @@ struct Reference {
         return !units.isEmpty
     }
 
+    /// A flush takes every unit: writes made until it finishes are units of their own.
+    mutating func unitsTakenForCommit() {
+        unitsInFlight = units.count
+    }
+
     /// Forgets the changes not committed: the store that held them is gone.
     mutating func forgetPending() {
         units = []
@@ -558,6 +576,12 @@ struct Reference {
         guard let index = units.firstIndex(where: \.isRefused) else { return [] }
         let inserted = units.remove(at: index).operations.compactMap { if case .insert(let row, _) = $0 { row } else { nil } }
         dropChanges(of: Set(inserted.compactMap { if case .key(let key) = $0 { key } else { nil } }), from: index)
+        // Changes made to a new row while its insert was in flight go with it (they have no row).
+        let new = Set(inserted.filter { if case .new = $0 { true } else { false } })
+        for later in units.indices where later >= index && !units[later].isRefused {
+            units[later].operations.removeAll { operation in operation.row.map(new.contains) == true }
+        }
+        units.removeAll { $0.operations.isEmpty }
         return inserted
     }
 
