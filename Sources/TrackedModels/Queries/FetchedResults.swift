@@ -79,9 +79,10 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
                 self?.apply(event, toRowsPointingThrough: join)
             })
         }
-        // Made inside a transaction, the list holds its changes, which nobody hears undone if
-        // it fails: the list reads its rows again then.
-        store.whenTransactionFails { [weak self] in self?.reload() }
+        // Made inside a transaction, the list holds part of its changes, from which the
+        // transaction's events (its net change, or none if it fails) do not tell: the list
+        // reads its rows again when it ends.
+        store.whenTransactionEnds { [weak self] in self?.reload() }
     }
 
     // MARK: - Collection
@@ -213,8 +214,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         objects = objects.filter { members[$0.key] != nil }
     }
 
-    /// Reads every matching row again (after a reset, or a transaction that failed after the
-    /// list took its changes in).
+    /// Reads every matching row again (after a reset, or a transaction the list was made in).
     private func reload() {
         beginChange()
         // A read that fails leaves the rows as they were; the next reset reads them again.

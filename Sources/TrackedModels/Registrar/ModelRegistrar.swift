@@ -598,18 +598,20 @@ final class ModelRegistrar {
         /// only the first, so a million increments in a transaction keep one step.
         var cellsSaved: Set<SavedCell> = []
         /// What reads made during the level (live results) do to show again what the store
-        /// shows, if the level fails: they read what it had changed.
-        var whenFailed: [() -> Void] = []
+        /// shows once it ends: they took in part of its changes, which its events (the net
+        /// change of the whole transaction, or none if it fails) do not tell them from.
+        var whenEnded: [() -> Void] = []
     }
 
     /// Whether a `store.transaction { }` is open.
     var isInTransaction: Bool { !transactionLevels.isEmpty }
 
-    /// Runs `handler` if the innermost open transaction level fails (after its changes are
-    /// undone), and again if an enclosing level fails; nothing when no transaction is open.
-    func whenTransactionFails(_ handler: @escaping () -> Void) {
+    /// Runs `handler` when the innermost open transaction level fails (after its changes are
+    /// undone), again if an enclosing level fails, and when the outermost ends (after its
+    /// events are delivered); nothing when no transaction is open.
+    func whenTransactionEnds(_ handler: @escaping () -> Void) {
         guard !transactionLevels.isEmpty else { return }
-        transactionLevels[transactionLevels.count - 1].whenFailed.append(handler)
+        transactionLevels[transactionLevels.count - 1].whenEnded.append(handler)
     }
 
     private struct SavedCell: Hashable {
@@ -676,7 +678,7 @@ final class ModelRegistrar {
         } else if !transactionLevels.isEmpty {
             // The inner level's first values are the outer level's too, where it had none.
             transactionLevels[transactionLevels.count - 1].cellsSaved.formUnion(level.cellsSaved)
-            transactionLevels[transactionLevels.count - 1].whenFailed += level.whenFailed
+            transactionLevels[transactionLevels.count - 1].whenEnded += level.whenEnded
         }
         if transactionLevels.isEmpty {
             undoLog.removeAll()
@@ -690,10 +692,10 @@ final class ModelRegistrar {
             memberships.transactionFailed()
             for table in memberships.touchedTables.sorted() { tellWaitingParents(ofChildTable: table) }
         }
-        if !succeeded {
-            for handler in level.whenFailed { handler() }
+        if !succeeded || transactionLevels.isEmpty {
+            for handler in level.whenEnded { handler() }
             // What they read now includes the enclosing level's changes, undone if it fails.
-            if !transactionLevels.isEmpty { transactionLevels[transactionLevels.count - 1].whenFailed += level.whenFailed }
+            if !succeeded, !transactionLevels.isEmpty { transactionLevels[transactionLevels.count - 1].whenEnded += level.whenEnded }
         }
         if transactionLevels.isEmpty { memberships?.stopTracking() }
     }

@@ -42,10 +42,10 @@ extension ModelStore {
         registrar.outbox.afterDelivery(work)
     }
 
-    /// Runs `work` if the transaction open now fails, once its changes are undone: for a read
-    /// made inside it (live results), which took its changes in.
-    func whenTransactionFails(_ work: @escaping () -> Void) {
-        registrar.whenTransactionFails(work)
+    /// Runs `work` when the transaction open now ends (or a level of it fails): for a read
+    /// made inside it (live results), which took in part of its changes.
+    func whenTransactionEnds(_ work: @escaping () -> Void) {
+        registrar.whenTransactionEnds(work)
     }
 
     /// The changes in `scope`, as an `AsyncSequence`. The subscription ends when the iteration

@@ -121,6 +121,13 @@ import Testing
         return (numbers[0], stride(from: 1, to: numbers.count, by: 3).map { (Int(numbers[$0]), numbers[$0 + 1], numbers[$0 + 2]) })
     }
 
+    /// Found by the 10x soak next: a live list made inside a transaction that inserted a row,
+    /// then deleted it, kept the row (the transaction's net change is nothing, so nothing was
+    /// heard).
+    @Test func aLiveListMadeInsideATransactionFollowsWhatItDidAfter() async throws {
+        try await replay(table: 21, [(49, 924_824_987_750, 820_658_404_374)])
+    }
+
     // MARK: - The examples
 
     @Test func aRefusedChangeFixedBetweenOtherWritesStoresTheLastOfThem() async throws {
