@@ -14,22 +14,22 @@ final class ModelRegistrar {
     let schemas: [TableSchema]
     let types: [any TrackedModel.Type]
     private let tableIndexByType: [ObjectIdentifier: Int]
-    private let primaryKeyColumns: [Int]
+    let primaryKeyColumns: [Int]
     private(set) var identityMap: IdentityMap
     let outbox: Outbox
     let writeBehind: WriteBehind
     /// Objects whose insert waits for the database to assign their key, by insert request.
-    private(set) var unkeyedInserts: [UInt64: UnkeyedInsert] = [:]
+    var unkeyedInserts: [UInt64: UnkeyedInsert] = [:]
     /// Rows without objects whose external changes are being delivered, as committed.
-    private var deliveredRows: [RowReference: [SQLValue]] = [:]
+    var deliveredRows: [RowReference: [SQLValue]] = [:]
     typealias UnkeyedInsert = (object: any TrackedModel, table: Int)
     /// The cells read by each active dependency capture, innermost last.
     private var captures: [Set<FeedIndex.Key>] = []
     /// Open transaction levels, outermost first, and how to undo them.
     // Unchecked exclusivity: read on every write; only begin/endTransaction mutate it, and
     // neither calls out while mutating it.
-    @exclusivity(unchecked) private var transactionLevels: [TransactionLevel] = []
-    private var undoLog: [UndoStep] = []
+    @exclusivity(unchecked) var transactionLevels: [TransactionLevel] = []
+    var undoLog: [UndoStep] = []
     /// Loads a row's object through the store, for a to-one relationship read; set by the store.
     var loadObject: ((_ table: Int, _ key: SQLValue) -> (any TrackedModel)?)?
     /// Loads the objects of the rows of a table whose column holds a key, in key order, for a
@@ -130,12 +130,12 @@ final class ModelRegistrar {
         }
     }
 
-    private func attach(_ object: any TrackedModel, table: Int, key: SQLValue) {
+    func attach(_ object: any TrackedModel, table: Int, key: SQLValue) {
         object._$tracking.attach(to: self, table: table, key: key)
         identityMap.insert(object, table: table, key: key)
     }
 
-    private func detach(_ object: any TrackedModel, table: Int) {
+    func detach(_ object: any TrackedModel, table: Int) {
         let tracking = object._$tracking
         if let request = tracking.insertRequest {
             unkeyedInserts.removeValue(forKey: request)
@@ -340,239 +340,6 @@ final class ModelRegistrar {
         outbox.postReset(table: table, origin: .local)
     }
 
-    // MARK: - Values from the database
-
-    /// Applies what a commit of this store's changes produced: keys the database assigned, rows
-    /// inserted in bulk, and committed counter totals (which include other processes' increments, so those are
-    /// heard as `.external`).
-    ///
-    /// Everything is applied before anyone hears anything: a handler that writes to an object
-    /// of the commit finds it with its key, and one that reads a link finds its target.
-    func applyCommitted(_ finished: WriteBehind.Finished) {
-        let mark = outbox.beginGroup()
-        // The objects of the inserts the commit gave keys, found before they get them: the
-        // links' targets, and the links' rows that waited for their own key.
-        let inserted = finished.links.isEmpty ? [:] : unkeyedInserts.mapValues(\.object)
-        for (request, key) in finished.assignedKeys.sorted(by: { $0.key < $1.key }) {
-            assignKey(key, toInsert: request)
-        }
-        if !finished.links.isEmpty { applyLinks(finished.links, inserts: inserted) }
-        // Rows no object holds were inserted in bulk: the table's subscribers re-read.
-        if let table = finished.bulkInsertedTable { outbox.postReset(table: table, origin: .local) }
-        for (cell, value) in finished.counters {
-            guard let object = identityMap.object(table: cell.row.table, key: cell.row.key) else { continue }
-            assign(value, to: object, cell: cell, origin: .external)
-        }
-        outbox.endGroup(from: mark, keeping: true)
-    }
-
-    /// Gives an inserted object the key the database assigned: it joins the identity map and
-    /// its subscribers hear the insert (changes made while the insert was in flight change the
-    /// keyed row by now). Does nothing the second time.
-    func assignKey(_ key: SQLValue, toInsert request: UInt64) {
-        guard let (object, table) = unkeyedInserts.removeValue(forKey: request) else { return }
-        try? object._$assign(key, toColumn: primaryKeyColumns[table])
-        let row = RowReference(table: table, key: key)
-        guard identityMap.object(table: table, key: key) == nil, !writeBehind.deletes(row, afterInsert: request) else {
-            // The program wrote that key itself: another object has it (an insert of that key,
-            // which the database refuses now that the row exists), or a delete made after this
-            // insert waits to commit. That object or that delete keeps the row; this object only
-            // learns its key.
-            if let memberships, memberships.hasParents(table: table) {
-                let values = object._$values()
-                memberships.childChanged(table: table, key: .null, old: { values[$0] }, new: { _ in .null })
-            }
-            object._$tracking.detach()
-            return
-        }
-        attach(object, table: table, key: key)
-        outbox.postInsert(table: table, key: key, values: object._$values(), origin: .local)
-    }
-
-    /// The unkeyed insert, if any, that the database gave this row's key.
-    func unkeyedInsert(table: Int, request: UInt64) -> (any TrackedModel)? {
-        unkeyedInserts[request].flatMap { $0.table == table ? $0.object : nil }
-    }
-
-    /// Applies what other connections committed: one event per subscriber and row, origin
-    /// `.external`. A cell with a local assignment not yet committed keeps it (it commits later
-    /// and wins, as last writer); a counter with increments not yet committed shows the
-    /// committed value plus them. Rows the store holds no object for reach their subscribers
-    /// with `.null` as the old values.
-    func applyExternal(_ batch: ExternalChangeBatch) {
-        let mark = outbox.beginGroup()
-        for change in batch.rows {
-            let row = RowReference(table: change.table, key: change.key)
-            let object = identityMap.object(table: change.table, key: change.key)
-            // A row this store deleted is gone for it, whatever others do to it meanwhile.
-            let isDeletedHere = object == nil && writeBehind.deletes(row)
-            // The program's updates and deletes of a row that is gone have no row left (but
-            // those after its own insert of the row are for that insert).
-            if change.values == nil { writeBehind.dropChanges(of: row) }
-            guard let object else {
-                if isDeletedHere { continue }
-                // What subscribers hear is the row as this store shows it: with its changes still
-                // pending (a refused one, say, made to the row before another process replaced it).
-                let values = writeBehind.uncommittedValues(of: row, over: change.values)
-                if let committed = change.values { deliveredRows[row] = committed }
-                switch change.kind {
-                case .insert: outbox.postInsert(table: change.table, key: change.key, values: values ?? [], origin: .external)
-                case .delete: outbox.postDeleteOfUnknownRow(table: change.table, key: change.key, origin: .external)
-                case .update:
-                    for column in change.columns {
-                        outbox.postUpdateOfUnknownRow(table: change.table, key: change.key, column: column, new: values?[column] ?? .null, origin: .external)
-                    }
-                }
-                continue
-            }
-            guard let values = change.values else {
-                // A row this store inserts, not yet committed, is created by that insert.
-                if writeBehind.decidesExistence(of: row) == true { continue }
-                rowWentAway(object, table: change.table, origin: .external)
-                continue
-            }
-            for column in change.columns where column != primaryKeyColumns[change.table] {
-                let cell = CellReference(row: row, column: column)
-                guard let value = writeBehind.overlay(values[column], for: cell) else { continue }
-                assign(value, to: object, cell: cell, origin: .external)
-            }
-        }
-        outbox.endGroup(from: mark, keeping: true)
-        deliveredRows.removeAll()
-    }
-
-    /// The committed values of a row no object holds, as read with the external change being
-    /// delivered; nil for any other row, and once the delivery is over.
-    func deliveredCommittedValues(of row: RowReference) -> [SQLValue]? {
-        deliveredRows.isEmpty ? nil : deliveredRows[row]
-    }
-
-    /// Applies rows read back after a reset or a discard: objects take the committed values
-    /// (overlaid with what is still pending), objects whose row is gone are detached.
-    func applyReloaded(table: Int, rows: [(key: SQLValue, values: [SQLValue]?)], announcingReset: Bool, origin: ChangeOrigin) {
-        let mark = outbox.beginGroup()
-        for (key, values) in rows {
-            let row = RowReference(table: table, key: key)
-            guard let object = identityMap.object(table: table, key: key) else {
-                // No object shows it, but a parent may list it (a discarded change re-pointed it).
-                if let memberships, memberships.hasParents(table: table) {
-                    let current = writeBehind.uncommittedValues(of: row, over: values)
-                    memberships.childChanged(table: table, key: key, old: { _ in SQLValue?.none }, new: { current?[$0] ?? .null }, origin: origin)
-                }
-                continue
-            }
-            // What the object shows is the committed row with every change still pending or in
-            // flight applied, not what it showed before (a discarded change's values, say); a row
-            // this store inserts, not yet committed, is its insert and what followed it.
-            guard let current = writeBehind.uncommittedValues(of: row, over: values) else {
-                // Gone, unless a delete of this store's takes it away (when that commits).
-                if values == nil { rowWentAway(object, table: table, origin: origin) }
-                continue
-            }
-            for column in current.indices where column != primaryKeyColumns[table] {
-                assign(current[column], to: object, cell: CellReference(row: row, column: column), origin: origin)
-            }
-        }
-        if announcingReset { outbox.postReset(table: table, origin: origin) }
-        outbox.endGroup(from: mark, keeping: true)
-    }
-
-    /// Detaches the object of a row the database no longer has, drops its changes not yet
-    /// handed to the worker (there is no row left for them), and tells subscribers it is gone.
-    private func rowWentAway(_ object: any TrackedModel, table: Int, origin: ChangeOrigin) {
-        let key = object._$tracking.key
-        let old = object._$values()
-        tellWaitingParents(of: object)
-        detach(object, table: table)
-        writeBehind.dropChanges(of: RowReference(table: table, key: key))
-        outbox.postDelete(table: table, key: key, values: old, origin: origin)
-    }
-
-    /// Puts an object back as it was before a discarded insert: detached, and gone for its
-    /// subscribers.
-    ///
-    /// - Parameter committed: The row of the object's key as committed, if the file has one:
-    ///   subscribers then hear the row go back to it rather than go away.
-    private func forgetInsert(of object: any TrackedModel, table: Int, committed: [SQLValue]?) {
-        let key = object._$tracking.key
-        let values = object._$values()
-        tellWaitingParents(of: object)
-        detach(object, table: table)
-        guard key != .null else {
-            if let memberships, memberships.hasParents(table: table) {
-                memberships.childChanged(table: table, key: .null, old: { values[$0] }, new: { _ in .null })
-            }
-            return
-        }
-        guard let committed else {
-            outbox.postDelete(table: table, key: key, values: values, origin: .local)
-            return
-        }
-        let mark = outbox.beginGroup()
-        for column in values.indices where values[column] != committed[column] {
-            outbox.postUpdate(table: table, key: key, column: column, old: values[column], new: committed[column], origin: .local)
-        }
-        outbox.endGroup(from: mark, keeping: true)
-    }
-
-    /// Tells subscribers that a row a discard brought back is there, read after the discard
-    /// (on an engine whose reads are awaited); nothing when an object shows it by now.
-    func announceRowBack(_ row: RowReference, values: [SQLValue]) {
-        guard identityMap.object(table: row.table, key: row.key) == nil else { return }
-        let mark = outbox.beginGroup()
-        outbox.postInsert(table: row.table, key: row.key, values: values, origin: .local)
-        outbox.endGroup(from: mark, keeping: true)
-    }
-
-    /// Tells the subscribers of a row that no object shows (live results among them) that
-    /// the cells a discarded update had shown are back to what the row holds now: `current`,
-    /// committed with what is still pending. (A row an object shows is reloaded into it.)
-    func announceUndone(_ row: RowReference, shown: [Int: DiscardedChanges.ShownCell], current: [SQLValue]?) {
-        guard identityMap.object(table: row.table, key: row.key) == nil, let current else { return }
-        let mark = outbox.beginGroup()
-        for (column, cell) in shown.sorted(by: { $0.key < $1.key }) {
-            let old = cell.value(over: current[column])
-            guard old != current[column] else { continue }
-            outbox.postUpdate(table: row.table, key: row.key, column: column, old: old, new: current[column], origin: .local)
-        }
-        outbox.endGroup(from: mark, keeping: true)
-    }
-
-    /// Shows what discarding pending changes undid, step by step: objects whose insert was
-    /// discarded are detached, rows whose delete was discarded are announced again.
-    func applyDiscarded(_ discarded: DiscardedChanges, reading: RowReads) {
-        for step in discarded.steps {
-            switch step {
-            case .forgetInsert(let object, let row):
-                forgetInsert(of: object, table: object._$tracking.table, committed: row.flatMap(reading.committed))
-            case .restore(let row):
-                // Unless the row is gone anyway (or an object shows it already).
-                guard identityMap.object(table: row.table, key: row.key) == nil, let values = reading.current(row) else { continue }
-                outbox.postInsert(table: row.table, key: row.key, values: values, origin: .local)
-            }
-        }
-    }
-
-    /// Shows again what the object of an insert whose key the database has yet to assign holds
-    /// once a change made to it while the insert was in flight is discarded.
-    func reshowInsert(_ request: UInt64) {
-        guard let (object, table) = unkeyedInserts[request], let values = writeBehind.uncommittedValues(ofInsert: request, table: table) else { return }
-        for (column, (now, then)) in zip(object._$values(), values).enumerated() where column != primaryKeyColumns[table] && now != then {
-            // A link to a new object stays: it shows NULL until that object has its key.
-            if schemas[table].relationshipColumns.contains(column), then == .null, object._$relatedObject(column: column) != nil { continue }
-            try? object._$assign(then, toColumn: column)
-        }
-    }
-
-    /// Sets a database value on an object and posts the change; a value that does not decode
-    /// into the property's type leaves the object as it is, and so does the same number stored
-    /// as the other kind (a column of NUMERIC affinity keeps the real 0.0 as the integer 0).
-    private func assign(_ value: SQLValue, to object: any TrackedModel, cell: CellReference, origin: ChangeOrigin) {
-        let old = object._$values()[cell.column]
-        guard old != value, !old.isSameNumber(as: value), (try? object._$assign(value, toColumn: cell.column)) != nil else { return }
-        outbox.postUpdate(table: cell.row.table, key: cell.row.key, column: cell.column, old: old, new: value, origin: origin)
-    }
-
     // MARK: - Dependency capture
 
     /// Runs `body` and returns what it read through tracked properties: cells, and to-many
@@ -582,165 +349,5 @@ final class ModelRegistrar {
         defer { captures.removeLast() }
         let result = try body()
         return (result, captures[captures.count - 1])
-    }
-
-    // MARK: - Transactions
-
-    /// One open level of `store.transaction { }`.
-    private struct TransactionLevel {
-        /// The transaction's unit as the level found it (`nil` for the outermost level).
-        var snapshot: PendingChanges.Unit?
-        /// Where the level's events start in the outbox's log.
-        var outboxMark: Int
-        /// Where the level's steps start in the undo log.
-        var undoStart: Int
-        /// The cells whose value before this level is already in the undo log: undoing needs
-        /// only the first, so a million increments in a transaction keep one step.
-        var cellsSaved: Set<SavedCell> = []
-        /// What reads made during the level (live results) do to show again what the store
-        /// shows once it ends: they took in part of its changes, which its events (the net
-        /// change of the whole transaction, or none if it fails) do not tell them from.
-        var whenEnded: [() -> Void] = []
-    }
-
-    /// Whether a `store.transaction { }` is open.
-    var isInTransaction: Bool { !transactionLevels.isEmpty }
-
-    /// Runs `handler` when the innermost open transaction level fails (after its changes are
-    /// undone), again if an enclosing level fails, and when the outermost ends (after its
-    /// events are delivered); nothing when no transaction is open.
-    func whenTransactionEnds(_ handler: @escaping () -> Void) {
-        guard !transactionLevels.isEmpty else { return }
-        transactionLevels[transactionLevels.count - 1].whenEnded.append(handler)
-    }
-
-    private struct SavedCell: Hashable {
-        var object: ObjectIdentifier
-        var column: Int
-    }
-
-    /// Remembers a cell's value before the innermost level first changed it.
-    private func recordUndo(_ object: any TrackedModel, column: Int, old: SQLValue) {
-        let cell = SavedCell(object: ObjectIdentifier(object), column: column)
-        guard transactionLevels[transactionLevels.count - 1].cellsSaved.insert(cell).inserted else { return }
-        undoLog.append(.assigned(object, column: column, old: old))
-    }
-
-    /// The program is about to point a to-one relationship elsewhere: inside a transaction, the
-    /// object it held (a target waiting for its key, say) and its key are remembered, so that
-    /// a transaction that throws puts both back.
-    func willRelate(_ object: some TrackedModel, column: Int, from target: (any TrackedModel)?, key: SQLValue) {
-        if let target { childrenChanged(of: target, childTable: object._$tracking.table, column: column) }
-        guard !transactionLevels.isEmpty else { return }
-        let cell = SavedCell(object: ObjectIdentifier(object), column: column)
-        guard transactionLevels[transactionLevels.count - 1].cellsSaved.insert(cell).inserted else { return }
-        undoLog.append(.related(object, column: column, target: target, key: key))
-    }
-
-    /// How to take back one change of a transaction that failed.
-    private enum UndoStep {
-        case assigned(any TrackedModel, column: Int, old: SQLValue)
-        /// A to-one relationship pointed elsewhere: the object it held, and its key.
-        case related(any TrackedModel, column: Int, target: (any TrackedModel)?, key: SQLValue)
-        case inserted(any TrackedModel, table: Int)
-        /// An object deleted, with its values then: undoing also takes back what was assigned
-        /// to it while it was detached.
-        case deleted(any TrackedModel, table: Int, key: SQLValue, values: [SQLValue])
-        case deletedAll(
-            [(key: SQLValue, object: any TrackedModel, values: [SQLValue])],
-            waiting: [(request: UInt64, entry: UnkeyedInsert, values: [SQLValue])],
-            table: Int
-        )
-    }
-
-    func beginTransaction() {
-        if transactionLevels.isEmpty {
-            writeBehind.beginTransaction()
-            memberships?.startTracking()
-        }
-        transactionLevels.append(TransactionLevel(
-            snapshot: transactionLevels.isEmpty ? nil : writeBehind.transactionSnapshot(),
-            outboxMark: outbox.beginGroup(),
-            undoStart: undoLog.count
-        ))
-    }
-
-    /// Ends the innermost level. On success an inner level merges into its parent, and the
-    /// outermost closes its unit for write-behind and delivers its events. On failure the
-    /// level's changes are undone: values restored, inserts forgotten, deleted objects attached
-    /// again, nothing recorded or delivered.
-    func endTransaction(succeeded: Bool) {
-        let level = transactionLevels.removeLast()
-        if !succeeded {
-            for step in undoLog[level.undoStart...].reversed() { undo(step) }
-            undoLog.removeSubrange(level.undoStart...)
-            if let snapshot = level.snapshot { writeBehind.restoreTransaction(to: snapshot) }
-        } else if !transactionLevels.isEmpty {
-            // The inner level's first values are the outer level's too, where it had none.
-            transactionLevels[transactionLevels.count - 1].cellsSaved.formUnion(level.cellsSaved)
-            transactionLevels[transactionLevels.count - 1].whenEnded += level.whenEnded
-        }
-        if transactionLevels.isEmpty {
-            undoLog.removeAll()
-            writeBehind.endTransaction(keeping: succeeded)
-        }
-        outbox.endGroup(from: level.outboxMark, keeping: succeeded)
-        // Observation heard the children's changes as they were made: the parents told then
-        // have their objects' observers told that they are taken back (feeds heard nothing of
-        // them, the level's events being dropped).
-        if !succeeded, let memberships {
-            memberships.transactionFailed()
-            for table in memberships.touchedTables.sorted() { tellWaitingParents(ofChildTable: table) }
-        }
-        if !succeeded || transactionLevels.isEmpty {
-            for handler in level.whenEnded { handler() }
-            // What they read now includes the enclosing level's changes, undone if it fails.
-            if !succeeded, !transactionLevels.isEmpty { transactionLevels[transactionLevels.count - 1].whenEnded += level.whenEnded }
-        }
-        if transactionLevels.isEmpty { memberships?.stopTracking() }
-    }
-
-    /// Gives a re-attached object back the values it had when it was detached.
-    private func restore(_ object: any TrackedModel, to values: [SQLValue]) {
-        for (column, (now, then)) in zip(object._$values(), values).enumerated() where now != then {
-            try? object._$assign(then, toColumn: column)
-        }
-    }
-
-    private func undo(_ step: UndoStep) {
-        switch step {
-        case .assigned(let object, let column, let old):
-            try? object._$assign(old, toColumn: column)
-            // A write to an object whose key is not known went into its insert, outside the
-            // transaction's unit: put the value back there too.
-            if let request = object._$tracking.insertRequest {
-                _ = writeBehind.record(.set(old), column: column, ofInsert: request, table: object._$tracking.table)
-            }
-        case .related(let object, let column, let target, let key):
-            tellWaitingParents(of: object)
-            if let target { childrenChanged(of: target, childTable: object._$tracking.table, column: column) }
-            object._$tracking.foreignKeys[column] = key
-            object._$setRelatedObject(target, column: column)
-            if let request = object._$tracking.insertRequest {
-                _ = writeBehind.record(.set(storedValue(of: object, column: column, shown: key)), column: column, ofInsert: request, table: object._$tracking.table)
-            }
-        case .inserted(let object, let table):
-            tellWaitingParents(of: object)
-            detach(object, table: table)
-        case .deleted(let object, let table, let key, let values):
-            restore(object, to: values)
-            attach(object, table: table, key: key)
-            tellWaitingParents(of: object)
-        case .deletedAll(let objects, let waiting, let table):
-            for (key, object, values) in objects {
-                restore(object, to: values)
-                attach(object, table: table, key: key)
-            }
-            for (request, entry, values) in waiting {
-                restore(entry.object, to: values)
-                entry.object._$tracking.attach(to: self, table: table, key: .null, insertRequest: request)
-                unkeyedInserts[request] = entry
-            }
-        }
     }
 }

@@ -18,7 +18,7 @@ final class WriteBehind {
     }
 
     /// A batch handed to the worker, with the units it came from (they hold the objects).
-    private struct InFlight {
+    struct InFlight {
         var sequence: UInt64
         var units: [PendingChanges.Unit]
         /// The table a bulk insert streams rows into with this batch.
@@ -42,7 +42,7 @@ final class WriteBehind {
     // Unchecked exclusivity: only this class's methods access it, and none of them calls out
     // (to handlers, the registrar or the store) while an access is open.
     @exclusivity(unchecked) private(set) var pending = PendingChanges()
-    private var inFlight: [InFlight] = []
+    private(set) var inFlight: [InFlight] = []
     private var waiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
     /// Bulk inserts waiting for their batch's outcome, by sequence; and outcomes that came
     /// before their bulk insert waited (while it was still sending rows).
@@ -60,7 +60,7 @@ final class WriteBehind {
     private var errorContinuations: [AsyncStream<StoreError>.Continuation] = []
     private let schemas: [TableSchema]
     /// Each table's to-one columns, where placeholders of assigned keys may stand.
-    private let linkColumns: [[Int]]
+    let linkColumns: [[Int]]
     private let policy: Policy
     private let logger: Logger
     private let worker: DatabaseWorker
@@ -445,12 +445,7 @@ final class WriteBehind {
         return cells
     }
 
-    // MARK: - Rows with changes
-
-    /// Every unit not yet committed, in program order: in flight, then pending.
-    private var queuedUnits: [WriteUnit] {
-        inFlight.flatMap(\.units).map(\.unit) + pending.all.map(\.unit)
-    }
+    // MARK: - Rows with changes (see WriteBehind+QueuedRows.swift for reading them)
 
     /// Drops the pending updates and deletes of a row another connection deleted or re-keyed,
     /// or whose insert was discarded (see ``PendingChanges/dropChanges(of:)``); updates in
@@ -459,178 +454,6 @@ final class WriteBehind {
         // After the program's own insert of the row, in flight, everything pending is for it.
         guard !inFlight.contains(where: { $0.units.contains { $0.unit.operations.contains { $0.inserts(row) } } }) else { return }
         pending.dropChanges(of: row)
-    }
-
-    /// What a row holds once this store's changes not yet committed (in flight, then pending,
-    /// in program order) are applied to what is committed; `nil` when there is no row then.
-    /// A to-one column written with a ``KeyPlaceholder`` shows NULL, as its object does.
-    func uncommittedValues(of row: RowReference, over committed: [SQLValue]?) -> [SQLValue]? {
-        guard hasChanges else { return committed }
-        guard var values = writtenValues(of: row, over: committed) else { return nil }
-        for column in linkColumns[row.table] where KeyPlaceholder.request(in: values[column]) != nil { values[column] = .null }
-        return values
-    }
-
-    /// What the row of an insert whose key the database has yet to assign holds once its
-    /// changes not yet committed apply: the insert's values, then the changes made by its key's
-    /// placeholder; nil when no such insert is queued. Links to new rows show NULL.
-    func uncommittedValues(ofInsert request: UInt64, table: Int) -> [SQLValue]? {
-        let row = RowReference(table: table, key: KeyPlaceholder.value(forInsert: request))
-        var values: [SQLValue]?
-        for unit in queuedUnits {
-            for operation in unit.operations {
-                switch operation {
-                case .insert(let insert) where insert.id == request: values = insert.values
-                case .update(row, let cells):
-                    guard var current = values else { continue }
-                    for cell in cells { current[cell.column] = cell.write.applied(to: current[cell.column]) }
-                    values = current
-                default: continue
-                }
-            }
-        }
-        guard var shown = values else { return nil }
-        for column in linkColumns[table] where KeyPlaceholder.request(in: shown[column]) != nil { shown[column] = .null }
-        return shown
-    }
-
-    /// The value the last write not yet committed (pending or in flight) stores in a cell, if
-    /// that is an assignment or an insert; nil when there is none, or it is a delete.
-    func lastStoredValue(of cell: CellReference) -> SQLValue? {
-        guard hasChanges else { return nil }
-        var last: SQLValue?
-        for unit in queuedUnits {
-            for operation in unit.operations where operation.touches(cell.row) {
-                switch operation {
-                case .insert(let insert): last = insert.values[cell.column]
-                case .update(_, let cells): if case .set(let value)? = cells.first(where: { $0.column == cell.column })?.write { last = value }
-                case .delete, .deleteAll: last = nil
-                }
-            }
-        }
-        return last
-    }
-
-    /// The insert whose key's placeholder a pending or in-flight write last stored in a
-    /// to-one cell, if any: cheap where nothing is in flight (a lookup of the row's units).
-    func linkedInsert(of cell: CellReference) -> UInt64? {
-        guard hasChanges, linkColumns[cell.row.table].contains(cell.column) else { return nil }
-        if inFlight.isEmpty {
-            guard case .set(let value)? = pending.write(to: cell) else { return nil }
-            return KeyPlaceholder.request(in: value)
-        }
-        return lastStoredValue(of: cell).flatMap(KeyPlaceholder.request(in:))
-    }
-
-    /// The rows of a table whose to-one column's last write is the placeholder of an insert's
-    /// key: keyed rows in key order, then inserts waiting for their own key, in program order.
-    func rowsLinking(toInsert request: UInt64, table: Int, column: Int) -> [DeferredLink.RowKey] {
-        guard hasChanges else { return [] }
-        let placeholder = KeyPlaceholder.value(forInsert: request)
-        var keyed: [SQLValue: Bool] = [:]
-        var inserts: [UInt64: Bool] = [:]
-        // A row changed by its key's placeholder is that insert's row.
-        func set(_ row: RowReference, _ links: Bool) {
-            if let request = KeyPlaceholder.request(in: row.key) { inserts[request] = links } else { keyed[row.key] = links }
-        }
-        for unit in queuedUnits {
-            for operation in unit.operations where operation.table == table {
-                switch operation {
-                case .insert(let insert):
-                    let links = insert.values[column] == placeholder
-                    if let row = insert.row { keyed[row.key] = links } else { inserts[insert.id] = links }
-                case .update(let row, let cells):
-                    if case .set(let value)? = cells.first(where: { $0.column == column })?.write { set(row, value == placeholder) }
-                case .delete(let row):
-                    set(row, false)
-                case .deleteAll:
-                    keyed = keyed.mapValues { _ in false }
-                    inserts = inserts.mapValues { _ in false }
-                }
-            }
-        }
-        return keyed.filter(\.value).keys.sortedInValueOrder().map { .key($0) } + inserts.filter(\.value).keys.sorted().map { .insert($0) }
-    }
-
-    private func writtenValues(of row: RowReference, over committed: [SQLValue]?) -> [SQLValue]? {
-        var values = committed
-        for unit in queuedUnits {
-            for operation in unit.operations where operation.touches(row) {
-                switch operation {
-                case .insert(let request): values = request.values
-                case .update(_, let cells):
-                    guard var current = values else { continue }
-                    for cell in cells { current[cell.column] = cell.write.applied(to: current[cell.column]) }
-                    values = current
-                case .delete, .deleteAll: values = nil
-                }
-            }
-        }
-        return values
-    }
-
-    /// Whether a change that follows the insert with this request id, in program order,
-    /// deletes the row the database gave that insert (every change still queued follows it once
-    /// it committed).
-    func deletes(_ row: RowReference, afterInsert request: UInt64) -> Bool {
-        let units = queuedUnits
-        var isAfterInsert = !units.contains { $0.operations.contains { if case .insert(let insert) = $0 { insert.id == request } else { false } } }
-        var deleted = false
-        for unit in units {
-            for operation in unit.operations {
-                if case .insert(let insert) = operation, insert.id == request {
-                    isAfterInsert = true
-                } else if isAfterInsert, operation.touches(row) {
-                    switch operation {
-                    case .insert: deleted = false
-                    case .delete, .deleteAll: deleted = true
-                    case .update: break
-                    }
-                }
-            }
-        }
-        return deleted
-    }
-
-    /// Whether this store's changes not yet committed (pending or in flight) decide that a row
-    /// exists: `true` when they insert it (and do not delete it after), `false` when they delete
-    /// it, `nil` when whether it exists is the database's to say.
-    func decidesExistence(of row: RowReference) -> Bool? {
-        guard hasChanges else { return nil }
-        var exists: Bool?
-        for unit in queuedUnits {
-            for operation in unit.operations where operation.touches(row) {
-                switch operation {
-                case .insert: exists = true
-                case .delete, .deleteAll: exists = false
-                case .update: break
-                }
-            }
-        }
-        return exists
-    }
-
-    /// Whether the row is gone for this store: its delete has not committed yet, or has.
-    func deletes(_ row: RowReference) -> Bool {
-        decidesExistence(of: row) == false
-    }
-
-    /// The keys of a table's rows that have changes not yet committed (pending or in flight),
-    /// and whether deleting every row is among them: where the database's answer to a query
-    /// may differ from the objects.
-    func uncommittedRows(table: Int) -> (keys: Set<SQLValue>, deletesEveryRow: Bool) {
-        var keys: Set<SQLValue> = []
-        var deletesEveryRow = false
-        guard hasChanges else { return (keys, deletesEveryRow) }
-        func collect(_ unit: PendingChanges.Unit) {
-            if unit.collectRows(of: table, into: &keys) { deletesEveryRow = true }
-        }
-        for batch in inFlight { batch.units.forEach(collect) }
-        pending.all.forEach(collect)
-        // A change of a row whose insert is in flight is that insert's row, which the
-        // database has not shown yet.
-        keys = keys.filter { KeyPlaceholder.request(in: $0) == nil }
-        return (keys, deletesEveryRow)
     }
 
     // MARK: - Inspection and discarding
@@ -710,40 +533,5 @@ final class WriteBehind {
             constraint: rejection.error.constraint,
             underlying: rejection.error
         )
-    }
-}
-
-extension WriteOperation {
-    /// A row's key, or `the new row` for one whose key the database has yet to assign.
-    private static func describe(_ row: RowReference) -> String {
-        KeyPlaceholder.request(in: row.key) == nil ? "\(row.key)" : "the new row"
-    }
-
-    /// `update rows 42: count += 1`, for inspection and messages; with `showingTypes`, each
-    /// value is followed by its storage class: `title = NULL (null)`.
-    func description(tables: [TableSchema], showingTypes: Bool = false) -> String {
-        func value(_ value: SQLValue) -> String {
-            if KeyPlaceholder.request(in: value) != nil { return "the key of a new row" }
-            return showingTypes ? "\(value) (\(value.storageClass))" : "\(value)"
-        }
-        switch self {
-        case .insert(let request):
-            let schema = tables[request.table]
-            let pairs = zip(schema.columns, request.values).map { "\($0.name) = \(value($1))" }
-            return "insert into \(schema.name): \(pairs.joined(separator: ", "))"
-        case .update(let row, let cells):
-            let schema = tables[row.table]
-            let pairs = cells.map { cell in
-                switch cell.write {
-                case .set(let new): "\(schema.columns[cell.column].name) = \(value(new))"
-                case .add(let delta): "\(schema.columns[cell.column].name) += \(delta)"
-                }
-            }
-            return "update \(schema.name) \(Self.describe(row)): \(pairs.joined(separator: ", "))"
-        case .delete(let row):
-            return "delete from \(tables[row.table].name) \(Self.describe(row))"
-        case .deleteAll(let table):
-            return "delete every row from \(tables[table].name)"
-        }
     }
 }
