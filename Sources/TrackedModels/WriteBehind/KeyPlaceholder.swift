@@ -7,8 +7,10 @@ import Foundation
 ///
 /// It is a BLOB that no key the database assigns can equal (those are integers), and it is
 /// recognized only in to-one columns (``TableSchema/relationshipColumns``), whose values are
-/// keys, so no program value is ever taken for one. It lives in writes only: objects, events
-/// and reads show NULL until the insert commits.
+/// keys, or as the row of a change (a new object's temporary identity: a change made to it
+/// while its insert is in flight changes the row by its key's placeholder), so no program value
+/// is ever taken for one. It lives in writes only: objects, events and reads show NULL until
+/// the insert commits.
 ///
 /// For example, a child of a new list, inserted in one flush:
 ///

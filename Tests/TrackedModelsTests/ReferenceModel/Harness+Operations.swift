@@ -587,18 +587,23 @@ extension Harness {
         nameNewRows()
         if outcome.refused { throw Divergence(message: "close() succeeded, but a change the database refuses is pending") }
         if !outcome.problems.isEmpty { throw Divergence(message: outcome.problems.joined(separator: "; ")) }
+        letGoOfTheStore()
+        guard try await open() else { throw Divergence(message: "the store did not open again") }
+        mayReset = true
+    }
+
+    /// Drops everything the program held of the store: its objects (detached from now on),
+    /// lists, feeds (an object related again later is watched anew) and the store itself.
+    private func letGoOfTheStore() {
         detached += heldObjects
         objects = [:]
         newObjects = [:]
         token = nil
         lists = []
         generatedList = nil
-        // Their feeds were the closed store's (an object related again is watched anew).
         linkedFromWatches = [:]
-        self.store = nil
+        store = nil
         events = []
-        guard try await open() else { throw Divergence(message: "the store did not open again") }
-        mayReset = true
     }
 
     /// The program lets go of the store without `close()`: everything made before commits on
@@ -609,15 +614,7 @@ extension Harness {
     func releaseStore() async throws {
         note("let go of the store without close(), then open it again")
         let worker = try live.worker
-        detached += heldObjects
-        objects = [:]
-        newObjects = [:]
-        token = nil
-        lists = []
-        generatedList = nil
-        linkedFromWatches = [:]
-        store = nil
-        events = []
+        letGoOfTheStore()
         await worker.closed()
         _ = reference.flush(fileKeys: try await fileKeys()) { _ in nil }
         reference.forgetPending()
