@@ -60,9 +60,9 @@ extension ModelRegistrar {
         case inserted(any TrackedModel, table: Int)
         /// An object deleted, with its values then: undoing also takes back what was assigned
         /// to it while it was detached.
-        case deleted(any TrackedModel, table: Int, key: SQLValue, values: [SQLValue])
+        case deleted(any TrackedModel, table: Int, key: SQLValue, values: [SQLValue], targets: [Int: any TrackedModel])
         case deletedAll(
-            [(key: SQLValue, object: any TrackedModel, values: [SQLValue])],
+            [(key: SQLValue, object: any TrackedModel, values: [SQLValue], targets: [Int: any TrackedModel])],
             waiting: [(request: UInt64, entry: UnkeyedInsert, values: [SQLValue])],
             table: Int
         )
@@ -115,11 +115,23 @@ extension ModelRegistrar {
         if transactionLevels.isEmpty { memberships?.stopTracking() }
     }
 
-    /// Gives a re-attached object back the values it had when it was detached.
-    private func restore(_ object: any TrackedModel, to values: [SQLValue]) {
+    /// Gives a re-attached object back the values it had when it was detached, and the objects
+    /// its to-one relationships held (what the program assigned while it was detached is not
+    /// stored, and a link to a new object shows NULL as its value).
+    private func restore(_ object: any TrackedModel, to values: [SQLValue], targets: [Int: any TrackedModel] = [:]) {
         for (column, (now, then)) in zip(object._$values(), values).enumerated() where now != then {
             try? object._$assign(then, toColumn: column)
         }
+        for column in schemas[object._$tracking.table].relationshipColumns {
+            object._$setRelatedObject(targets[column], column: column)
+        }
+    }
+
+    /// The objects an object's to-one relationships hold, to put back if it comes back.
+    func relatedTargets(of object: any TrackedModel, table: Int) -> [Int: any TrackedModel] {
+        var targets: [Int: any TrackedModel] = [:]
+        for column in schemas[table].relationshipColumns { targets[column] = object._$relatedObject(column: column) }
+        return targets
     }
 
     private func undo(_ step: UndoStep) {
@@ -142,13 +154,13 @@ extension ModelRegistrar {
         case .inserted(let object, let table):
             tellWaitingParents(of: object)
             detach(object, table: table)
-        case .deleted(let object, let table, let key, let values):
-            restore(object, to: values)
+        case .deleted(let object, let table, let key, let values, let targets):
+            restore(object, to: values, targets: targets)
             attach(object, table: table, key: key)
             tellWaitingParents(of: object)
         case .deletedAll(let objects, let waiting, let table):
-            for (key, object, values) in objects {
-                restore(object, to: values)
+            for (key, object, values, targets) in objects {
+                restore(object, to: values, targets: targets)
                 attach(object, table: table, key: key)
             }
             for (request, entry, values) in waiting {

@@ -313,7 +313,9 @@ final class ModelRegistrar {
         tellWaitingParents(of: object)
         detach(object, table: table)
         writeBehind.recordDelete(RowReference(table: table, key: key), of: object)
-        if !transactionLevels.isEmpty { undoLog.append(.deleted(object, table: table, key: key, values: values)) }
+        if !transactionLevels.isEmpty {
+            undoLog.append(.deleted(object, table: table, key: key, values: values, targets: relatedTargets(of: object, table: table)))
+        }
         outbox.postDelete(table: table, key: key, values: values, origin: .local)
     }
 
@@ -332,7 +334,7 @@ final class ModelRegistrar {
         writeBehind.recordDeleteAll(table: table)
         if !transactionLevels.isEmpty {
             undoLog.append(.deletedAll(
-                objects.map { ($0.key, $0.object, $0.object._$values()) },
+                objects.map { ($0.key, $0.object, $0.object._$values(), relatedTargets(of: $0.object, table: table)) },
                 waiting: waiting.map { ($0.key, $0.value, $0.value.object._$values()) },
                 table: table
             ))

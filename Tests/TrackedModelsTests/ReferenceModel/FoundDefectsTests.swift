@@ -128,6 +128,14 @@ import Testing
         try await replay(table: 21, [(49, 924_824_987_750, 820_658_404_374)])
     }
 
+    /// Found by a fresh-clone CI run: an object deleted in a transaction, then related (while
+    /// detached) to a new item, showed that item as its link once the transaction threw and it
+    /// came back (its row links to nothing).
+    @Test(.enabled(if: PostgresServer.isEnabled, "no PostgreSQL server"))
+    func anObjectBackFromAThrownTransactionHasTheLinksItHadBefore() async throws {
+        try await replay(on: .postgres, [(38, 0, 0), (33, 0, 0), (49, 171_620_423_058, 879_440_510_251)])
+    }
+
     // MARK: - The examples
 
     @Test func aRefusedChangeFixedBetweenOtherWritesStoresTheLastOfThem() async throws {
