@@ -471,11 +471,19 @@ extension Harness {
 
     /// A flush that the program does not await at once: its changes go to the worker, the
     /// program makes a few more (to objects whose insert is in flight too), then awaits it.
+    ///
+    /// Objects whose key the database assigns are left alone while an insert the program gave
+    /// a key is pending: the database may give a new row that very key, and then two objects
+    /// claim one row. The store keeps what the new one's object was changed in flight behind
+    /// the refused insert, the keyed object shows its own values, and the reference cannot
+    /// say which object the row is (a known limit, in issue 27's note).
     func flushWithChangesInFlight(_ a: UInt64, _ b: UInt64) async throws {
         let store = try live
         note("flush, and while it is in flight:")
         store.writeBehind.submit(retryingRejected: true)
         reference.unitsTakenForCommit()
+        leavesNewObjectsAlone = reference.units.contains { unit in unit.operations.contains { if case .insert(.key, _) = $0 { true } else { false } } }
+        defer { leavesNewObjectsAlone = false }
         var random = Xoshiro(seed: a ^ (b << 2))
         let changes = Int(random.next() % 3) + 1
         madeSeveralChanges = changes > 1

@@ -82,6 +82,9 @@ final class Harness {
     /// Whether the current step made several changes outside a transaction: each is heard as
     /// it is made, even where together they change nothing.
     var madeSeveralChanges = false
+    /// Whether the program leaves objects whose key the database has yet to assign alone (see
+    /// ``flushWithChangesInFlight(_:_:)``).
+    var leavesNewObjectsAlone = false
     /// Keys the current step inserted while a row of that key, not the program's, was there.
     var collidingKeys: Set<Int64> = []
     /// Keys whose row another connection deleted and inserted again in the current step.
@@ -301,7 +304,7 @@ final class Harness {
     /// One of the held objects, picked by `seed`: half the time one that a row the program
     /// shows links to (when there is one), so that changes read through `link` happen.
     func pickHeld(_ seed: UInt64) -> Item? {
-        let held = heldObjects
+        let held = leavesNewObjectsAlone ? heldObjects.filter { object in !newObjects.values.contains { $0 === object } } : heldObjects
         guard !held.isEmpty else { return nil }
         if seed % 2 == 0 {
             let linked = Set(reference.shownRows.values.compactMap { row -> Int64? in
