@@ -133,7 +133,7 @@ extension RelatedQueryTests {
         let directory = try TemporaryDirectory()
         try await lists(in: directory).close()
         let store = try reopen(directory)
-        let reader = try #require(store.reader as? SQLiteReader)
+        let reader = try #require(store.reads.engine as? SQLiteReader)
         let live = try store.results(for: FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Groceries" }, sortBy: [SortDescriptor(\.title)]))
         #expect(live.keys == [2, 1])
         var differences: [CollectionDifference<Int64>] = []
@@ -207,7 +207,7 @@ extension RelatedQueryTests {
         let directory = try TemporaryDirectory()
         try await lists(in: directory).close()
         let store = try reopen(directory)
-        let reader = try #require(store.reader as? SQLiteReader)
+        let reader = try #require(store.reads.engine as? SQLiteReader)
         var descriptor = FetchDescriptor<TodoList>(sortBy: [SortDescriptor(\.id)])
         descriptor.relationshipKeyPathsForPrefetching = [\.entries]
         let before = reader.statementsRun
@@ -229,7 +229,7 @@ extension RelatedQueryTests {
         let directory = try TemporaryDirectory()
         try await lists(in: directory).close()
         let store = try reopen(directory)
-        let reader = try #require(store.reader as? SQLiteReader)
+        let reader = try #require(store.reads.engine as? SQLiteReader)
         let groceries = try #require(try store.find(TodoList.self, key: 1))
         let before = reader.statementsRun
         let entries = groceries.entries
@@ -249,7 +249,7 @@ extension RelatedQueryTests {
         let directory = try TemporaryDirectory()
         try await lists(in: directory).close()
         let store = try reopen(directory)
-        let reader = try #require(store.reader as? SQLiteReader)
+        let reader = try #require(store.reads.engine as? SQLiteReader)
         var descriptor = FetchDescriptor<Entry>(sortBy: [SortDescriptor(\.id)])
         descriptor.relationshipKeyPathsForPrefetching = [\.list]
         let before = reader.statementsRun

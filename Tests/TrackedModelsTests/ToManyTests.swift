@@ -359,7 +359,7 @@ extension ToManyTests {
         let directory = try TemporaryDirectory()
         try await twoLists(in: directory).close()
         let store = try reopen(directory)
-        let reader = try #require(store.reader as? SQLiteReader)
+        let reader = try #require(store.reads.engine as? SQLiteReader)
         let groceries = try #require(try store.find(TodoList.self, key: 1))
         let before = reader.statementsRun
         let entries = groceries.entries

@@ -15,7 +15,7 @@ import Logging
 /// ```swift
 /// let name = DatabaseEngine.name(of: .file("app.sqlite"))
 /// let database = try await DatabaseEngine.open(.file("app.sqlite"), named: name, schemas: schemas, configuration: configuration, logger: logger)
-/// let rows = try database.reader.rows(matching: query, limit: 10)
+/// let rows = try database.reader.answerNow([.query(query, limit: 10)])
 /// ```
 struct DatabaseEngine {
     let reader: any EngineReader
@@ -24,6 +24,9 @@ struct DatabaseEngine {
     /// declares it for a to-one relationship's column (`REFERENCES lists (id) ON DELETE
     /// CASCADE`): the store applies the same rule to its objects when it deletes.
     let deleteActions: [DeleteAction]
+    /// How often at most the worker checks for other connections' commits (a check on a server
+    /// is a round trip; a missed doorbell is what the poll catches there).
+    var shortestPollInterval: Duration = .zero
 
     /// The name a location's database goes by in messages and logs: an absolute path for a
     /// file, a new private name for an in-memory database, `user@host:port/database` (no
@@ -64,31 +67,33 @@ struct DatabaseEngine {
     }
 }
 
-/// The reading half of an engine: reads on the store's actor, as committed (the store lays
-/// its own changes over them).
+/// The reading half of an engine, used on the store's actor: it answers ``DatabaseRead``s
+/// about what is committed (the read side, `StoreReads`, lays the store's own changes over
+/// them). Whether a read can be answered at once or is a round trip to await is the engine's to
+/// say, and the read side's alone to act on.
 protocol EngineReader: AnyObject {
-    /// The rows a query matches, in its order, each in model column order; at most `limit`.
-    func rows(matching query: CompiledQuery, limit: Int?) throws -> [[SQLValue]]
+    /// Whether ``answerNow(_:)`` answers: false for an engine whose reads cross a network,
+    /// which only ``answer(_:)`` reaches.
+    var answersAtOnce: Bool { get }
 
-    /// How many rows a query's predicate matches (its window left out).
-    func count(matching query: CompiledQuery) throws -> Int
+    /// The answers to reads, in their order, on the caller's thread.
+    ///
+    /// - Throws: ``StoreError/Code/asyncReadRequired`` where ``answersAtOnce`` is false; what
+    ///   kept the database from answering.
+    func answerNow(_ reads: [DatabaseRead]) throws -> [[[SQLValue]]]
 
-    /// A row by primary key, in model column order; nil when there is none.
-    func row(table: Int, key: SQLValue) throws -> [SQLValue]?
+    /// The answers to reads, in their order, awaiting the database where it is across a
+    /// network (the caller's actor is free meanwhile).
+    func answer(_ reads: [DatabaseRead]) async throws -> [[[SQLValue]]]
 
     /// How the engine's own SQL names the `index`-th bound value (from 1): `?1` in SQLite, `$1`
     /// in PostgreSQL.
     func parameter(_ index: Int) -> String
-
-    /// Runs a read written in the engine's own SQL dialect (the raw-SQL fetch and count speak
-    /// it) over one table, as this store sees it: the overlay's rows replace the committed rows
-    /// of their keys.
-    func rows(table: Int, nativeSQL sql: String, arguments: [SQLValue], overlay: TableOverlay) throws -> [[SQLValue]]
 }
 
-/// A table as one store sees it, for ``EngineReader/rows(table:nativeSQL:arguments:overlay:)``: the
+/// A table as one store sees it, for ``DatabaseRead/native(table:sql:arguments:overlay:)``: the
 /// committed rows without `hiddenKeys` (or without any, when `hidesEveryRow`), and `rows`.
-struct TableOverlay {
+struct TableOverlay: Hashable {
     var hiddenKeys: [SQLValue] = []
     var hidesEveryRow = false
     var rows: [[SQLValue]] = []

@@ -17,13 +17,6 @@ public enum DatabaseLocation: Sendable, Hashable {
     case postgres(String)
 }
 
-extension DatabaseLocation {
-    /// Whether the database is across a network, so that reading it is a round trip.
-    var isRemote: Bool {
-        if case .postgres = self { true } else { false }
-    }
-}
-
 extension DatabaseLocation: CustomStringConvertible {
     /// How messages name the database: the file's path, `:memory:`, or the URL without its
     /// password.

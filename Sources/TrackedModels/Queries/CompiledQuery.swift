@@ -10,7 +10,7 @@ import Foundation
 /// table's columns followed by each join's target columns (NULL where the relationship
 /// points at nothing, or at a key with no row). Positions in the tree and the order are
 /// positions in that row.
-struct CompiledQuery {
+struct CompiledQuery: Hashable {
     /// One sort term: a position in the query's row, its direction, and how its text compares.
     struct SortTerm: Hashable {
         var column: Int

@@ -63,8 +63,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private var streams: [AsyncStream<Difference>.Continuation] = []
     private var lastHandler: UInt64 = 0
 
-    /// Results of a plan, starting from the rows it matches now (``ModelStore/matchingRows(_:windowed:)``,
-    /// not windowed).
+    /// Results of a plan, starting from the rows it matches now (``MatchingRows``, not
+    /// windowed).
     init(store: ModelStore, plan: CompiledQuery, matching: [[SQLValue]]) {
         self.store = store
         self.plan = plan
@@ -129,9 +129,10 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         let values: [SQLValue]
         var isGone = false
         do {
-            if let current = try store.currentValues(table: plan.table, key: key) {
+            let row = RowReference(table: plan.table, key: key)
+            if let current = try store.reads.now(store.reads.current(row)) {
                 values = current
-            } else if let committed = try store.committedValues(table: plan.table, key: key) {
+            } else if let committed = try store.reads.now(store.reads.committed(row)) {
                 // Deleted by this store, in a transaction or a delivery whose event the results
                 // have yet to take: the element shows the row as committed, detached.
                 values = committed
@@ -222,9 +223,9 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     }
 
     private func reloadNow() throws {
-        guard !store.location.isRemote else { return reloadLater() }
+        guard let matching = try store.reads.atOnce(store.reads.matching(plan, windowed: false)) else { return reloadLater() }
         let before = rows.keys(in: 0..<rows.count)
-        load(try store.matchingRows(plan, windowed: false))
+        load(matching)
         changes.replaceAll(before: before, after: rows.keys(in: 0..<rows.count))
     }
 
@@ -243,10 +244,6 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
                 // The results subscribe to no relationship's children.
                 return
             }
-        } catch let error as StoreError where error.code == .asyncReadRequired {
-            // A row the relationship points at must be read from the server: judged once read.
-            let (store, plan, key) = (store, plan, event.key)
-            placeLater(judging: [key]) { try store.queryRow(plan, key: key).map { [$0] } ?? [] }
         } catch {
             // The row could not be read: judge it on the next change, as reloading would.
             return
@@ -257,14 +254,13 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// re-evaluated, and no others.
     private func apply(_ event: ChangeEvent, toRowsPointingThrough join: CompiledQuery.Join) {
         guard event.kind != .reset else { return apply(event) }
-        let read = plan.rowsPointing(at: event.key, through: join)
-        guard !store.location.isRemote else {
-            let store = store
-            return placeLater { try store.matchingRows(read, windowed: false) }
-        }
+        let read = store.reads.matching(plan.rowsPointing(at: event.key, through: join), windowed: false)
         beginChange()
         do {
-            for values in try store.matchingRows(read, windowed: false) {
+            guard let pointing = try store.reads.atOnce(read) else {
+                return store.reads.later(read) { [weak self] rows in self?.placeLater(rows) }
+            }
+            for values in pointing {
                 if plan.matches(values) { keepObject(values[plan.schema.primaryKeyIndex], values: values) }
                 place(values[plan.schema.primaryKeyIndex], as: plan.matches(values) ? plan.entry(of: values) : nil)
             }
@@ -274,9 +270,13 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         }
     }
 
-    /// Puts one row where its current values say: in, out, or elsewhere.
+    /// Puts one row where its current values say: in, out, or elsewhere; once read, where its
+    /// values must be read from a server.
     private func reevaluate(_ key: SQLValue) throws {
-        let values = try store.queryRow(plan, key: key)
+        let read = store.reads.queryRow(plan, key: key)
+        guard let values = try store.reads.atOnce(read) else {
+            return store.reads.later(read) { [weak self] values in self?.placeLater(values.map { [$0] } ?? [], judging: [key]) }
+        }
         let matches = values.map(plan.matches) ?? false
         if matches, let values { keepObject(key, values: values) }
         place(key, as: values.flatMap { matches ? plan.entry(of: $0) : nil })
@@ -287,8 +287,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// Reads all the matching rows again, from the server, and takes them once read (after a
     /// reset, on PostgreSQL).
     private func reloadLater() {
-        let (store, plan) = (store, plan)
-        store.readLater({ try store.matchingRows(plan, windowed: false) }) { [weak self] matching in
+        store.reads.later(store.reads.matching(plan, windowed: false)) { [weak self] matching in
             guard let self else { return }
             changeLater {
                 let before = rows.keys(in: 0..<rows.count)
@@ -298,22 +297,19 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         }
     }
 
-    /// Reads rows of the query from the server and places them once read; a key in `judging`
-    /// that the read does not return leaves the list.
-    private func placeLater(judging keys: [SQLValue] = [], _ read: @escaping () throws -> [[SQLValue]]) {
-        store.readLater(read) { [weak self] rows in
-            guard let self else { return }
-            changeLater {
-                var left = Set(keys)
-                for values in rows {
-                    let key = values[plan.schema.primaryKeyIndex]
-                    left.remove(key)
-                    let matches = plan.matches(values)
-                    if matches { keepObject(key, values: values) }
-                    place(key, as: matches ? plan.entry(of: values) : nil)
-                }
-                for key in left { place(key, as: nil) }
+    /// Places rows of the query read from the server; a key in `judging` that the read did not
+    /// return leaves the list.
+    private func placeLater(_ rows: [[SQLValue]], judging keys: [SQLValue] = []) {
+        changeLater {
+            var left = Set(keys)
+            for values in rows {
+                let key = values[plan.schema.primaryKeyIndex]
+                left.remove(key)
+                let matches = plan.matches(values)
+                if matches { keepObject(key, values: values) }
+                place(key, as: matches ? plan.entry(of: values) : nil)
             }
+            for key in left { place(key, as: nil) }
         }
     }
 
@@ -326,9 +322,10 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     }
 
     /// Makes a member's object now, from values at hand, where reading its row later would be
-    /// a round trip (PostgreSQL); on a local file, members' objects are made when first read.
+    /// a round trip to await; where reads are answered at once, members' objects are made when
+    /// first read.
     private func keepObject(_ key: SQLValue, values: [SQLValue]) {
-        guard store.location.isRemote, objects[key] == nil, !store.isClosed else { return }
+        guard store.reads.mustAwait, objects[key] == nil, !store.isClosed else { return }
         let width = plan.schema.columns.count
         objects[key] = try? store.object(Model.self, table: plan.table, values: values.count == width ? values : Array(values.prefix(width)))
     }

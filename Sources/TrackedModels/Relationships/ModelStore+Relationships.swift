@@ -27,7 +27,7 @@ extension ModelStore {
     func loadRelatedObject(table: Int, key: SQLValue) -> (any TrackedModel)? {
         guard !isClosed else { return nil }
         func load<Model: TrackedModel>(_ type: Model.Type) throws -> Model? {
-            try currentValues(table: table, key: key).map { try object(type, table: table, values: $0) }
+            try reads.now(reads.current(RowReference(table: table, key: key))).map { try object(type, table: table, values: $0) }
         }
         do {
             return try load(registrar.types[table])
@@ -40,25 +40,57 @@ extension ModelStore {
 
 extension ModelStore {
     /// The objects of the rows of a table whose column holds a key, in key order, with this
-    /// store's changes not yet committed counted. A read that fails is logged and throws; so
-    /// does one whose run has yet to be answered (on PostgreSQL, see ``reading(sideEffects:_:)``),
-    /// whose rows are not all there.
+    /// store's changes not yet committed counted. A read that fails is logged and throws.
     func loadChildren(table: Int, column: Int, key: SQLValue) throws -> [any TrackedModel] {
         guard !isClosed else { return [] }
-        let schema = registrar.schemas[table]
-        // Compared as the column's declaration compares, as reading the to-one finds its target.
-        let sql = "\(schema.selectSQL) WHERE \(quoteIdentifier(schema.columns[column].name)) = \(reader.parameter(1)) ORDER BY \(quoteIdentifier(schema.primaryKey.name))"
-        func load<Model: TrackedModel>(_ type: Model.Type) throws -> [any TrackedModel] {
-            try readRows(sql, [key], table: table).map { try object(type, table: table, values: $0) }
-        }
         do {
-            let children = try load(registrar.types[table])
-            if let remote = reader as? any RemoteEngineReader, remote.isMissingReads { throw RemoteReadPending() }
-            return children
+            return try reads.now(reads.children(table: table, column: column, key: key)).map { try anyObject(table: table, values: $0) }
         } catch let error as StoreError {
-            logger.error("cannot read the \(registrar.types[table]) rows whose \(schema.columns[column].name) is \(key): \(error)")
+            logger.error("cannot read the \(registrar.types[table]) rows whose \(registrar.schemas[table].columns[column].name) is \(key): \(error)")
             throw error
         }
+    }
+
+    /// Reads, awaited, what deleting rows and applying their delete rules reads: the children
+    /// each rule applies to (and theirs, where it cascades), each child's row as committed too
+    /// (the deletion changes them, and may let go of their objects before a later rule reads
+    /// them). Read again from the start when committed data arrived meanwhile, so that the
+    /// answers are of one moment.
+    ///
+    /// - Parameter first: The read that finds the rows (a `deleteAll`'s), when they are not
+    ///   given.
+    func readsForDeleting(table: Int, keys: [SQLValue], first: MatchingRows? = nil) async throws -> ReadAnswers {
+        for _ in 0..<StoreReads.maximumRounds {
+            let startedAt = reads.deliveries
+            var answers = ReadAnswers()
+            var rows = keys
+            if let first {
+                let keyColumn = registrar.schemas[table].primaryKeyIndex
+                rows += try await reads.awaited(first, keeping: &answers).map { $0[keyColumn] }
+            }
+            var frontier = rows.map { RowReference(table: table, key: $0) }
+            var seen = Set(frontier)
+            while let parent = frontier.popLast(), reads.deliveries == startedAt {
+                for (childTable, column, cascades) in deleteRules(table: parent.table) {
+                    let keyColumn = registrar.schemas[childTable].primaryKeyIndex
+                    let children = try await reads.awaited(reads.children(table: childTable, column: column, key: parent.key), keeping: &answers)
+                        .map { RowReference(table: childTable, key: $0[keyColumn]) }
+                    _ = try await reads.awaited(EachRead(reads: children.map(reads.committed)), keeping: &answers)
+                    if cascades { frontier += children.filter { seen.insert($0).inserted } }
+                }
+            }
+            if reads.deliveries == startedAt { return answers }
+        }
+        throw StoreError(code: .busy, message: "the rows to delete kept changing under the delete (other connections committing); try again", mayPass: true)
+    }
+
+    /// The delete rules that apply when a row of the table is deleted: each child table and
+    /// column, and whether the rule deletes the children too.
+    private func deleteRules(table: Int) -> [(childTable: Int, column: Int, cascades: Bool)] {
+        let relationships = registrar.schemas[table].relationships.compactMap { relationship in
+            (try? registrar.tableIndex(of: relationship.child)).map { ($0, relationship.childColumn, relationship.deleteRule == .cascade) }
+        }
+        return relationships + databaseDeleteRules[table].map { ($0.childTable, $0.column, $0.rule == .cascade) }
     }
 
     /// Whether deleting a row of the table applies delete rules: its model's to-many

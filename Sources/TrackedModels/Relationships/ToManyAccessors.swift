@@ -11,15 +11,11 @@ public func _$children<Parent: TrackedModel, Child: TrackedModel>(
     guard let registrar = parent._$tracking.registrar else { return pending }
     do {
         return try registrar.children(Child.self, column: Child.columnIndex(of: inverse), of: parent)
-    } catch let error as StoreError {
+    } catch {
         // A property read cannot throw: the error is published on writeErrors and logged, and
         // the children the store holds objects for are what the property shows meanwhile.
-        registrar.refuse(error)
+        registrar.refuse(error as? StoreError ?? StoreError(code: .engineFailure, message: "cannot read the children of \(Parent.self): \(error)"))
         return registrar.loadedChildren(Child.self, column: Child.columnIndex(of: inverse), of: parent)
-    } catch {
-        // A read PostgreSQL has yet to answer, in a run of an awaited read that is made again
-        // once it has the answer (see `ModelStore.reading(sideEffects:_:)`): not an answer.
-        return []
     }
 }
 

@@ -14,6 +14,6 @@ extension ModelStore {
             worker.pollNow(id)
         }
         // On PostgreSQL, live results place what they had to read back once it is back.
-        await placedReadsLater()
+        await reads.placedReadsLater()
     }
 }

@@ -26,7 +26,7 @@ extension ModelStore {
     ) throws -> [Model] {
         try checkOpen("fetch")
         let table = try registrar.tableIndex(of: type)
-        let rows = try readRows(Self.selectSQL(Model.self, where: condition, orderBy: ordering, limit: limit), arguments.map(\.sqlValue), table: table)
+        let rows = try reads.now(reads.tableRows(table, sql: Self.selectSQL(Model.self, where: condition, orderBy: ordering, limit: limit), arguments: arguments.map(\.sqlValue)))
         return try rows.map { try object(Model.self, table: table, values: $0) }
     }
 
@@ -56,7 +56,7 @@ extension ModelStore {
         try checkOpen("find")
         let table = try registrar.tableIndex(of: type)
         if let object = registrar.object(table: table, key: key.sqlValue) as? Model { return object }
-        return try currentValues(table: table, key: key.sqlValue).map { try object(Model.self, table: table, values: $0) }
+        return try reads.now(reads.current(RowReference(table: table, key: key.sqlValue))).map { try object(Model.self, table: table, values: $0) }
     }
 
     /// The number of rows of a model, optionally filtered; changes not yet flushed count, as in
@@ -68,21 +68,9 @@ extension ModelStore {
     public func count<Model: TrackedModel>(_ type: Model.Type, where condition: String? = nil, _ arguments: [any ColumnValue] = []) throws -> Int {
         try checkOpen("count")
         let table = try registrar.tableIndex(of: type)
-        guard case .integer(let count) = try readRows(Self.countSQL(Model.self, where: condition), arguments.map(\.sqlValue), table: table).first?.first else { return 0 }
+        let rows = try reads.now(reads.tableRows(table, sql: Self.countSQL(Model.self, where: condition), arguments: arguments.map(\.sqlValue)))
+        guard case .integer(let count) = rows.first?.first else { return 0 }
         return Int(count)
-    }
-
-    /// Runs a read of one table's rows over the table as this store sees it: the rows with
-    /// changes not yet committed as their objects show them (or gone, when deleted).
-    func readRows(_ sql: String, _ arguments: [SQLValue], table: Int) throws -> [[SQLValue]] {
-        let uncommitted = writeBehind.uncommittedRows(table: table)
-        // In key order: a set's order differs from one instance to the next, and on PostgreSQL
-        // the statement is the key its answer is found by (an awaited read that met another
-        // order each round never settled).
-        let keys = uncommitted.keys.sortedInValueOrder()
-        var overlay = TableOverlay(hiddenKeys: keys, hidesEveryRow: uncommitted.deletesEveryRow)
-        overlay.rows = try keys.compactMap { try currentValues(table: table, key: $0) }
-        return try reader.rows(table: table, nativeSQL: sql, arguments: arguments, overlay: overlay)
     }
 
     /// The identity-mapped object of a row: the existing one, or a new one decoded and attached.

@@ -75,19 +75,25 @@ extension ModelStore {
     /// its table's subscribers re-read), and those of rows no object shows that the cells a
     /// discarded update had changed are back.
     ///
-    /// On PostgreSQL those rows are read afterwards (a read there is awaited): subscribers hear
+    /// Where those rows must be read from a server, they are read afterwards: subscribers hear
     /// the discarded insert go, then the committed row come back once it is read.
     private func revert(_ discarded: DiscardedChanges) {
-        let isRemote = reader is any RemoteEngineReader
+        // The rows that cannot be read at once are announced once read.
+        var unread: [RowReference] = []
+        func readAtOnce(_ row: RowReference, _ read: some ShownRead<[SQLValue]?>) -> [SQLValue]? {
+            guard let values = try? reads.atOnce(read) else {
+                if !unread.contains(row) { unread.append(row) }
+                return nil
+            }
+            return values
+        }
         registrar.applyDiscarded(discarded, reading: RowReads(
-            committed: { [unowned self] row in isRemote ? nil : try? committedValues(table: row.table, key: row.key) },
-            current: { [unowned self] row in isRemote ? nil : try? currentValues(table: row.table, key: row.key) }
+            committed: { [unowned self] row in readAtOnce(row, reads.committed(row)) },
+            current: { [unowned self] row in readAtOnce(row, reads.current(row)) }
         ))
-        if isRemote {
-            for row in discarded.steps.compactMap(\.row) {
-                readLater({ [unowned self] in try currentValues(table: row.table, key: row.key) }) { [unowned self] values in
-                    if let values { registrar.announceRowBack(row, values: values) }
-                }
+        for row in unread {
+            reads.later(reads.current(row)) { [unowned self] values in
+                if let values { registrar.announceRowBack(row, values: values) }
             }
         }
         // In the order the updates were made; not rows the steps above announced already, nor
@@ -99,7 +105,7 @@ extension ModelStore {
                 guard KeyPlaceholder.request(in: key) == nil, announced.insert(row).inserted, let cells = discarded.shown[row],
                       registrar.identityMap.object(table: table, key: key) == nil
                 else { continue }
-                announceUndone(row, shown: cells, isRemote: isRemote)
+                announceUndone(row, shown: cells)
             }
         }
         for table in Set(discarded.reloads.keys).union(discarded.resetTables).sorted() {
@@ -112,14 +118,14 @@ extension ModelStore {
     }
 
     /// Tells the subscribers of a row no object shows that a discarded update's cells are back
-    /// to what the row holds; on PostgreSQL once it is read.
-    private func announceUndone(_ row: RowReference, shown cells: [Int: DiscardedChanges.ShownCell], isRemote: Bool) {
-        if isRemote {
-            readLater({ [unowned self] in try currentValues(table: row.table, key: row.key) }) { [unowned self] values in
+    /// to what the row holds; once it is read, where it must be read from a server.
+    private func announceUndone(_ row: RowReference, shown cells: [Int: DiscardedChanges.ShownCell]) {
+        if let current = try? reads.atOnce(reads.current(row)) {
+            registrar.announceUndone(row, shown: cells, current: current)
+        } else {
+            reads.later(reads.current(row)) { [unowned self] values in
                 registrar.announceUndone(row, shown: cells, current: values)
             }
-        } else {
-            registrar.announceUndone(row, shown: cells, current: try? currentValues(table: row.table, key: row.key))
         }
     }
 

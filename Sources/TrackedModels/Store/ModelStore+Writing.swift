@@ -179,7 +179,7 @@ extension ModelStore {
         // of the whole table.
         try transaction {
             var deleting: Set<ObjectIdentifier> = []
-            for object in try fetch(type) where object._$tracking.isAttached {
+            for object in try fetch(FetchDescriptor<Model>()) where object._$tracking.isAttached {
                 try deleteApplyingRules(object, table: table, deleting: &deleting)
             }
             registrar.userDidDeleteAll(table: table)

@@ -35,7 +35,8 @@ public final class ModelStore {
 
     let registrar: ModelRegistrar
     let writeBehind: WriteBehind
-    let reader: any EngineReader
+    /// What the store shows, and every read of it.
+    let reads: StoreReads
     /// The `ON DELETE` actions the database declares for to-one columns that no to-many
     /// relationship of a model names, by target table: deleting applies them as delete rules.
     let databaseDeleteRules: [[DeleteAction]]
@@ -49,14 +50,7 @@ public final class ModelStore {
     private(set) var isClosed = false
     /// Callers of ``refreshExternalChanges()`` waiting for their poll, by poll.
     var pollWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-    /// Reads ``readLater(_:then:)`` started that have not placed their result yet, by number.
-    var readsLater: [UInt64: Task<Void, Never>] = [:]
-    var lastReadLater: UInt64 = 0
     var lastPoll: UInt64 = 0
-    /// How many of the worker's reports of committed data (its commits, other connections'
-    /// changes, rows read back) the store has applied: a read fetched ahead across an await is
-    /// stale once this moved.
-    private(set) var deliveries: UInt64 = 0
     /// The continuations of ``changes(_:bufferingPolicy:)`` streams, by subscription.
     var feedStreams: [UInt64: AsyncStream<ChangeEvent>.Continuation] = [:]
 
@@ -152,7 +146,6 @@ public final class ModelStore {
         let schemas = models.map { $0._$schema }
         filename = name
         self.logger = logger
-        reader = database.reader
         databaseDeleteRules = schemas.indices.map { target in
             database.deleteActions.filter { action in
                 action.targetTable == target && !schemas[target].relationships.contains { relationship in
@@ -166,7 +159,7 @@ public final class ModelStore {
             engine: database.writer,
             linkColumns: schemas.map(\.relationshipColumns),
             watchesChanges: configuration.observesExternalChanges,
-            pollInterval: location.isRemote ? max(configuration.externalChangePollInterval, .milliseconds(250)) : configuration.externalChangePollInterval,
+            pollInterval: max(configuration.externalChangePollInterval, database.shortestPollInterval),
             maxBusyRetries: configuration.maxBusyRetries,
             logger: logger,
             afterCommit: configuration.afterCommit,
@@ -183,6 +176,7 @@ public final class ModelStore {
             }
         )
         registrar = ModelRegistrar(models: models, writeBehind: writeBehind)
+        reads = StoreReads(engine: database.reader, shown: ShownState(registrar: registrar, writeBehind: writeBehind), isolation: isolation)
         registrar.loadObject = { [unowned self] table, key in loadRelatedObject(table: table, key: key) }
         registrar.loadChildren = { [unowned self] table, column, key in try loadChildren(table: table, column: column, key: key) }
         mailbox.start(delivering: self)
@@ -224,6 +218,7 @@ public final class ModelStore {
         // Nothing can change between the last check and the return: no await from here on, so
         // no write lands between the last flush and the objects' detaching.
         isClosed = true
+        reads.close()
         registrar.detachAll()
         writeBehind.finishErrorStreams()
         for continuation in feedStreams.values { continuation.finish() }
@@ -282,7 +277,7 @@ enum StoreMessage: Sendable {
 
 extension ModelStore: MailboxTarget {
     func receive(_ message: StoreMessage) {
-        if case .worker(let event) = message, event.deliversData { deliveries &+= 1 }
+        if case .worker(let event) = message, event.deliversData { reads.committedDataArrived() }
         switch message {
         case .worker(.batchFinished(let outcome)):
             let finished = writeBehind.finish(outcome)

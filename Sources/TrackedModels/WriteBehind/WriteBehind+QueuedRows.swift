@@ -18,6 +18,20 @@ extension WriteBehind {
         return values
     }
 
+    /// Whether what a row shows depends on what is committed: false once a queued change
+    /// inserts or deletes the whole row (the committed values no longer show through).
+    func showsCommittedValues(of row: RowReference) -> Bool {
+        guard hasChanges else { return true }
+        var shows = true
+        for unit in queuedUnits {
+            for operation in unit.operations where operation.touches(row) {
+                if case .update = operation { continue }
+                shows = false
+            }
+        }
+        return shows
+    }
+
     /// What the row of an insert whose key the database has yet to assign holds once its
     /// changes not yet committed apply: the insert's values, then the changes made by its key's
     /// placeholder; nil when no such insert is queued. Links to new rows show NULL.

@@ -211,7 +211,7 @@ final class Harness {
     func generatedQueryRows(windowed: Bool = false) async throws -> [[SQLValue]]? {
         let store = try live
         do {
-            return try await store.reading(sideEffects: false) { try store.matchingRows(generatedQuery, windowed: windowed) }
+            return try await store.reads.awaited(store.reads.matching(generatedQuery, windowed: windowed))
         } catch let error as StoreError where engine == .postgres && error.code == .valueNotStorable
             && (error.message.contains("out of range") || error.message.contains("0x00")) {
             return nil

@@ -61,7 +61,8 @@ enum PostgreSQLEngine {
                         actionTargets: ForeignKey.actionTargets(of: keys, schemas: schemas),
                         listensForCommits: configuration.wakesOnFileChanges, logger: logger
                     ),
-                    deleteActions: ForeignKey.deleteActions(of: keys, schemas: schemas)
+                    deleteActions: ForeignKey.deleteActions(of: keys, schemas: schemas),
+                    shortestPollInterval: .milliseconds(250)
                 )
             } catch {
                 reader.close()

@@ -97,7 +97,8 @@ extension ModelStore.Durability {
     }
 }
 
-/// The reading half of the SQLite engine: the store's own connection, used on its actor.
+/// The reading half of the SQLite engine: the store's own connection, used on its actor. A
+/// read of a local file is answered at once.
 final class SQLiteReader: EngineReader {
     private let connection: Connection
     private let schemas: [TableSchema]
@@ -111,13 +112,32 @@ final class SQLiteReader: EngineReader {
         self.schemas = schemas
     }
 
-    func rows(matching query: CompiledQuery, limit: Int?) throws -> [[SQLValue]] {
+    var answersAtOnce: Bool { true }
+
+    func answerNow(_ reads: [DatabaseRead]) throws -> [[[SQLValue]]] {
+        try reads.map { read in
+            switch read {
+            case .query(let query, let limit): try rows(matching: query, limit: limit)
+            case .count(let query): [[.integer(Int64(try count(matching: query)))]]
+            case .rows(let table, let keys): try keys.compactMap { try row(table: table, key: $0) }
+            case .native(let table, let sql, let arguments, let overlay): try rows(table: table, nativeSQL: sql, arguments: arguments, overlay: overlay)
+            }
+        }
+    }
+
+    func answer(_ reads: [DatabaseRead]) async throws -> [[[SQLValue]]] {
+        try answerNow(reads)
+    }
+
+    func parameter(_ index: Int) -> String { "?\(index)" }
+
+    private func rows(matching query: CompiledQuery, limit: Int?) throws -> [[SQLValue]] {
         let select = SQLiteDialect.select(query, limit: limit)
         statementsRun += 1
         return try translatingSQLiteErrors { try connection.cachedStatement(select.sql).rows(select.arguments) }
     }
 
-    func count(matching query: CompiledQuery) throws -> Int {
+    private func count(matching query: CompiledQuery) throws -> Int {
         let count = SQLiteDialect.count(query)
         statementsRun += 1
         return try translatingSQLiteErrors {
@@ -126,16 +146,14 @@ final class SQLiteReader: EngineReader {
         }
     }
 
-    func parameter(_ index: Int) -> String { "?\(index)" }
-
-    func row(table: Int, key: SQLValue) throws -> [SQLValue]? {
+    private func row(table: Int, key: SQLValue) throws -> [SQLValue]? {
         statementsRun += 1
         return try translatingSQLiteErrors { try connection.cachedStatement(schemas[table].selectByKeySQL).rows([key]).first }
     }
 
     /// Where the overlay has rows, the statement reads the table as the store shows it: see
     /// ``TableOverlayView``.
-    func rows(table: Int, nativeSQL sql: String, arguments: [SQLValue], overlay: TableOverlay) throws -> [[SQLValue]] {
+    private func rows(table: Int, nativeSQL sql: String, arguments: [SQLValue], overlay: TableOverlay) throws -> [[SQLValue]] {
         statementsRun += 1
         return try translatingSQLiteErrors {
             guard !overlay.isEmpty else { return try connection.cachedStatement(sql).rows(arguments) }

@@ -1,0 +1,208 @@
+/// The rows a compiled query matches, in its order, each a row of the query (the table's
+/// columns, then each join's, as this store shows them).
+///
+/// The database answers for the rows it holds unchanged; the rows with changes not yet
+/// committed are judged by their current values instead, and so are the rows that point at a
+/// target with such changes when the predicate or the order reads it. Read in two stages:
+/// the rows that point at changed targets and the changed rows as committed, then the query
+/// (its limit widened by the rows judged here) and the targets of the rows judged here.
+struct MatchingRows: ShownRead {
+    let shown: ShownState
+    let plan: CompiledQuery
+    /// Whether to apply the plan's offset and limit.
+    let windowed: Bool
+
+    /// The keys of the table's rows with changes not yet committed, and those of each join's
+    /// target table.
+    private struct Changed {
+        var rows: (keys: Set<SQLValue>, deletesEveryRow: Bool)
+        var targets: [(keys: Set<SQLValue>, deletesEveryRow: Bool)]
+
+        var hasChangedTargets: Bool { targets.contains { !$0.keys.isEmpty || $0.deletesEveryRow } }
+    }
+
+    private func changed() -> Changed {
+        Changed(
+            rows: shown.writeBehind.uncommittedRows(table: plan.table),
+            targets: plan.joins.map { shown.writeBehind.uncommittedRows(table: $0.targetTable) }
+        )
+    }
+
+    func needs(given answers: ReadAnswers, into needs: inout ReadNeeds) {
+        let changed = changed()
+        let pointingReads = pointingReads(changed)
+        pointingReads.forEach { needs.add($0) }
+        for key in changed.rows.keys {
+            shown.needsCurrentValues(of: RowReference(table: plan.table, key: key), given: answers, into: &needs)
+        }
+        guard pointingReads.allSatisfy(answers.has) else { return }
+        let pointing = pointing(pointingReads, answers, changed)
+        if let read = read(changed, judged: changed.rows.keys.count + pointing.count) { needs.add(read) }
+        // The targets of the rows judged here.
+        var judged: [[SQLValue]] = pointing.map { key, committed in
+            shown.registrar.object(table: plan.table, key: key)?._$values() ?? committed
+        }
+        for key in changed.rows.keys {
+            if case .some(.some(let values)) = shown.knownCurrentValues(of: RowReference(table: plan.table, key: key), given: answers) {
+                judged.append(values)
+            }
+        }
+        for values in judged {
+            for join in plan.joins where values[join.column] != .null {
+                shown.needsCurrentValues(of: RowReference(table: join.targetTable, key: values[join.column]), given: answers, into: &needs)
+            }
+        }
+    }
+
+    func compose(_ answers: ReadAnswers) -> [[SQLValue]] {
+        let changed = changed()
+        let keyColumn = plan.schema.primaryKeyIndex
+        let pointing = pointing(pointingReads(changed), answers, changed)
+        let judged = changed.rows.keys.count + pointing.count
+        var rows = read(changed, judged: judged).map(answers.rows) ?? []
+        if changed.hasChangedTargets, !plan.readsThroughJoins {
+            // The selection and the order stand; the targets show their current values.
+            rows = rows.map(showingCurrentTargets)
+        }
+        if judged > 0 || changed.rows.deletesEveryRow {
+            rows.removeAll { changed.rows.keys.contains($0[keyColumn]) || pointing[$0[keyColumn]] != nil }
+            var values: [[SQLValue]] = pointing.map { key, committed in
+                shown.registrar.object(table: plan.table, key: key)?._$values() ?? committed
+            }
+            for key in changed.rows.keys {
+                if let current = shown.currentValues(of: RowReference(table: plan.table, key: key), given: answers) { values.append(current) }
+            }
+            for row in values.map({ shown.queryRow(plan, values: $0, given: answers) }) where plan.matches(row) {
+                rows.append(row)
+            }
+            rows.sort { plan.precedes(plan.entry(of: $0), plan.entry(of: $1)) }
+        }
+        guard windowed else { return rows }
+        let start = min(plan.offset, rows.count)
+        let end = plan.limit.map { min(start + $0, rows.count) } ?? rows.count
+        return Array(rows[start..<end])
+    }
+
+    /// The query itself, with room in its window for each row judged here (each can take at
+    /// most one place from it); nil when every row is deleted.
+    private func read(_ changed: Changed, judged: Int) -> DatabaseRead? {
+        guard !changed.rows.deletesEveryRow else { return nil }
+        return .query(plan, limit: windowed ? plan.limit.map { $0 + plan.offset + judged } : nil)
+    }
+
+    /// The reads of the rows whose target has changes not yet committed, where the predicate
+    /// or the order reads through the joins.
+    private func pointingReads(_ changed: Changed) -> [DatabaseRead] {
+        guard !changed.rows.deletesEveryRow, changed.hasChangedTargets, plan.readsThroughJoins else { return [] }
+        var reads: [DatabaseRead] = []
+        for (join, targets) in zip(plan.joins, changed.targets) {
+            if targets.deletesEveryRow {
+                let every = CompiledQuery(
+                    table: plan.table, schema: plan.schema, predicate: nil, sort: [plan.sort[plan.sort.count - 1]],
+                    columnsRead: [], joins: plan.joins, limit: nil, offset: 0
+                )
+                reads.append(.query(every, limit: nil))
+            } else {
+                let keys = targets.keys.sortedInValueOrder()
+                for start in stride(from: 0, to: keys.count, by: 500) {
+                    reads.append(.query(plan.rowsPointing(atAnyOf: Array(keys[start..<min(start + 500, keys.count)]), through: join), limit: nil))
+                }
+            }
+        }
+        return reads
+    }
+
+    /// The rows the pointing reads found that have no changes of their own, by key, with their
+    /// committed values.
+    private func pointing(_ reads: [DatabaseRead], _ answers: ReadAnswers, _ changed: Changed) -> [SQLValue: [SQLValue]] {
+        let keyColumn = plan.schema.primaryKeyIndex
+        let width = plan.schema.columns.count
+        var pointing: [SQLValue: [SQLValue]] = [:]
+        for read in reads {
+            for row in answers.rows(read) where !changed.rows.keys.contains(row[keyColumn]) {
+                pointing[row[keyColumn]] = Array(row.prefix(width))
+            }
+        }
+        return pointing
+    }
+
+    /// A row of the query as the database answered it, its targets' columns as this store
+    /// shows them (the database's answer is their committed values).
+    private func showingCurrentTargets(_ row: [SQLValue]) -> [SQLValue] {
+        var shownRow = row
+        for join in plan.joins where row[join.column] != .null {
+            let columns = join.offset..<(join.offset + join.target.columns.count)
+            let committed = row[join.offset + join.target.primaryKeyIndex] == .null ? nil : Array(row[columns])
+            let target = shown.currentValues(of: RowReference(table: join.targetTable, key: row[join.column]), committed: committed)
+            shownRow.replaceSubrange(columns, with: target ?? Array(repeating: .null, count: join.target.columns.count))
+        }
+        return shownRow
+    }
+}
+
+/// One row as a row of a query (the table's columns, then each join's target's), as this
+/// store shows it; nil when there is no row.
+struct QueryRow: ShownRead {
+    let shown: ShownState
+    let plan: CompiledQuery
+    let key: SQLValue
+
+    func needs(given answers: ReadAnswers, into needs: inout ReadNeeds) {
+        let row = RowReference(table: plan.table, key: key)
+        shown.needsCurrentValues(of: row, given: answers, into: &needs)
+        guard case .some(.some(let values)) = shown.knownCurrentValues(of: row, given: answers) else { return }
+        for join in plan.joins where values[join.column] != .null {
+            shown.needsCurrentValues(of: RowReference(table: join.targetTable, key: values[join.column]), given: answers, into: &needs)
+        }
+    }
+
+    func compose(_ answers: ReadAnswers) -> [SQLValue]? {
+        shown.currentValues(of: RowReference(table: plan.table, key: key), given: answers).map {
+            shown.queryRow(plan, values: $0, given: answers)
+        }
+    }
+}
+
+/// How many rows a compiled query matches, within its window: the database counts where no
+/// row of the tables it reads has changes not yet committed, else the rows are read.
+struct MatchCount: ShownRead {
+    let shown: ShownState
+    let plan: CompiledQuery
+
+    private var isCommittedAsShown: Bool {
+        ([plan.table] + plan.joins.map(\.targetTable)).allSatisfy { table in
+            let changed = shown.writeBehind.uncommittedRows(table: table)
+            return changed.keys.isEmpty && !changed.deletesEveryRow
+        }
+    }
+
+    private var rows: MatchingRows { MatchingRows(shown: shown, plan: plan, windowed: true) }
+
+    func needs(given answers: ReadAnswers, into needs: inout ReadNeeds) {
+        guard isCommittedAsShown else { return rows.needs(given: answers, into: &needs) }
+        needs.add(.count(plan))
+    }
+
+    func compose(_ answers: ReadAnswers) -> Int {
+        guard isCommittedAsShown else { return rows.compose(answers).count }
+        guard case .integer(let total) = answers.rows(.count(plan)).first?.first else { return 0 }
+        let afterOffset = max(0, Int(total) - plan.offset)
+        return plan.limit.map { min($0, afterOffset) } ?? afterOffset
+    }
+}
+
+extension ShownState {
+    /// A row of the table, given its current values, as a row of the query: each join's
+    /// target's current values follow (NULLs where it points at nothing, or at no row).
+    func queryRow(_ plan: CompiledQuery, values: [SQLValue], given answers: ReadAnswers) -> [SQLValue] {
+        guard !plan.joins.isEmpty else { return values }
+        var row = values
+        row.reserveCapacity(plan.width)
+        for join in plan.joins {
+            let key = values[join.column]
+            let target = key == .null ? nil : currentValues(of: RowReference(table: join.targetTable, key: key), given: answers)
+            row += target ?? Array(repeating: .null, count: join.target.columns.count)
+        }
+        return row
+    }
+}

@@ -1,0 +1,106 @@
+/// One read of what the store shows, made in stages by ``StoreReads``: it lists the database
+/// reads it needs given the answers in hand, and once every one is answered, composes its
+/// result in one synchronous run.
+///
+/// ```swift
+/// struct KeyCount: ShownRead {
+///     let query: CompiledQuery
+///     func needs(given answers: ReadAnswers, into needs: inout ReadNeeds) { needs.add(.count(query)) }
+///     func compose(_ answers: ReadAnswers) -> Int { answers.rows(.count(query)).count }
+/// }
+/// ```
+protocol ShownRead<Result>: SendableMetatype {
+    associatedtype Result
+
+    /// Lists the database reads the read needs, as far as the answers in hand tell (a later
+    /// stage's reads once the earlier stage's are answered). Reads already answered may be
+    /// listed again; nothing is listed once all it needs is in hand.
+    func needs(given answers: ReadAnswers, into needs: inout ReadNeeds) throws
+
+    /// What the store shows, from the answers to every read ``needs(given:into:)`` listed and
+    /// from the store as it is now.
+    func compose(_ answers: ReadAnswers) throws -> Result
+}
+
+/// What the store holds besides the database, which every read lays over what is committed:
+/// its live objects (the registrar's) and its changes not yet committed (write-behind's).
+struct ShownState {
+    let registrar: ModelRegistrar
+    let writeBehind: WriteBehind
+
+    /// Where a table's primary key is in its rows.
+    func keyColumn(_ table: Int) -> Int {
+        registrar.schemas[table].primaryKeyIndex
+    }
+
+    /// Whether a row's current values need its committed row, and it is not in hand.
+    func needsCommittedRow(of row: RowReference, given answers: ReadAnswers) -> Bool {
+        registrar.object(table: row.table, key: row.key) == nil && registrar.deliveredCommittedValues(of: row) == nil
+            && answers.committed(row) == nil && writeBehind.showsCommittedValues(of: row)
+    }
+
+    /// Lists the committed row a row's current values need, if they need one.
+    func needsCurrentValues(of row: RowReference, given answers: ReadAnswers, into needs: inout ReadNeeds) {
+        if needsCommittedRow(of: row, given: answers) { needs.committedRow(row) }
+    }
+
+    /// A row's current values: its object's, else what is committed with this store's changes
+    /// not yet committed applied; nil when there is no row, or when this store deleted it
+    /// (committed or not).
+    func currentValues(of row: RowReference, given answers: ReadAnswers) -> [SQLValue]? {
+        currentValues(of: row, committed: answers.committed(row) ?? nil)
+    }
+
+    /// A row's current values, given what the database holds for it (nil: no row).
+    func currentValues(of row: RowReference, committed: [SQLValue]?) -> [SQLValue]? {
+        if let object = registrar.object(table: row.table, key: row.key) { return object._$values() }
+        // Being delivered, the row was just read with its change: newer than any read before.
+        return writeBehind.uncommittedValues(of: row, over: registrar.deliveredCommittedValues(of: row) ?? committed)
+    }
+
+    /// A row's current values where they are known from the answers in hand; nil when its
+    /// committed row is still to read.
+    func knownCurrentValues(of row: RowReference, given answers: ReadAnswers) -> [SQLValue]?? {
+        needsCommittedRow(of: row, given: answers) ? nil : .some(currentValues(of: row, given: answers))
+    }
+}
+
+/// A row as this store shows it, by key; nil when there is none.
+struct CurrentRow: ShownRead {
+    let shown: ShownState
+    let row: RowReference
+
+    func needs(given answers: ReadAnswers, into needs: inout ReadNeeds) {
+        shown.needsCurrentValues(of: row, given: answers, into: &needs)
+    }
+
+    func compose(_ answers: ReadAnswers) -> [SQLValue]? {
+        shown.currentValues(of: row, given: answers)
+    }
+}
+
+/// A row as committed, whatever this store holds; nil when the database has none.
+struct CommittedRow: ShownRead {
+    let row: RowReference
+
+    func needs(given answers: ReadAnswers, into needs: inout ReadNeeds) {
+        if answers.committed(row) == nil { needs.committedRow(row) }
+    }
+
+    func compose(_ answers: ReadAnswers) -> [SQLValue]? {
+        answers.committed(row) ?? nil
+    }
+}
+
+/// Several reads made as one: their stages together, their results in their order.
+struct EachRead<Read: ShownRead>: ShownRead {
+    let reads: [Read]
+
+    func needs(given answers: ReadAnswers, into needs: inout ReadNeeds) throws {
+        for read in reads { try read.needs(given: answers, into: &needs) }
+    }
+
+    func compose(_ answers: ReadAnswers) throws -> [Read.Result] {
+        try reads.map { try $0.compose(answers) }
+    }
+}

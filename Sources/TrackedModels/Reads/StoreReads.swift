@@ -1,0 +1,221 @@
+/// What the store shows, and the one place that reads it: committed rows, with this store's
+/// changes in flight and pending laid over them, and the values its live objects hold.
+///
+/// Every read of the store is a ``ShownRead``: it lists the database reads it needs given the
+/// answers in hand (in stages: a join's targets are known once the rows that point at them
+/// are), and composes what the store shows once it has them all. This type runs them:
+/// ``now(_:)`` on the caller's thread, where the engine answers at once (SQLite);
+/// ``awaited(_:)`` for either engine, the store's actor free while a server answers
+/// (PostgreSQL); ``later(_:then:)`` for paths that cannot wait (live results while a change is
+/// delivered). Nothing else knows whether a read must be awaited.
+///
+/// ```swift
+/// let rows = try reads.now(MatchingRows(shown: reads.shown, plan: plan, windowed: true))
+/// let same = try await reads.awaited(MatchingRows(shown: reads.shown, plan: plan, windowed: true))
+/// ```
+final class StoreReads {
+    /// What the store holds besides the database: objects and queued changes.
+    let shown: ShownState
+    /// The engine's reading half (tests count the statements it runs).
+    let engine: any EngineReader
+    private let isolation: any Actor
+    /// How many times committed data reached the store (its commits, other connections'
+    /// changes, rows read back): answers fetched before it moved are stale.
+    private(set) var deliveries: UInt64 = 0
+    private var isClosed = false
+    /// Answers gathered ahead for a synchronous write that reads (an awaited delete), used by
+    /// the reads it makes; nil otherwise.
+    private var prepared: ReadAnswers?
+    /// Reads ``later(_:then:)`` started that have not placed their result yet, by number.
+    private var readsLater: [UInt64: Task<Void, Never>] = [:]
+    private var lastReadLater: UInt64 = 0
+
+    init(engine: any EngineReader, shown: ShownState, isolation: any Actor) {
+        self.engine = engine
+        self.shown = shown
+        self.isolation = isolation
+    }
+
+    /// How many rounds an awaited read takes at most (see ``awaited(_:)``).
+    static let maximumRounds = 64
+
+    /// Whether a read that needs the database must be awaited: then a live list keeps its
+    /// members' objects, which it could not read when asked for one.
+    var mustAwait: Bool { !engine.answersAtOnce }
+
+    /// Notes that committed data reached the store's objects.
+    func committedDataArrived() {
+        deliveries &+= 1
+    }
+
+    /// Notes that the store closed: an awaited read in progress ends with an error.
+    func close() {
+        isClosed = true
+    }
+
+    // MARK: - The reads
+
+    /// The rows a query matches, as this store shows them: see ``MatchingRows``.
+    func matching(_ plan: CompiledQuery, windowed: Bool) -> MatchingRows {
+        MatchingRows(shown: shown, plan: plan, windowed: windowed)
+    }
+
+    /// How many rows a query matches within its window: see ``MatchCount``.
+    func count(_ plan: CompiledQuery) -> MatchCount {
+        MatchCount(shown: shown, plan: plan)
+    }
+
+    /// One row as a row of a query: see ``QueryRow``.
+    func queryRow(_ plan: CompiledQuery, key: SQLValue) -> QueryRow {
+        QueryRow(shown: shown, plan: plan, key: key)
+    }
+
+    /// A row as this store shows it: see ``CurrentRow``.
+    func current(_ row: RowReference) -> CurrentRow {
+        CurrentRow(shown: shown, row: row)
+    }
+
+    /// A row as committed: see ``CommittedRow``.
+    func committed(_ row: RowReference) -> CommittedRow {
+        CommittedRow(row: row)
+    }
+
+    /// A statement in the engine's SQL over one table as this store shows it: see ``TableRows``.
+    func tableRows(_ table: Int, sql: String, arguments: [SQLValue]) -> TableRows {
+        TableRows(shown: shown, table: table, sql: sql, arguments: arguments)
+    }
+
+    /// The rows of a table whose column holds a key, in key order, as this store shows them: a
+    /// parent's children.
+    func children(table: Int, column: Int, key: SQLValue) -> MatchingRows {
+        let schema = shown.registrar.schemas[table]
+        return matching(CompiledQuery(
+            table: table, schema: schema, predicate: .compare(.equal, .column(column), .value(key)),
+            sort: [CompiledQuery.SortTerm(column: schema.primaryKeyIndex, ascending: true)], columnsRead: [column],
+            limit: nil, offset: 0
+        ), windowed: false)
+    }
+
+    // MARK: - Running reads
+
+    /// What a read shows, read on the caller's thread.
+    ///
+    /// - Throws: ``StoreError/Code/asyncReadRequired`` where the read needs the database and
+    ///   the engine's reads must be awaited; what kept the database from answering.
+    func now<Read: ShownRead>(_ read: Read) throws -> Read.Result {
+        // Read at once, a read returns or throws (an engine that cannot answer at once refuses
+        // in its own words).
+        guard let result = try run(read, readingAtOnce: true) else { preconditionFailure("a read made at once gave no result") }
+        return result
+    }
+
+    /// What a read shows, where it can be read on the caller's thread: nil where it needs the
+    /// database and the engine's reads must be awaited (see ``later(_:then:)``).
+    func atOnce<Read: ShownRead>(_ read: Read) throws -> Read.Result? {
+        try run(read, readingAtOnce: engine.answersAtOnce)
+    }
+
+    /// Runs a read on the caller's thread; nil where it needs the database and `readingAtOnce`
+    /// is false.
+    private func run<Read: ShownRead>(_ read: Read, readingAtOnce: Bool) throws -> Read.Result? {
+        var answers = prepared ?? ReadAnswers()
+        for _ in 0..<Self.maximumRounds {
+            var needs = ReadNeeds()
+            try read.needs(given: answers, into: &needs)
+            let missing = needs.all.filter { !answers.has($0) }
+            if missing.isEmpty { return try read.compose(answers) }
+            guard readingAtOnce else { return nil }
+            answers.take(try engine.answerNow(missing), of: missing, keyColumn: shown.keyColumn)
+        }
+        throw StoreError(
+            code: .busy,
+            message: "a read still needed more of the database after \(Self.maximumRounds) rounds; try again, and report it if it persists",
+            mayPass: true
+        )
+    }
+
+    /// What a read shows, the database's answers awaited (the store's actor is free
+    /// meanwhile). Answers fetched before the store applied new committed data are fetched
+    /// again, so that what it returns is never older than what the store shows; the result is
+    /// composed in one synchronous run, from the store as it is then.
+    ///
+    /// - Parameter answers: Answers in hand, kept with those this read fetches.
+    /// - Throws: ``StoreError/Code/busy`` when committed data kept arriving for
+    ///   ``maximumRounds`` rounds; ``StoreError/Code/closed`` when the store closed meanwhile.
+    func awaited<Read: ShownRead>(_ read: Read, keeping answers: inout ReadAnswers) async throws -> Read.Result {
+        var overtaken = 0
+        for _ in 0..<Self.maximumRounds {
+            var needs = ReadNeeds()
+            try read.needs(given: answers, into: &needs)
+            let missing = needs.all.filter { !answers.has($0) }
+            if missing.isEmpty { return try read.compose(answers) }
+            try Task.checkCancellation()
+            let askedAt = deliveries
+            let fetched = try await engine.answer(missing)
+            if isClosed { throw StoreError.closed(operation: "read") }
+            guard deliveries == askedAt else {
+                // Committed data arrived meanwhile: what was read before may be stale.
+                overtaken += 1
+                answers = ReadAnswers()
+                continue
+            }
+            answers.take(fetched, of: missing, keyColumn: shown.keyColumn)
+        }
+        throw StoreError(
+            code: .busy,
+            message: "the read did not settle in \(Self.maximumRounds) rounds (\(overtaken) overtaken by data other connections committed meanwhile); try again",
+            mayPass: true
+        )
+    }
+
+    /// ``awaited(_:keeping:)`` with no answers in hand.
+    func awaited<Read: ShownRead>(_ read: Read) async throws -> Read.Result {
+        var answers = ReadAnswers()
+        return try await awaited(read, keeping: &answers)
+    }
+
+    /// Runs a synchronous write whose reads were gathered ahead (an awaited delete whose rules
+    /// read the children): its reads are answered from `answers` first.
+    func answering<Result>(from answers: ReadAnswers, _ body: () throws -> Result) rethrows -> Result {
+        let outer = prepared
+        prepared = answers
+        defer { prepared = outer }
+        return try body()
+    }
+
+    /// Reads later on the store's actor, awaiting the database, and hands the result to `then`
+    /// there: for the paths that keep live results current, which run synchronously while a
+    /// change is delivered. Nothing happens when the store closed meanwhile or the read failed
+    /// (the row is judged again on its next change).
+    func later<Read: ShownRead>(_ read: Read, then: @escaping (Read.Result) -> Void) {
+        lastReadLater += 1
+        let later = ReadLater(reads: self, number: lastReadLater, read: read, then: then)
+        let isolation = isolation
+        readsLater[lastReadLater] = Task { await later.run(on: isolation) }
+    }
+
+    /// Returns once every read ``later(_:then:)`` started has placed its result (also those
+    /// they started in turn).
+    func placedReadsLater() async {
+        while let (number, task) = readsLater.first {
+            await task.value
+            readsLater[number] = nil
+        }
+    }
+
+    /// A read that ``later(_:then:)`` runs in a task of its own.
+    private struct ReadLater<Read: ShownRead>: @unchecked Sendable {
+        // @unchecked Sendable: the read side, the read and the closure belong to the store's
+        // actor, and are used only in `run(on:)`, which runs isolated to that actor.
+        let reads: StoreReads
+        let number: UInt64
+        let read: Read
+        let then: (Read.Result) -> Void
+
+        func run(on actor: isolated any Actor) async {
+            defer { reads.readsLater[number] = nil }
+            guard !reads.isClosed, let result = try? await reads.awaited(read), !reads.isClosed else { return }
+            then(result)
+        }
+    }
+}
