@@ -125,7 +125,7 @@ extension ModelRegistrar {
     /// Reports a change the program made through a property that cannot throw, and that the
     /// store refused: published on ``ModelStore/writeErrors`` and logged, the change undone.
     func refuse(_ error: StoreError) {
-        writeBehind.report(error)
+        writeBehind.errors.report(error)
     }
 
     /// Inserts the children an object's to-many relationships were given before it was stored

@@ -140,6 +140,6 @@ extension ModelStore {
     /// ```
     public var writeErrors: AsyncStream<StoreError> {
         checkIsolation("writeErrors")
-        return writeBehind.makeErrorStream()
+        return writeBehind.errors.makeStream()
     }
 }

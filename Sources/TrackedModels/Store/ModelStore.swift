@@ -190,7 +190,7 @@ public final class ModelStore {
             writeBehind.submit(retryingRejected: true)
             worker.close()
         }
-        writeBehind.finishErrorStreams()
+        writeBehind.errors.finish()
         for continuation in feedStreams.values { continuation.finish() }
         mailbox.finish()
         registrar.detachAll()
@@ -220,7 +220,7 @@ public final class ModelStore {
         isClosed = true
         reads.close()
         registrar.detachAll()
-        writeBehind.finishErrorStreams()
+        writeBehind.errors.finish()
         for continuation in feedStreams.values { continuation.finish() }
         feedStreams.removeAll()
         for waiter in pollWaiters.values { waiter.resume() }

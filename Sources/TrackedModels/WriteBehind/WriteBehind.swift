@@ -55,10 +55,12 @@ final class WriteBehind {
     /// While positive, the policy hands nothing to the worker (see ``withoutSubmitting(_:)``).
     private var submissionHolds = 0
     /// Cells with writes in flight (the sum of their increments, and how many plain sets),
-    /// built from `inFlight` only when a committed value needs it, dropped when it changes.
-    private var cellsInFlightCache: [CellReference: (delta: Int64, sets: Int)]?
-    private var errorContinuations: [AsyncStream<StoreError>.Continuation] = []
-    private let schemas: [TableSchema]
+    /// built from `inFlight` only when a committed value needs it (WriteBehind+Overlay.swift),
+    /// dropped when it changes.
+    var cellsInFlightCache: [CellReference: (delta: Int64, sets: Int)]?
+    /// Where refused changes are published.
+    let errors: WriteErrorStreams
+    let schemas: [TableSchema]
     /// Each table's to-one columns, where placeholders of assigned keys may stand.
     let linkColumns: [[Int]]
     private let policy: Policy
@@ -74,6 +76,7 @@ final class WriteBehind {
         self.policy = policy
         self.worker = worker
         self.scheduleTick = scheduleTick
+        errors = WriteErrorStreams(logger: logger)
     }
 
     /// Whether changes are waiting to be committed (pending or in flight).
@@ -283,7 +286,7 @@ final class WriteBehind {
             failBulkInserts(in: inFlight, with: error)
             handBack(inFlight.flatMap(\.units))
             resumeWaiters { _ in .failure(error) }
-            publish(error)
+            errors.publish(error)
             if error.mayPass { applyPolicy() }
             return Finished()
         case .refused(let unit, let operation, let error):
@@ -306,7 +309,7 @@ final class WriteBehind {
     private func markRefused(_ unit: inout PendingChanges.Unit, error: StoreError, operation index: Int) {
         unit.rejection = PendingChanges.Rejection(error: error, operation: index)
         unit.isRetryDue = false
-        publish(error)
+        errors.publish(error)
         let operation = unit.unit.operations[index]
         logger.warning("the database refused a change; it stays pending until replaced or discarded", metadata: [
             "table": "\(schemas[operation.table].name)",
@@ -399,52 +402,6 @@ final class WriteBehind {
         waiters = waiting
     }
 
-    // MARK: - The overlay rule
-
-    /// What a cell shows when the database reports `committed` for it: the committed value plus
-    /// this store's increments still in flight or pending; `nil` to keep the local value,
-    /// because a plain assignment not yet committed will overwrite it (last writer wins).
-    func overlay(_ committed: SQLValue, for cell: CellReference) -> SQLValue? {
-        var delta: Int64 = 0
-        if let inFlight = cellsInFlight()[cell] {
-            guard inFlight.sets == 0 else { return nil }
-            delta = inFlight.delta
-        }
-        switch pending.write(to: cell) {
-        case nil: break
-        case .add(let pending)?: delta &+= pending
-        case .set?: return nil
-        }
-        guard delta != 0, case .integer(let value) = committed else { return committed }
-        return .integer(value &+ delta)
-    }
-
-    private func cellsInFlight() -> [CellReference: (delta: Int64, sets: Int)] {
-        if let cached = cellsInFlightCache { return cached }
-        var cells: [CellReference: (delta: Int64, sets: Int)] = [:]
-        for unit in inFlight.lazy.flatMap(\.units) {
-            for operation in unit.unit.operations {
-                switch operation {
-                case .update(let row, let writes):
-                    for cell in writes {
-                        let reference = CellReference(row: row, column: cell.column)
-                        switch cell.write {
-                        case .add(let delta): cells[reference, default: (0, 0)].delta &+= delta
-                        case .set: cells[reference, default: (0, 0)].sets += 1
-                        }
-                    }
-                case .insert(let request):
-                    guard let row = request.row else { continue }
-                    for column in request.values.indices { cells[CellReference(row: row, column: column), default: (0, 0)].sets += 1 }
-                case .delete, .deleteAll:
-                    continue
-                }
-            }
-        }
-        cellsInFlightCache = cells
-        return cells
-    }
-
     // MARK: - Rows with changes (see WriteBehind+QueuedRows.swift for reading them)
 
     /// Drops the pending updates and deletes of a row another connection deleted or re-keyed,
@@ -456,82 +413,15 @@ final class WriteBehind {
         pending.dropChanges(of: row)
     }
 
-    // MARK: - Inspection and discarding
-
-    /// The changes not yet committed, in the order they will commit.
-    var pendingChanges: [PendingChange] {
-        inFlight.flatMap(\.units).map { change($0, isInFlight: true) } + pending.all.map { change($0, isInFlight: false) }
-    }
+    // MARK: - Discarding
 
     /// Removes a pending unit that is not in flight, returning it so its objects can be put back.
     func discard(_ id: UInt64) -> DiscardedChanges? {
         pending.remove(unit: id).map { DiscardedChanges([$0], insertedAgain: isInsertPending) }
     }
 
-    /// Whether a pending unit inserts this object (as the row it is attached to now).
-    private func isInsertPending(_ object: any TrackedModel) -> Bool {
-        let tracking = object._$tracking
-        let row = RowReference(table: tracking.table, key: tracking.key)
-        return pending.all.contains { unit in
-            unit.objects.contains { $0 === object } && unit.unit.operations.contains { operation in
-                guard case .insert(let request) = operation else { return false }
-                return tracking.insertRequest.map { $0 == request.id } ?? (request.row == row)
-            }
-        }
-    }
-
     /// Removes every pending unit that is not in flight.
     func discardAll() -> DiscardedChanges {
         DiscardedChanges(pending.removeAll())
-    }
-
-    /// Failed commits as they happen. Each access makes a new stream.
-    func makeErrorStream() -> AsyncStream<StoreError> {
-        let (stream, continuation) = AsyncStream.makeStream(of: StoreError.self)
-        errorContinuations.append(continuation)
-        return stream
-    }
-
-    func finishErrorStreams() {
-        for continuation in errorContinuations { continuation.finish() }
-        errorContinuations.removeAll()
-    }
-
-    /// Publishes an error of a change the store refused where the program could not be told by
-    /// a throw (a property's setter), and logs it.
-    func report(_ error: StoreError) {
-        logger.warning("a change was refused", metadata: ["error": "\(error.message)", "code": "\(error.code)"])
-        publish(error)
-    }
-
-    private func publish(_ error: StoreError) {
-        errorContinuations.removeAll { continuation in
-            if case .terminated = continuation.yield(error) { true } else { false }
-        }
-    }
-
-    private func change(_ unit: PendingChanges.Unit, isInFlight: Bool) -> PendingChange {
-        PendingChange(
-            id: unit.id,
-            operations: unit.unit.operations.map { $0.description(tables: schemas) },
-            isInFlight: isInFlight,
-            error: unit.rejection.map { _ in rejectionError(unit, among: 1) }
-        )
-    }
-
-    /// The error of a rejected unit: what it writes (table, row, columns, value types) and why
-    /// the database refused it.
-    private func rejectionError(_ unit: PendingChanges.Unit, among count: Int) -> StoreError {
-        let rejection = unit.rejection!
-        let operation = unit.unit.operations[min(rejection.operation, unit.unit.operations.count - 1)]
-        let others = count > 1 ? " (and \(count - 1) other change\(count == 2 ? "" : "s"))" : ""
-        let discard = "discard the change (store.discard(_:) with an entry of store.pendingChanges)"
-        return StoreError(
-            code: .changeRejected,
-            message: "the database refused to \(operation.description(tables: schemas, showingTypes: true))\(others): \(rejection.error.message); "
-                + (rejection.isForGood ? "trying again cannot help: \(discard)" : "assign a valid value, or \(discard)"),
-            constraint: rejection.error.constraint,
-            underlying: rejection.error
-        )
     }
 }

@@ -179,3 +179,37 @@ struct CommitReport: Sendable {
         for column in columns { counterValues[CellReference(row: row, column: column)] = nil }
     }
 }
+
+extension WriteOperation {
+    /// Merges a cell write into an insert's values or an update's cells; `false` for a delete.
+    mutating func merge(_ write: CellWrite, column: Int) -> Bool {
+        switch self {
+        case .insert(var request):
+            // Drop this enum's reference first, so that the array is mutated in place.
+            self = .deleteAll(table: -1)
+            request.values[column] = write.applied(to: request.values[column])
+            self = .insert(request)
+            return true
+        case .update(let row, var cells):
+            self = .deleteAll(table: -1)
+            Self.merge(write, column: column, into: &cells)
+            self = .update(row: row, cells: cells)
+            return true
+        case .delete, .deleteAll:
+            return false
+        }
+    }
+
+    /// Merges a cell write into changed cells kept in column order.
+    static func merge(_ write: CellWrite, column: Int, into cells: inout [(column: Int, write: CellWrite)]) {
+        if let index = cells.firstIndex(where: { $0.column >= column }) {
+            if cells[index].column == column {
+                cells[index].write = cells[index].write.followed(by: write)
+            } else {
+                cells.insert((column, write), at: index)
+            }
+        } else {
+            cells.append((column, write))
+        }
+    }
+}

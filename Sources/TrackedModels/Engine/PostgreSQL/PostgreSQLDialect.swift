@@ -186,3 +186,31 @@ struct PostgreSQLDialect {
         }
     }
 }
+
+extension PostgreSQLDialect {
+    /// An insert of one row in `$n` parameters, in column order (the key left out where the
+    /// database assigns it, and then returned).
+    static func insert(_ schema: TableSchema, assignsKey: Bool) -> String {
+        let columns = schema.columns.filter { !(assignsKey && $0.isPrimaryKey) }.map { quoteIdentifier($0.name) }
+        let placeholders = (1...max(columns.count, 1)).prefix(columns.count).map { "$\($0)" }
+        var sql = columns.isEmpty
+            ? "INSERT INTO \(quoteIdentifier(schema.name)) DEFAULT VALUES"
+            : "INSERT INTO \(quoteIdentifier(schema.name)) (\(columns.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
+        if assignsKey { sql += " RETURNING \(quoteIdentifier(schema.primaryKey.name))" }
+        return sql
+    }
+
+    /// An update of one row by key: `sets` assigned, `adds` incremented (and returned), then the
+    /// key, in `$n` parameters in that order.
+    static func update(_ schema: TableSchema, sets: [Int], adds: [Int]) -> String {
+        var parameter = 0
+        func next() -> String {
+            parameter += 1
+            return "$\(parameter)"
+        }
+        let assignments = sets.map { "\(quoteIdentifier(schema.columns[$0].name)) = \(next())" }
+            + adds.map { "\(quoteIdentifier(schema.columns[$0].name)) = \(quoteIdentifier(schema.columns[$0].name)) + \(next())" }
+        let returning = adds.isEmpty ? "1" : adds.map { quoteIdentifier(schema.columns[$0].name) }.joined(separator: ", ")
+        return "UPDATE \(quoteIdentifier(schema.name)) SET \(assignments.joined(separator: ", ")) WHERE \(quoteIdentifier(schema.primaryKey.name)) = \(next()) RETURNING \(returning)"
+    }
+}

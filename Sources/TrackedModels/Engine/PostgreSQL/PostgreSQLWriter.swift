@@ -84,7 +84,7 @@ final class PostgreSQLWriter: EngineWriter {
             // with keys other connections gave explicitly, and with the keys this commit gives
             // (an insert given key 1 after one without a key must not meet the key 1 it got).
             var caughtUp: Set<Int> = []
-            let givenKeys = Self.largestGivenKeys(in: units)
+            let givenKeys = PostgreSQLKeySequence.largestGivenKeys(in: units)
             // Links whose insert comes later in the transaction (see ``DeferredLink``).
             var deferred: [DeferredLink] = []
             func assignedKey(_ request: UInt64) -> SQLValue? { commit.report.assignedKeys[request] ?? earlierKeys[request] }
@@ -95,7 +95,7 @@ final class PostgreSQLWriter: EngineWriter {
                     let (operation, waiting) = written.resolvingPlaceholders(linkColumns: linkColumns, assignedKey)
                     deferred += waiting
                     if case .insert(let request) = operation, request.row == nil, caughtUp.insert(request.table).inserted {
-                        let catchUp = keySequenceCatchUp(request.table, past: givenKeys[request.table])
+                        let catchUp = PostgreSQLKeySequence.catchUp(tables[request.table], past: givenKeys[request.table])
                         sent.append((unitIndex, operationIndex, nil, try session.send(catchUp.sql, catchUp.arguments, reused: true, doing: catchUp.doing)))
                     }
                     if changeLog != nil, let deleted = deletedActionTarget(operation) {
@@ -120,7 +120,7 @@ final class PostgreSQLWriter: EngineWriter {
                         }
                         do {
                             sent.append((unitIndex, operationIndex, operation, try session.send(statement.sql, statement.arguments, reused: true, doing: statement.doing)))
-                            if let advance = keySequenceAdvance(after: operation) {
+                            if let advance = PostgreSQLKeySequence.advance(after: operation, tables: tables) {
                                 sent.append((unitIndex, operationIndex, nil, try session.send(advance.sql, advance.arguments, reused: true, doing: advance.doing)))
                             }
                         } catch let error as StoreError {
@@ -294,7 +294,7 @@ final class PostgreSQLWriter: EngineWriter {
         try refuseOverlongText(operation)
         let statement = statement(for: operation)
         try record(operation, rows: session.rowsWaiting(statement.sql, statement.arguments, reused: true, doing: statement.doing), into: &report)
-        if let advance = keySequenceAdvance(after: operation) { _ = try session.rowsWaiting(advance.sql, advance.arguments, reused: true, doing: advance.doing) }
+        if let advance = PostgreSQLKeySequence.advance(after: operation, tables: tables) { _ = try session.rowsWaiting(advance.sql, advance.arguments, reused: true, doing: advance.doing) }
     }
 
     /// Refuses text longer than its column's `VARCHAR(n)`, as PostgreSQL refuses it, also
@@ -339,14 +339,14 @@ final class PostgreSQLWriter: EngineWriter {
             let schema = tables[request.table]
             var arguments = request.values
             if request.row == nil { arguments.remove(at: schema.primaryKeyIndex) }
-            return (insertSQL(request.table, assignsKey: request.row == nil), arguments, "inserting into \(schema.name)")
+            return (PostgreSQLDialect.insert(tables[request.table], assignsKey: request.row == nil), arguments, "inserting into \(schema.name)")
         case .update(let row, let cells):
             let sets = cells.compactMap { if case .set = $0.write { $0.column } else { nil } }
             let adds = cells.compactMap { if case .add = $0.write { $0.column } else { nil } }
             var arguments: [SQLValue] = cells.compactMap { if case .set(let value) = $0.write { value } else { nil } }
             arguments += cells.compactMap { if case .add(let delta) = $0.write { .integer(delta) } else { nil } }
             arguments.append(row.key)
-            return (updateSQL(row.table, sets: sets, adds: adds), arguments, "updating \(tables[row.table].name)")
+            return (PostgreSQLDialect.update(tables[row.table], sets: sets, adds: adds), arguments, "updating \(tables[row.table].name)")
         case .delete(let row):
             let schema = tables[row.table]
             return ("DELETE FROM \(quoteIdentifier(schema.name)) WHERE \(quoteIdentifier(schema.primaryKey.name)) = $1", [row.key], "deleting from \(schema.name)")
@@ -399,12 +399,12 @@ final class PostgreSQLWriter: EngineWriter {
         var unadvanced: SQLValue?
         func advance() throws {
             guard let key = unadvanced else { return }
-            let advance = keySequenceAdvance(rows.table, past: key)
+            let advance = PostgreSQLKeySequence.advance(tables[rows.table], past: key)
             _ = try session.rowsWaiting(advance.sql, advance.arguments, reused: true, doing: advance.doing)
             unadvanced = nil
         }
         if schema.assignsPrimaryKey {
-            let catchUp = keySequenceCatchUp(rows.table, past: nil)
+            let catchUp = PostgreSQLKeySequence.catchUp(tables[rows.table], past: nil)
             _ = try session.rowsWaiting(catchUp.sql, catchUp.arguments, reused: true, doing: catchUp.doing)
         }
         while let chunk = try rows.next() {
@@ -417,7 +417,7 @@ final class PostgreSQLWriter: EngineWriter {
                     try advance()
                 }
                 do {
-                    _ = try session.rowsWaiting(insertSQL(rows.table, assignsKey: assignsKey), arguments, reused: true, doing: "inserting into \(schema.name)")
+                    _ = try session.rowsWaiting(PostgreSQLDialect.insert(tables[rows.table], assignsKey: assignsKey), arguments, reused: true, doing: "inserting into \(schema.name)")
                 } catch let error as StoreError {
                     var error = error
                     let row = assignsKey ? "a new row" : "row \(values[schema.primaryKeyIndex])"
@@ -433,84 +433,5 @@ final class PostgreSQLWriter: EngineWriter {
             report.statementCount += chunk.count
         }
         try advance()
-    }
-
-    /// After an insert given a key into a table whose key the database assigns: the statement
-    /// that moves the key sequence past it.
-    private func keySequenceAdvance(after operation: WriteOperation) -> (sql: String, arguments: [SQLValue], doing: String)? {
-        guard case .insert(let request) = operation, let row = request.row, tables[request.table].assignsPrimaryKey else { return nil }
-        return keySequenceAdvance(request.table, past: row.key)
-    }
-
-    /// Moves an identity column's sequence past the largest key in the table, which other
-    /// connections may have given explicitly, and past `given` (the largest key the commit
-    /// inserts): else a key the database assigns could collide. Keys beyond what the sequence
-    /// can reach (a serial column widened to `bigint`) are no concern of it, and left out.
-    /// (A given key whose insert is then refused still moves the sequence: sequences leave
-    /// gaps by design.)
-    private func keySequenceCatchUp(_ table: Int, past given: Int64?) -> (sql: String, arguments: [SQLValue], doing: String) {
-        let schema = tables[table]
-        let key = quoteIdentifier(schema.primaryKey.name)
-        return (
-            """
-            SELECT setval(sequence, top) FROM (
-                SELECT s.seqrelid::regclass AS sequence,
-                       greatest((SELECT max(\(key)) FROM \(quoteIdentifier(schema.name)) WHERE \(key) <= s.seqmax), CASE WHEN $3::bigint <= s.seqmax THEN $3::bigint END) AS top
-                FROM pg_sequence AS s WHERE s.seqrelid = pg_get_serial_sequence($1, $2)::regclass
-            ) AS found
-            WHERE top > coalesce(pg_sequence_last_value(sequence), 0)
-            """,
-            [.text(quoteIdentifier(schema.name)), .text(schema.primaryKey.name), given.map(SQLValue.integer) ?? .null],
-            "advancing the key sequence of \(schema.name)"
-        )
-    }
-
-    /// The largest integer key the units insert explicitly, by table.
-    private static func largestGivenKeys(in units: [WriteUnit]) -> [Int: Int64] {
-        var largest: [Int: Int64] = [:]
-        for case .insert(let request) in units.flatMap(\.operations) {
-            guard case .integer(let key)? = request.row?.key else { continue }
-            largest[request.table] = max(largest[request.table] ?? key, key)
-        }
-        return largest
-    }
-
-    /// Moves an identity column's sequence past a key given explicitly, so that the keys the
-    /// database assigns later do not collide with it (SQLite's rowid does this on its own); a
-    /// key beyond the sequence's reach leaves it alone.
-    private func keySequenceAdvance(_ table: Int, past key: SQLValue) -> (sql: String, arguments: [SQLValue], doing: String) {
-        let schema = tables[table]
-        return (
-            """
-            SELECT setval(s.seqrelid::regclass, $2) FROM pg_sequence AS s
-            WHERE s.seqrelid = pg_get_serial_sequence($1, $3)::regclass AND $2 <= s.seqmax
-              AND $2 > coalesce(pg_sequence_last_value(s.seqrelid::regclass), 0)
-            """,
-            [.text(quoteIdentifier(schema.name)), key, .text(schema.primaryKey.name)], "advancing the key sequence of \(schema.name)"
-        )
-    }
-
-    private func insertSQL(_ table: Int, assignsKey: Bool) -> String {
-        let schema = tables[table]
-        let columns = schema.columns.filter { !(assignsKey && $0.isPrimaryKey) }.map { quoteIdentifier($0.name) }
-        let placeholders = (1...max(columns.count, 1)).prefix(columns.count).map { "$\($0)" }
-        var sql = columns.isEmpty
-            ? "INSERT INTO \(quoteIdentifier(schema.name)) DEFAULT VALUES"
-            : "INSERT INTO \(quoteIdentifier(schema.name)) (\(columns.joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
-        if assignsKey { sql += " RETURNING \(quoteIdentifier(schema.primaryKey.name))" }
-        return sql
-    }
-
-    private func updateSQL(_ table: Int, sets: [Int], adds: [Int]) -> String {
-        let schema = tables[table]
-        var parameter = 0
-        func next() -> String {
-            parameter += 1
-            return "$\(parameter)"
-        }
-        let assignments = sets.map { "\(quoteIdentifier(schema.columns[$0].name)) = \(next())" }
-            + adds.map { "\(quoteIdentifier(schema.columns[$0].name)) = \(quoteIdentifier(schema.columns[$0].name)) + \(next())" }
-        let returning = adds.isEmpty ? "1" : adds.map { quoteIdentifier(schema.columns[$0].name) }.joined(separator: ", ")
-        return "UPDATE \(quoteIdentifier(schema.name)) SET \(assignments.joined(separator: ", ")) WHERE \(quoteIdentifier(schema.primaryKey.name)) = \(next()) RETURNING \(returning)"
     }
 }

@@ -1,0 +1,45 @@
+/// What write-behind shows of its changes (``WriteBehind/pendingChanges``) and which of its
+/// objects a pending insert holds.
+extension WriteBehind {
+    /// The changes not yet committed, in the order they will commit.
+    var pendingChanges: [PendingChange] {
+        inFlight.flatMap(\.units).map { change($0, isInFlight: true) } + pending.all.map { change($0, isInFlight: false) }
+    }
+
+    /// Whether a pending unit inserts this object (as the row it is attached to now).
+    func isInsertPending(_ object: any TrackedModel) -> Bool {
+        let tracking = object._$tracking
+        let row = RowReference(table: tracking.table, key: tracking.key)
+        return pending.all.contains { unit in
+            unit.objects.contains { $0 === object } && unit.unit.operations.contains { operation in
+                guard case .insert(let request) = operation else { return false }
+                return tracking.insertRequest.map { $0 == request.id } ?? (request.row == row)
+            }
+        }
+    }
+
+    private func change(_ unit: PendingChanges.Unit, isInFlight: Bool) -> PendingChange {
+        PendingChange(
+            id: unit.id,
+            operations: unit.unit.operations.map { $0.description(tables: schemas) },
+            isInFlight: isInFlight,
+            error: unit.rejection.map { _ in rejectionError(unit, among: 1) }
+        )
+    }
+
+    /// The error of a rejected unit: what it writes (table, row, columns, value types) and why
+    /// the database refused it.
+    func rejectionError(_ unit: PendingChanges.Unit, among count: Int) -> StoreError {
+        let rejection = unit.rejection!
+        let operation = unit.unit.operations[min(rejection.operation, unit.unit.operations.count - 1)]
+        let others = count > 1 ? " (and \(count - 1) other change\(count == 2 ? "" : "s"))" : ""
+        let discard = "discard the change (store.discard(_:) with an entry of store.pendingChanges)"
+        return StoreError(
+            code: .changeRejected,
+            message: "the database refused to \(operation.description(tables: schemas, showingTypes: true))\(others): \(rejection.error.message); "
+                + (rejection.isForGood ? "trying again cannot help: \(discard)" : "assign a valid value, or \(discard)"),
+            constraint: rejection.error.constraint,
+            underlying: rejection.error
+        )
+    }
+}
