@@ -21,6 +21,22 @@ import TrackedModels
         #expect(tokens.allSatisfy { $0.isActive })
     }
 
+    /// A scope that names a column twice registered the subscription twice under that column,
+    /// so each change of it was delivered twice to the same handler.
+    @Test func aScopeNamingAColumnTwiceHearsEachChangeOnce() async throws {
+        let store = try await Stores.rows(2)
+        let rows = try store.fetch(Row.self, orderBy: "id")
+        var heard: [String] = []
+        let tokens = try [
+            store.subscribe(to: .row(Int64(1), \Row.count, \Row.count)) { heard.append("row 1 \($0.changes.map(\.column))") },
+            store.subscribe(to: .column(\Row.title, \Row.title)) { heard.append("titles \($0.key)") },
+        ]
+        rows[1].count = 5
+        rows[0].title = "x"
+        #expect(heard == ["row 1 [\"count\"]", "titles 0"])
+        withExtendedLifetime(tokens) {}
+    }
+
     @Test func transactionsReportTheNetChangePerRow() async throws {
         let store = try await Stores.rows(2)
         let rows = try store.fetch(Row.self, orderBy: "id")

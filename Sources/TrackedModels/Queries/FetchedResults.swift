@@ -124,7 +124,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     }
 
     private func object(for key: SQLValue) -> Model {
-        if let object = objects[key] { return object }
+        if let object = objects[key], object._$tracking.isAttached || store.isClosed || !replace(detached: object, key: key) { return object }
         // A member's row exists: its object is alive, or its committed values are readable.
         let values: [SQLValue]
         var isGone = false
@@ -151,6 +151,24 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         guard let object else { preconditionFailure("cannot decode row \(key) of \(plan.schema.name)") }
         objects[key] = object
         return object
+    }
+
+    /// Drops a member's object that no longer manages the row (another connection deleted the
+    /// row and inserted it again, which subscribers may hear as no change at all): true when
+    /// the row's object can be made now; where the row must be awaited, it is read and kept
+    /// for later reads, and the old object is shown meanwhile.
+    private func replace(detached object: Model, key: SQLValue) -> Bool {
+        let read = store.reads.current(RowReference(table: plan.table, key: key))
+        if (try? store.reads.atOnce(read)) != nil {
+            objects[key] = nil
+            return true
+        }
+        store.reads.later(read) { [weak self] values in
+            guard let self, let values, members[key] != nil, objects[key] === object else { return }
+            objects[key] = nil
+            keepObject(key, values: values)
+        }
+        return false
     }
 
     // MARK: - Observing changes
@@ -217,9 +235,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     /// Reads every matching row again (after a reset, or a transaction the list was made in).
     private func reload() {
-        beginChange()
         // A read that fails leaves the rows as they were; the next reset reads them again.
-        try? reloadNow()
+        changeLater { try? reloadNow() }
     }
 
     private func reloadNow() throws {
@@ -313,7 +330,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         }
     }
 
-    /// A change made outside a delivery (a read from the server came back): published at once.
+    /// A change made outside a delivery (a read from the server came back, a transaction the
+    /// list was made in ended): published at once, once made.
     private func changeLater(_ change: () -> Void) {
         let window = windowBefore == nil && (plan.limit != nil || plan.offset > 0) ? windowKeys() : nil
         change()

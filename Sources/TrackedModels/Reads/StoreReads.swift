@@ -26,6 +26,9 @@ final class StoreReads {
     /// Answers gathered ahead for a synchronous write that reads (an awaited delete), used by
     /// the reads it makes; nil otherwise.
     private var prepared: ReadAnswers?
+    /// The reads such a write needed that were not gathered (the store changed meanwhile),
+    /// where they must be awaited.
+    private var missedWhilePrepared: [DatabaseRead] = []
     /// Reads ``later(_:then:)`` started that have not placed their result yet, by number.
     private var readsLater: [UInt64: Task<Void, Never>] = [:]
     private var lastReadLater: UInt64 = 0
@@ -86,11 +89,12 @@ final class StoreReads {
     }
 
     /// The rows of a table whose column holds a key, in key order, as this store shows them: a
-    /// parent's children.
+    /// parent's children. (`IN`, not the null-safe equality of predicates, so that an index of
+    /// the column serves it.)
     func children(table: Int, column: Int, key: SQLValue) -> MatchingRows {
         let schema = shown.registrar.schemas[table]
         return matching(CompiledQuery(
-            table: table, schema: schema, predicate: .compare(.equal, .column(column), .value(key)),
+            table: table, schema: schema, predicate: .isIn(.column(column), [key]),
             sort: [CompiledQuery.SortTerm(column: schema.primaryKeyIndex, ascending: true)], columnsRead: [column],
             limit: nil, offset: 0
         ), windowed: false)
@@ -125,6 +129,7 @@ final class StoreReads {
             let missing = needs.all.filter { !answers.has($0) }
             if missing.isEmpty { return try read.compose(answers) }
             guard readingAtOnce else { return nil }
+            if prepared != nil, !engine.answersAtOnce { missedWhilePrepared += missing }
             answers.take(try engine.answerNow(missing), of: missing, keyColumn: shown.keyColumn)
         }
         throw StoreError(
@@ -175,12 +180,25 @@ final class StoreReads {
     }
 
     /// Runs a synchronous write whose reads were gathered ahead (an awaited delete whose rules
-    /// read the children): its reads are answered from `answers` first.
-    func answering<Result>(from answers: ReadAnswers, _ body: () throws -> Result) rethrows -> Result {
-        let outer = prepared
-        prepared = answers
-        defer { prepared = outer }
-        return try body()
+    /// read the children), its reads answered from `answers` first. Where one was not gathered
+    /// and must be awaited (the store changed while the rest were read), the write throws, and
+    /// is made again once that read is answered too: it throws before it keeps anything, and
+    /// at most ``maximumRounds`` times.
+    func answering<Result>(from answers: ReadAnswers, _ body: () throws -> Result) async throws -> Result {
+        var answers = answers
+        for _ in 0..<Self.maximumRounds {
+            let outer = (prepared, missedWhilePrepared)
+            prepared = answers
+            missedWhilePrepared = []
+            defer { (prepared, missedWhilePrepared) = outer }
+            do {
+                return try body()
+            } catch let error as StoreError where error.code == .asyncReadRequired && !missedWhilePrepared.isEmpty {
+                let missed = missedWhilePrepared
+                answers.take(try await engine.answer(missed), of: missed, keyColumn: shown.keyColumn)
+            }
+        }
+        throw StoreError(code: .busy, message: "the rows kept changing under the write (\(Self.maximumRounds) rounds); try again", mayPass: true)
     }
 
     /// Reads later on the store's actor, awaiting the database, and hands the result to `then`

@@ -115,9 +115,12 @@ extension ModelStore {
         public func delete<Model: TrackedModel>(_ object: Model) async throws {
             try store.checkOpen("delete")
             let table = try store.registrar.tableIndex(of: Model.self)
-            guard object._$tracking.registrar === store.registrar, store.hasDeleteRules(table: table) else { return try store.delete(object) }
+            // Where the delete is refused, or reads nothing, it is made at once.
+            guard object._$tracking.registrar === store.registrar, object._$tracking.insertRequest == nil, store.hasDeleteRules(table: table) else {
+                return try store.delete(object)
+            }
             let answers = try await store.readsForDeleting(table: table, keys: [object._$tracking.key])
-            try store.reads.answering(from: answers) { try store.delete(object) }
+            try await store.reads.answering(from: answers) { try store.delete(object) }
         }
 
         /// Deletes every row of a model's table; as ``ModelStore/deleteAll(_:)``, reading the
@@ -129,10 +132,13 @@ extension ModelStore {
         public func deleteAll<Model: TrackedModel>(_ type: Model.Type) async throws {
             try store.checkOpen("deleteAll")
             let table = try store.registrar.tableIndex(of: type)
-            guard store.hasDeleteRules(table: table) else { return try store.deleteAll(type) }
+            // Where the delete is refused, or reads nothing, it is made at once.
+            guard store.hasDeleteRules(table: table), !store.registrar.unkeyedInserts.values.contains(where: { $0.table == table }) else {
+                return try store.deleteAll(type)
+            }
             let every = try store.reads.matching(store.compile(FetchDescriptor<Model>()), windowed: true)
             let answers = try await store.readsForDeleting(table: table, keys: [], first: every)
-            try store.reads.answering(from: answers) { try store.deleteAll(type) }
+            try await store.reads.answering(from: answers) { try store.deleteAll(type) }
         }
 
         /// Live results of a descriptor; as ``ModelStore/results(for:)``.

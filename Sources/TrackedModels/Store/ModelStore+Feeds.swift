@@ -122,15 +122,21 @@ extension ModelStore {
         registrar.feeds.checkInvariants()
     }
 
+    /// Columns named more than once, once each: a subscriber hears each change once.
+    private static func unique(_ columns: [Int]) -> [Int] {
+        var seen: Set<Int> = []
+        return columns.filter { seen.insert($0).inserted }
+    }
+
     static func keys<Model>(of scope: FeedScope<Model>, table: Int) -> ([FeedIndex.Key], Set<Int>?) {
         switch scope.shape {
         case .cells(let key, let columns):
             let row = RowReference(table: table, key: key)
-            return (columns.map { .cell(CellReference(row: row, column: $0)) }, Set(columns))
+            return (unique(columns).map { .cell(CellReference(row: row, column: $0)) }, Set(columns))
         case .row(let key):
             return ([.row(RowReference(table: table, key: key))], nil)
         case .columns(let columns):
-            return (columns.map { .column(table: table, column: $0) }, Set(columns))
+            return (unique(columns).map { .column(table: table, column: $0) }, Set(columns))
         case .table:
             return ([.table(table)], nil)
         case .membership:

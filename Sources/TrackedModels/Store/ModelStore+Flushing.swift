@@ -92,8 +92,8 @@ extension ModelStore {
             current: { [unowned self] row in readAtOnce(row, reads.current(row)) }
         ))
         for row in unread {
-            reads.later(reads.current(row)) { [unowned self] values in
-                if let values { registrar.announceRowBack(row, values: values) }
+            reads.later(reads.current(row)) { [weak self] values in
+                if let values { self?.registrar.announceRowBack(row, values: values) }
             }
         }
         // In the order the updates were made; not rows the steps above announced already, nor
@@ -123,8 +123,8 @@ extension ModelStore {
         if let current = try? reads.atOnce(reads.current(row)) {
             registrar.announceUndone(row, shown: cells, current: current)
         } else {
-            reads.later(reads.current(row)) { [unowned self] values in
-                registrar.announceUndone(row, shown: cells, current: values)
+            reads.later(reads.current(row)) { [weak self] values in
+                self?.registrar.announceUndone(row, shown: cells, current: values)
             }
         }
     }

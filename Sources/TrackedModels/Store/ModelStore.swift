@@ -184,6 +184,8 @@ public final class ModelStore {
     }
 
     deinit {
+        // Reads started for later place nothing once the store is gone.
+        reads.close()
         if !isClosed {
             // Nobody can await these any more, but they were made: hand them to the worker,
             // which commits them before its connection closes.

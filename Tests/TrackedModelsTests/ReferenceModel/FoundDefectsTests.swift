@@ -57,6 +57,22 @@ import Testing
         }
     }
 
+    /// Found once the check compared a live list's elements with a fresh fetch's objects:
+    /// another connection replaced a row (deleted it and inserted it again), which subscribers
+    /// may hear as no change; the list kept showing the old row's object, which the store no
+    /// longer manages.
+    @Test(arguments: TestEngine.allCases)
+    func aLiveListShowsTheObjectOfARowAnotherConnectionReplaced(_ engine: TestEngine) async throws {
+        _ = try await engine.makeDatabase(in: TemporaryDirectory())
+        try await replay(on: engine, [(83, 0, 0), (89, 0, 0)])
+        try await replay(on: engine, [
+            (83, 5_819_050_234, 176_336_449_492), (41, 358_307_570_371, 444_169_023_647), (41, 77_240_625_168, 564_017_556_133),
+            (15, 873_823_909_954, 770_955_127_284), (33, 971_645_082_071, 332_009_122_902), (40, 254_335_136_743, 904_671_458_259),
+            (18, 109_718_435_482, 590_811_340_635), (1, 343_433_781_617, 66_942_248_665), (78, 363_461_029_150, 757_811_422_238),
+            (89, 363_390_578_685, 811_363_254_889),
+        ])
+    }
+
     /// Found once items could link to items whose key SQLite assigns: a link to a new item,
     /// made by a row whose insert the database refuses (its key is the one SQLite gave the new
     /// item), was lost when the new item's object learned its key. It now commits with the

@@ -41,7 +41,9 @@ extension Harness {
         case 89..<91: try await externalReplace(step.a, step.b)
         case 91..<93: try await (engine == .sqlite ? busyFlush() : flushAfterLostConnections())
         case 93..<95: try await bulkInsert(step.a, step.b)
-        default: try await faultyFlush(step.a)
+        case 95..<100: try await faultyFlush(step.a)
+        case 100..<104: try subscribeFeed(step.a, step.b)
+        default: cancelFeed(step.a)
         }
         syncAttachment()
         // The objects a delete rule made, which their pending changes keep alive: the program
@@ -234,7 +236,7 @@ extension Harness {
         let index = Int(a % UInt64(queries.count))
         note("make a live list (\(queries[index].name))")
         let store = try live
-        lists.append((index, engine == .sqlite ? try store.results(for: queries[index].descriptor) : try await store.async.results(for: queries[index].descriptor)))
+        lists.append(LiveList(query: index, results: engine == .sqlite ? try store.results(for: queries[index].descriptor) : try await store.async.results(for: queries[index].descriptor)))
     }
 
     /// The same inside a transaction, where the program cannot await: on PostgreSQL, which it
@@ -244,7 +246,7 @@ extension Harness {
         let index = Int(a % UInt64(queries.count))
         note("make a live list (\(queries[index].name))")
         do {
-            lists.append((index, try live.results(for: queries[index].descriptor)))
+            lists.append(LiveList(query: index, results: try live.results(for: queries[index].descriptor)))
         } catch let error as StoreError where needsServer(error) {
             return
         }
@@ -268,10 +270,11 @@ extension Harness {
         values[0] = .integer(key)
         let object = Item(key: key, values: values)
         note("insert \(key): \(values.map(\.describedExactly).joined(separator: ", "))")
-        // On PostgreSQL live results hold an object for each of their rows (they cannot read
-        // one later without waiting): the store manages one, and a second is refused too.
+        // Live results hold an object for each of their rows that was read (the checks read
+        // every element; on PostgreSQL they hold one for every row, which they cannot read
+        // later without waiting): the store manages one, and a second is refused too.
         let store = try live
-        let managedByLists = engine == .postgres && store.registrar.object(table: 0, key: .integer(key)) != nil
+        let managedByLists = lists.contains { $0.results.keys.contains(key) } && store.registrar.object(table: 0, key: .integer(key)) != nil
         // An object the program let go of may still be alive (its changes pending, or a held
         // object's link caching it): the store manages it until it goes away.
         let releasedButAlive = released.contains(key) && store.registrar.object(table: 0, key: .integer(key)) != nil
@@ -437,7 +440,7 @@ extension Harness {
                     case 6: try insertKeyed(x, y, inTransaction: true)
                     case 7: try delete(x)
                     case 8: try deleteAll()
-                    case 9: try makeLiveListWithoutWaiting(x)
+                    case 9: try (y % 2 == 0 ? makeLiveListWithoutWaiting(x) : subscribeFeed(x, y))
                     default: if depth < 2 { try transaction(x, y, depth: depth + 1) }
                     }
                     syncAttachment()
@@ -608,6 +611,7 @@ extension Harness {
         newObjects = [:]
         token = nil
         lists = []
+        feeds = []
         generatedList = nil
         linkedFromWatches = [:]
         store = nil

@@ -44,7 +44,9 @@ final class Harness {
     var released: Set<Int64> = []
     /// Live lists of the program's queries, by the query's position in ``queries``: one made at
     /// open for each, and those the program makes at later steps (inside transactions too).
-    var lists: [(query: Int, results: FetchedResults<Item>)] = []
+    var lists: [LiveList] = []
+    /// Feeds of every scope the program subscribed to, at any step (see Harness+Feeds.swift).
+    var feeds: [ScopedFeed] = []
     /// A generated predicate and order, kept live too: its expected rows are SQLite's answer
     /// over the rows the reference shows, in ``scratch``.
     let generatedQuery: CompiledQuery
@@ -63,6 +65,26 @@ final class Harness {
         let heard: HeardFlag
         let fed: HeardFlag
         let token: FeedToken
+    }
+
+    /// A live list of one of the program's queries, and its keys as its `onChange` differences
+    /// tell them: applied one after another to the keys it had when made, they must give the
+    /// keys it holds.
+    final class LiveList {
+        let query: Int
+        let results: FetchedResults<Item>
+        /// nil once a difference did not apply to the keys told before.
+        private(set) var toldKeys: [Int64]?
+        private var subscription: FetchedResults<Item>.Subscription?
+
+        init(query: Int, results: FetchedResults<Item>) {
+            self.query = query
+            self.results = results
+            toldKeys = results.keys
+            subscription = results.onChange { [unowned self] difference in
+                toldKeys = toldKeys?.applying(difference)
+            }
+        }
     }
 
     /// Set by an Observation `onChange`.
@@ -197,8 +219,9 @@ final class Harness {
         guard let store else { return false }
         token = try store.subscribe(to: .table(Item.self)) { [weak self] event in self?.events.append(event) }
         lists = []
+        feeds = []
         for (index, query) in queries.enumerated() {
-            lists.append((index, engine == .sqlite ? try store.results(for: query.descriptor) : try await store.async.results(for: query.descriptor)))
+            lists.append(LiveList(query: index, results: engine == .sqlite ? try store.results(for: query.descriptor) : try await store.async.results(for: query.descriptor)))
         }
         generatedList = try await generatedQueryRows().map { FetchedResults(store: store, plan: generatedQuery, matching: $0) }
         heard = reference.shownRows

@@ -24,6 +24,20 @@ final class Item {
         var description: String { "\(Item._$schema.columns[rawValue].name)" }
         /// The columns a program assigns (all but the key).
         static let assignable: [Column] = [.title, .count, .note, .score, .payload, .flag, .link]
+
+        /// The property of the column.
+        var keyPath: PartialKeyPath<Item> {
+            switch self {
+            case .id: \Item.id
+            case .title: \Item.title
+            case .count: \Item.count
+            case .note: \Item.note
+            case .score: \Item.score
+            case .payload: \Item.payload
+            case .flag: \Item.flag
+            case .link: \Item.link
+            }
+        }
     }
 
     /// Assigns a value through the property's setter, as a program would (a relationship is
