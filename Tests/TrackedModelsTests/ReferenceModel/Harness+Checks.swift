@@ -46,6 +46,7 @@ extension Harness {
                 throw Divergence(message: "inserted object new#\(number) shows \(describe(object._$values())); expected \(describe(expected))")
             }
             try await checkLink(of: object, row: .new(number), expected: expected)
+            try checkLinkedFrom(ofNew: object, number: number)
         }
         for object in detached where object._$tracking.isAttached {
             throw Divergence(message: "an object the store no longer manages (row \(object.id.map { "\($0)" } ?? "nil")) is still attached")

@@ -43,7 +43,9 @@ extension Harness {
         case 93..<95: try await bulkInsert(step.a, step.b)
         case 95..<100: try await faultyFlush(step.a)
         case 100..<104: try subscribeFeed(step.a, step.b)
-        default: cancelFeed(step.a)
+        case 104: cancelFeed(step.a)
+        case 105..<108: try await assignChildren(step.a, step.b)
+        default: try discardPending()
         }
         syncAttachment()
         // The objects a delete rule made, which their pending changes keep alive: the program
@@ -646,6 +648,23 @@ extension Harness {
         // the file has a row of that key (another connection's). A row a later unit inserts
         // again belongs to that insert's object.
         for row in reference.discardFirstRefused() where !reference.inserts(row) {
+            switch row {
+            case .key(let key): if let object = objects.removeValue(forKey: key) { detached.append(object) }
+            case .new(let number): if let object = newObjects.removeValue(forKey: number) { detached.append(object) }
+            }
+        }
+        // Rows a discarded deleteAll had taken away come back through a reset.
+        mayReset = true
+    }
+
+    /// Gives up on every pending change: objects show what is committed again, objects of
+    /// discarded inserts are detached, subscribers hear rows come back.
+    func discardPending() throws {
+        let store = try live
+        guard !store.pendingChanges.isEmpty else { return }
+        note("discard every pending change")
+        store.discardPendingChanges()
+        for row in reference.discardPending() where !reference.inserts(row) {
             switch row {
             case .key(let key): if let object = objects.removeValue(forKey: key) { detached.append(object) }
             case .new(let number): if let object = newObjects.removeValue(forKey: number) { detached.append(object) }

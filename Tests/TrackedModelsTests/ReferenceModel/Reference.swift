@@ -569,6 +569,15 @@ struct Reference {
         for index in units.indices { units[index].operations = units[index].operations.map(rename) }
     }
 
+    /// Gives up on every unit not in flight (`discardPendingChanges()`); returns the rows they
+    /// inserted.
+    mutating func discardPending() -> [RowID] {
+        let discarded = units[unitsInFlight...]
+        let inserted = discarded.flatMap { $0.operations.compactMap { if case .insert(let row, _) = $0 { row } else { nil } } }
+        units.removeSubrange(unitsInFlight...)
+        return inserted
+    }
+
     /// Gives up on the first refused unit, and on the updates and deletes of the rows it
     /// inserted with a key that later units hold (they were made to the objects it inserted),
     /// except in refused units; returns the rows it inserted.
