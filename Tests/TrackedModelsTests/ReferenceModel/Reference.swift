@@ -460,7 +460,11 @@ struct Reference {
                     continue
                 }
                 if let refusal = commit(unit, onto: &rows, largestKey: &largest, assigned: &assigned, keyOf: keyOf, fileKeys: fileKeys) {
-                    if refusal == Self.full { return (true, []) }
+                    if refusal == Self.full {
+                        // The transaction fails whole: every unit stays pending, none in flight.
+                        unitsInFlight = 0
+                        return (true, [])
+                    }
                     if refusal.hasPrefix("no key") { problems.append(refusal) }
                     unit.isRefused = true
                     unit.isRefusedForGood = refusal.hasSuffix(Self.gone)
