@@ -21,7 +21,7 @@ extension Harness {
         store.checkFeedInvariants()
         store.writeBehind.pending.checkInvariants()
         for list in lists { list.results.checkInvariants() }
-        generatedList?.checkInvariants()
+        for list in generatedLists { list?.checkInvariants() }
     }
 
     private func describe(_ values: [SQLValue]?) -> String {
@@ -170,13 +170,13 @@ extension Harness {
                 }
             }
         }
-        try await checkGeneratedQuery(store, shown)
+        try await checkGeneratedQueries(store, shown)
     }
 
-    /// The generated query: SQLite's answer over the rows the reference shows, the store's
+    /// The generated queries: SQLite's answer over the rows the reference shows, the store's
     /// fetch (SQL over the file, with pending rows judged in memory) and the live list (kept
     /// by the evaluator through every step) must agree.
-    private func checkGeneratedQuery(_ store: ModelStore, _ shown: [Int64: [SQLValue]]) async throws {
+    private func checkGeneratedQueries(_ store: ModelStore, _ shown: [Int64: [SQLValue]]) async throws {
         try scratch.execute("DELETE FROM items")
         let insert = try scratch.cachedStatement("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
         for (key, values) in shown {
@@ -184,19 +184,21 @@ extension Harness {
             row[0] = .integer(key)
             try insert.run(row.map(\.nanAsNull))
         }
-        let select = SQLiteDialect.select(generatedQuery, limit: nil)
-        let expected = try scratch.makeStatement(select.sql).rows(select.arguments).map { try Int64(sqlValue: $0[0]) }
-        let name = "\(select.sql) with \(select.arguments)"
-        // PostgreSQL refuses to compute what overflows (SQLite turns it into a real): no answer.
-        guard let rows = try await generatedQueryRows(windowed: true) else { return }
-        let fetched = try rows.map { try Int64(sqlValue: $0[0]) }
-        guard fetched == expected else {
-            throw Divergence(message: "a fetch of the generated query \(name) returned \(fetched); SQLite over the rows the program shows returns \(expected)")
-        }
-        guard let generatedList else { return }
-        let live = generatedList.keys.compactMap { $0 }
-        guard live == expected else {
-            throw Divergence(message: "the live list of the generated query \(name) holds \(live); SQLite over the rows the program shows returns \(expected)")
+        for (index, query) in generatedQueries.enumerated() {
+            let select = SQLiteDialect.select(query, limit: nil)
+            let expected = try scratch.makeStatement(select.sql).rows(select.arguments).map { try Int64(sqlValue: $0[0]) }
+            let name = "\(select.sql) with \(select.arguments)"
+            // PostgreSQL refuses to compute what overflows (SQLite turns it into a real): no answer.
+            guard let rows = try await generatedQueryRows(query, windowed: true) else { continue }
+            let fetched = try rows.map { try Int64(sqlValue: $0[0]) }
+            guard fetched == expected else {
+                throw Divergence(message: "a fetch of the generated query \(name) returned \(fetched); SQLite over the rows the program shows returns \(expected)")
+            }
+            guard index < generatedLists.count, let list = generatedLists[index] else { continue }
+            let live = list.keys.compactMap { $0 }
+            guard live == expected else {
+                throw Divergence(message: "the live list of the generated query \(name) holds \(live); SQLite over the rows the program shows returns \(expected)")
+            }
         }
     }
 

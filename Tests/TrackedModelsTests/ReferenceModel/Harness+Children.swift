@@ -1,4 +1,5 @@
 import Foundation
+import PropertyBased
 @testable import TrackedModels
 
 /// The to-many side of the relationship: a program assigns an item's `linkedFrom`, and every
@@ -64,5 +65,92 @@ extension Harness {
         guard same else {
             throw Divergence(message: "new#\(number).linkedFrom is \(found.map { $0.id.map { "\($0)" } ?? "new" }); expected \(expected)")
         }
+    }
+}
+
+/// New objects related before they are inserted: a graph of items whose links point among
+/// themselves (cycles and self-links too) and whose root was given children; inserting the root
+/// inserts everything it reaches.
+extension Harness {
+    /// Inserts the root of up to three new items with keys no row or object has: the store
+    /// inserts what the root's link reaches, link by link, and the children its `linkedFrom`
+    /// was given (which link to it).
+    func insertGraph(_ a: UInt64, _ b: UInt64) throws {
+        let store = try live
+        var random = Xoshiro(seed: a ^ (b << 5))
+        var keys: [Int64] = []
+        for _ in 0..<12 where keys.count < Int(a % 3) + 1 {
+            let key = insertedKey(seed: random.next() % 1_000_000)
+            guard !keys.contains(key), reference.shown(.key(key)) == nil, reference.file[key] == nil, objects[key] == nil,
+                  store.registrar.object(table: 0, key: .integer(key)) == nil, !released.contains(key)
+            else { continue }
+            keys.append(key)
+        }
+        var rows: [[SQLValue]] = []
+        for key in keys {
+            // Values the database takes: the insert is the subject here, not a refusal.
+            guard var values = (0..<8).lazy.map({ _ in self.row(seed: random.next() % 1_000_000) }).first(where: { self.reference.refusal(of: $0) == nil }) else { return }
+            values[0] = .integer(key)
+            values[Item.Column.link.rawValue] = .null
+            rows.append(values)
+        }
+        guard !keys.isEmpty else { return }
+        let items = zip(keys, rows).map { Item(key: $0, values: $1) }
+        var links: [Int?] = items.indices.map { _ in random.chance(2, in: 3) ? Int(random.next() % UInt64(items.count)) : nil }
+        for (index, link) in links.enumerated() { if let link { items[index].link = items[link] } }
+        let children = (1..<items.count).filter { _ in random.chance(1, in: 2) }
+        if !children.isEmpty {
+            items[0].linkedFrom = children.map { items[$0] }
+            for child in children { links[child] = 0 }
+        }
+        // What inserting the root reaches: links, and the root's children.
+        var reached: [Int] = [0]
+        var next = 0
+        while next < reached.count {
+            let index = reached[next]
+            next += 1
+            for other in ([links[index]].compactMap { $0 } + (index == 0 ? children : [])) where !reached.contains(other) {
+                reached.append(other)
+            }
+        }
+        note("insert a graph: " + items.indices.map { index in
+            "\(keys[index])\(links[index].map { " → \(keys[$0])" } ?? "")\(reached.contains(index) ? "" : " (not reached)")"
+        }.joined(separator: ", "))
+        try store.insert(items[0])
+        for index in reached.sorted() {
+            var values = rows[index]
+            values[Item.Column.link.rawValue] = links[index].map { .integer(keys[$0]) } ?? .null
+            reference.insert(.key(keys[index]), values: values)
+            objects[keys[index]] = items[index]
+        }
+        for index in items.indices where !reached.contains(index) && items[index]._$tracking.isAttached {
+            throw Divergence(message: "inserting the graph inserted \(keys[index]), which the root does not reach")
+        }
+    }
+
+    /// Points an item at an object another store manages: refused, the link left as it was
+    /// (the error it publishes on `writeErrors` is pinned by `RelationshipMisuseTests`);
+    /// inserting a new item that points at it throws and inserts nothing.
+    func relateToAnotherStore(_ a: UInt64) async throws {
+        guard let object = pickHeld(a), isManaged(object) else { return }
+        var configuration = Self.configuration
+        configuration.createsMissingTables = true
+        let foreignStore = try ModelStore(.inMemory, models: [Item.self], configuration: configuration)
+        let foreign = Item(key: 1, values: [.integer(1), .text("foreign"), .integer(0), .null, .real(0), .null, .integer(0), .null])
+        try foreignStore.insert(foreign)
+        let store = try live
+        note("relate \(row(of: object).map(\.description) ?? "?").link to another store's object (refused)")
+        let before = object.link
+        object.link = foreign
+        guard object.link === before else { throw Divergence(message: "relating to another store's object was accepted") }
+        let new = Item(key: nil, values: row(seed: a))
+        new.link = foreign
+        do {
+            try store.insert(new)
+            throw Divergence(message: "inserting an item that points at another store's object was accepted")
+        } catch let error as StoreError where error.code == .notAttached {
+            if new._$tracking.isAttached { throw Divergence(message: "a refused insert left the item attached") }
+        }
+        try await foreignStore.close()
     }
 }

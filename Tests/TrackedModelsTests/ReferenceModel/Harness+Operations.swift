@@ -45,7 +45,9 @@ extension Harness {
         case 100..<104: try subscribeFeed(step.a, step.b)
         case 104: cancelFeed(step.a)
         case 105..<108: try await assignChildren(step.a, step.b)
-        default: try discardPending()
+        case 108..<110: try discardPending()
+        case 110..<113: try insertGraph(step.a, step.b)
+        default: try await relateToAnotherStore(step.a)
         }
         syncAttachment()
         // The objects a delete rule made, which their pending changes keep alive: the program
@@ -295,7 +297,7 @@ extension Harness {
     /// A key the program or another connection inserts. On PostgreSQL not the largest two:
     /// the store moves the key sequence past the keys in the table, and a sequence at its end
     /// assigns no more keys (the insert is refused, naming the sequence).
-    private func insertedKey(seed: UInt64) -> Int64 {
+    func insertedKey(seed: UInt64) -> Int64 {
         let key = Values.key(seed: seed)
         return engine == .postgres && key >= .max - 1 ? 1 << 40 : key
     }
@@ -614,7 +616,7 @@ extension Harness {
         token = nil
         lists = []
         feeds = []
-        generatedList = nil
+        generatedLists = []
         linkedFromWatches = [:]
         store = nil
         events = []

@@ -49,8 +49,9 @@ final class Harness {
     var feeds: [ScopedFeed] = []
     /// A generated predicate and order, kept live too: its expected rows are SQLite's answer
     /// over the rows the reference shows, in ``scratch``.
-    let generatedQuery: CompiledQuery
-    var generatedList: FetchedResults<Item>?
+    let generatedQueries: [CompiledQuery]
+    /// The live list of each generated query; nil where PostgreSQL cannot compute it.
+    var generatedLists: [FetchedResults<Item>?] = []
     /// An in-memory table that holds the rows the reference shows, to ask SQLite about them.
     let scratch: Connection
     var events: [ChangeEvent] = []
@@ -185,7 +186,10 @@ final class Harness {
             // Every program reads through `link`, as `SortDescriptor(\.link?.count)` does.
             sort.insert(CompiledQuery.SortTerm(column: width + Item.Column.count.rawValue, ascending: random.chance(1, in: 2)), at: 0)
         }
-        generatedQuery = ExpressionGenerator.query(predicate: predicate, sort: sort)
+        // Two more, deeper, that may read through `link` or not.
+        var more = ExpressionGenerator(seed: random.next(), rows: [], linked: true)
+        generatedQueries = [ExpressionGenerator.query(predicate: predicate, sort: sort)]
+            + (0..<2).map { _ in ExpressionGenerator.query(predicate: more.boolean(depth: 3), sort: more.sort()) }
         scratch = try Connection(filename: Connection.inMemoryFilename(), mode: .readWriteCreate, busyTimeout: .seconds(1))
         // Without NOT NULL: a pending NaN (which the database would refuse) is NULL here.
         try scratch.execute(Item._$schema.createTableSQL.replacingOccurrences(of: " NOT NULL", with: ""))
@@ -223,18 +227,21 @@ final class Harness {
         for (index, query) in queries.enumerated() {
             lists.append(LiveList(query: index, results: engine == .sqlite ? try store.results(for: query.descriptor) : try await store.async.results(for: query.descriptor)))
         }
-        generatedList = try await generatedQueryRows().map { FetchedResults(store: store, plan: generatedQuery, matching: $0) }
+        generatedLists = []
+        for query in generatedQueries {
+            generatedLists.append(try await generatedQueryRows(query).map { FetchedResults(store: store, plan: query, matching: $0) })
+        }
         heard = reference.shownRows
         return true
     }
 
-    /// The rows the generated query matches, read as a fetch reads them; nil where PostgreSQL
+    /// The rows a generated query matches, read as a fetch reads them; nil where PostgreSQL
     /// cannot compute it (an integer overflow, which SQLite turns into a real) or take it (a
     /// text constant with NUL).
-    func generatedQueryRows(windowed: Bool = false) async throws -> [[SQLValue]]? {
+    func generatedQueryRows(_ query: CompiledQuery, windowed: Bool = false) async throws -> [[SQLValue]]? {
         let store = try live
         do {
-            return try await store.reads.awaited(store.reads.matching(generatedQuery, windowed: windowed))
+            return try await store.reads.awaited(store.reads.matching(query, windowed: windowed))
         } catch let error as StoreError where engine == .postgres && error.code == .valueNotStorable
             && (error.message.contains("out of range") || error.message.contains("0x00")) {
             return nil
