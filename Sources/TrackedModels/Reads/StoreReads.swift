@@ -84,8 +84,8 @@ final class StoreReads {
     }
 
     /// A statement in the engine's SQL over one table as this store shows it: see ``TableRows``.
-    func tableRows(_ table: Int, sql: String, arguments: [SQLValue]) -> TableRows {
-        TableRows(shown: shown, table: table, sql: sql, arguments: arguments)
+    func tableRows(_ table: Int, sql: String, arguments: [SQLValue], returnsModelRows: Bool = false) -> TableRows {
+        TableRows(shown: shown, table: table, sql: sql, arguments: arguments, returnsModelRows: returnsModelRows)
     }
 
     /// The rows of a table whose column holds a key, in key order, as this store shows them: a

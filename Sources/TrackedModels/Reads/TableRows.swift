@@ -11,6 +11,10 @@ struct TableRows: ShownRead {
     let table: Int
     let sql: String
     let arguments: [SQLValue]
+    /// Whether the statement returns the table's rows, in model column order (a raw fetch):
+    /// then the rows with changes not yet committed are returned with the values the store
+    /// holds for them, which the database may not (a NaN, which SQLite stores as NULL).
+    var returnsModelRows = false
 
     /// The rows with changes not yet committed, in key order (a set's order differs from one
     /// instance to the next, and the overlay is part of the read).
@@ -28,7 +32,12 @@ struct TableRows: ShownRead {
     }
 
     func compose(_ answers: ReadAnswers) -> [[SQLValue]] {
-        read(changed, answers).map(answers.rows) ?? []
+        guard let read = read(changed, answers) else { return [] }
+        let rows = answers.rows(read)
+        guard returnsModelRows, case .native(_, _, _, let overlay) = read, !overlay.rows.isEmpty else { return rows }
+        let schema = shown.registrar.schemas[table]
+        let shownRows = Dictionary(overlay.rows.map { ($0[schema.primaryKeyIndex], $0) }) { _, last in last }
+        return rows.map { row in row.count == schema.columns.count ? shownRows[row[schema.primaryKeyIndex]] ?? row : row }
     }
 
     /// The statement over the table as shown; nil while a changed row's values are unknown.

@@ -152,9 +152,10 @@ extension ModelRegistrar {
     /// Puts an object back as it was before a discarded insert: detached, and gone for its
     /// subscribers.
     ///
-    /// - Parameter committed: The row of the object's key as committed, if the file has one:
-    ///   subscribers then hear the row go back to it rather than go away.
-    private func forgetInsert(of object: any TrackedModel, table: Int, committed: [SQLValue]?) {
+    /// - Parameter committed: The row of the object's key as it shows without the insert (as
+    ///   committed, with what is still queued), if there is one: subscribers then hear the row
+    ///   go back to it rather than go away.
+    private func forgetInsert(of object: any TrackedModel, table: Int, shown committed: [SQLValue]?) {
         let key = object._$tracking.key
         let values = object._$values()
         tellWaitingParents(of: object)
@@ -205,7 +206,10 @@ extension ModelRegistrar {
         for step in discarded.steps {
             switch step {
             case .forgetInsert(let object, let row):
-                forgetInsert(of: object, table: object._$tracking.table, committed: row.flatMap(reading.committed))
+                // What the row shows without the insert: committed, with what is still queued
+                // (a deleteAll before the insert hides it).
+                let shown = row.flatMap { writeBehind.uncommittedValues(of: $0, over: reading.committed($0)) }
+                forgetInsert(of: object, table: object._$tracking.table, shown: shown)
             case .restore(let row):
                 // Unless the row is gone anyway (or an object shows it already).
                 guard identityMap.object(table: row.table, key: row.key) == nil, let values = reading.current(row) else { continue }

@@ -71,7 +71,7 @@ extension ModelStore {
             let table = try store.registrar.tableIndex(of: type)
             let sql = ModelStore.selectSQL(Model.self, where: condition, orderBy: ordering, limit: limit)
             let values = arguments.map(\.sqlValue)
-            let rows = try await store.reads.awaited(store.reads.tableRows(table, sql: sql, arguments: values))
+            let rows = try await store.reads.awaited(store.reads.tableRows(table, sql: sql, arguments: values, returnsModelRows: true))
             return try rows.map { try store.object(Model.self, table: table, values: $0) }
         }
 

@@ -26,7 +26,7 @@ extension ModelStore {
     ) throws -> [Model] {
         try checkOpen("fetch")
         let table = try registrar.tableIndex(of: type)
-        let rows = try reads.now(reads.tableRows(table, sql: Self.selectSQL(Model.self, where: condition, orderBy: ordering, limit: limit), arguments: arguments.map(\.sqlValue)))
+        let rows = try reads.now(reads.tableRows(table, sql: Self.selectSQL(Model.self, where: condition, orderBy: ordering, limit: limit), arguments: arguments.map(\.sqlValue), returnsModelRows: true))
         return try rows.map { try object(Model.self, table: table, values: $0) }
     }
 

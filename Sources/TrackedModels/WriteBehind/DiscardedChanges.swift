@@ -61,6 +61,12 @@ struct DiscardedChanges {
         // An object is forgotten once, by the first unit that inserted it: later units that
         // insert it again find it detached by then.
         var forgottenObjects: Set<ObjectIdentifier> = []
+        // A row is shown again once, however many discarded units took it away (an insert
+        // and a delete of it, say).
+        var restored: Set<RowReference> = []
+        func restore(_ row: RowReference) {
+            if restored.insert(row).inserted { steps.append(.restore(row)) }
+        }
         for unit in units {
             var insertedRows: Set<RowReference> = []
             var insertRequests: Set<UInt64> = []
@@ -81,7 +87,7 @@ struct DiscardedChanges {
                 }
             }
             for row in deletedRows where !insertedRows.contains(row) && !resetTables.contains(row.table) {
-                steps.append(.restore(row))
+                restore(row)
             }
             guard !insertedRows.isEmpty || !insertRequests.isEmpty else { continue }
             // One pass over the unit's objects: those it inserted are forgotten.
@@ -101,7 +107,12 @@ struct DiscardedChanges {
             }
             // An inserted object the program deleted since: its delete went with the insert, so
             // another connection's row of that key, if any, shows again.
-            for row in insertedRows.subtracting(forgotten) { steps.append(.restore(row)) }
+            // It is read back too: an object another read made of the row while only the
+            // insert showed it goes with the row.
+            for row in insertedRows.subtracting(forgotten) {
+                restore(row)
+                reloads[row.table, default: []].append(row.key)
+            }
         }
     }
 }

@@ -57,6 +57,35 @@ import Testing
         }
     }
 
+    /// Found once programs discarded every pending change: the program's insert and delete of
+    /// a key another connection then inserted, discarded together, announced that row's return
+    /// twice (once per discarded unit).
+    @Test func discardingAnInsertAndItsDeleteShowsTheOtherConnectionsRowOnce() async throws {
+        try await replay([(33, 0, 0), (42, 0, 0), (83, 0, 0), (108, 0, 0)])
+    }
+
+    /// Found next: an insert whose delete was discarded, then discarded itself, left the object
+    /// `find` had made of the row meanwhile attached, showing a row that never existed.
+    @Test(arguments: TestEngine.allCases)
+    func discardingAnInsertDetachesTheObjectAReadMadeOfItsRow(_ engine: TestEngine) async throws {
+        _ = try await engine.makeDatabase(in: TemporaryDirectory())
+        try await replay(on: engine, [(110, 0, 0), (42, 0, 0), (114, 0, 0), (108, 0, 0)])
+    }
+
+    /// Found next: discarding an insert made after a pending deleteAll told subscribers the
+    /// row went back to what the file holds, which the deleteAll hides.
+    @Test(arguments: TestEngine.allCases)
+    func discardingAnInsertAfterADeleteAllLeavesTheRowHidden(_ engine: TestEngine) async throws {
+        _ = try await engine.makeDatabase(in: TemporaryDirectory())
+        try await replay(on: engine, [(83, 0, 0), (47, 0, 0), (33, 0, 0), (114, 0, 0)])
+    }
+
+    /// Found next: a raw-SQL fetch over a pending row no object shows, holding a NaN (which
+    /// SQLite's table over the pending rows stores as NULL), threw instead of returning it.
+    @Test func aRawFetchReturnsAPendingRowAsTheStoreHoldsIt() async throws {
+        try await replay([(33, 0, 396_426_813_951), (42, 0, 0), (114, 0, 0)])
+    }
+
     /// Found once the check compared a live list's elements with a fresh fetch's objects:
     /// another connection replaced a row (deleted it and inserted it again), which subscribers
     /// may hear as no change; the list kept showing the old row's object, which the store no

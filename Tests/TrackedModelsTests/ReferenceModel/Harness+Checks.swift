@@ -243,7 +243,7 @@ extension Harness {
             case .children:
                 throw Divergence(message: "a subscriber of the table heard \(event.kind) of \(key), which only a subscriber of that relationship asked for")
             case .insert:
-                if view[key] != nil, !reset, !collidingKeys.contains(key) { throw Divergence(message: "an insert of \(key) was heard, but the row was there") }
+                if view[key] != nil, !reset, !collidingKeys.contains(key) { throw Divergence(message: "an insert of \(key) was heard, but the row was there (heard: \(events.map { "\($0.kind) \($0.key)" }))") }
                 view[key] = event.changes.map(\.new)
             case .delete:
                 if view.removeValue(forKey: key) == nil, objects[key] != nil, !reset { throw Divergence(message: "a delete of \(key) was heard, but the row was not there") }

@@ -116,8 +116,17 @@ extension Harness {
         note("insert a graph: " + items.indices.map { index in
             "\(keys[index])\(links[index].map { " → \(keys[$0])" } ?? "")\(reached.contains(index) ? "" : " (not reached)")"
         }.joined(separator: ", "))
+        let before = store.pendingChanges.count
         try store.insert(items[0])
-        for index in reached.sorted() {
+        // In the order the store queued them (targets first, children last), so that the
+        // reference's units are the store's.
+        let queued = store.pendingChanges.dropFirst(before).compactMap { change in
+            keys.firstIndex { change.operations.first?.hasPrefix("insert into items: id = \($0),") == true }
+        }
+        guard Set(queued) == Set(reached) else {
+            throw Divergence(message: "inserting the graph queued the inserts of \(queued.map { keys[$0] }); the root reaches \(reached.map { keys[$0] })")
+        }
+        for index in queued {
             var values = rows[index]
             values[Item.Column.link.rawValue] = links[index].map { .integer(keys[$0]) } ?? .null
             reference.insert(.key(keys[index]), values: values)

@@ -47,7 +47,8 @@ extension Harness {
         case 105..<108: try await assignChildren(step.a, step.b)
         case 108..<110: try discardPending()
         case 110..<113: try insertGraph(step.a, step.b)
-        default: try await relateToAnotherStore(step.a)
+        case 113: try await relateToAnotherStore(step.a)
+        default: try discardLast()
         }
         syncAttachment()
         // The objects a delete rule made, which their pending changes keep alive: the program
@@ -673,6 +674,23 @@ extension Harness {
             }
         }
         // Rows a discarded deleteAll had taken away come back through a reset.
+        mayReset = true
+    }
+
+    /// Gives up on the last pending change, where the reference's units are the store's (one
+    /// for one): its rows show what was there before it.
+    func discardLast() throws {
+        let store = try live
+        let pending = store.pendingChanges
+        guard let last = pending.last, !last.isInFlight, pending.count == reference.units.count else { return }
+        note("discard the last pending change: \(last)")
+        try store.discard(last)
+        for row in reference.discardLast() where !reference.inserts(row) {
+            switch row {
+            case .key(let key): if let object = objects.removeValue(forKey: key) { detached.append(object) }
+            case .new(let number): if let object = newObjects.removeValue(forKey: number) { detached.append(object) }
+            }
+        }
         mayReset = true
     }
 

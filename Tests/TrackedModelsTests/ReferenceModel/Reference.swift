@@ -573,6 +573,13 @@ struct Reference {
         for index in units.indices { units[index].operations = units[index].operations.map(rename) }
     }
 
+    /// Gives up on the last unit (`discard(_:)` of the last pending change), if it is not in
+    /// flight; returns the rows it inserted.
+    mutating func discardLast() -> [RowID] {
+        guard units.count > unitsInFlight, let last = units.popLast() else { return [] }
+        return last.operations.compactMap { if case .insert(let row, _) = $0 { row } else { nil } }
+    }
+
     /// Gives up on every unit not in flight (`discardPendingChanges()`); returns the rows they
     /// inserted.
     mutating func discardPending() -> [RowID] {
