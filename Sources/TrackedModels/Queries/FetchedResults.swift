@@ -159,9 +159,16 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// for later reads, and the old object is shown meanwhile.
     private func replace(detached object: Model, key: SQLValue) -> Bool {
         let read = store.reads.current(RowReference(table: plan.table, key: key))
-        if (try? store.reads.atOnce(read)) != nil {
+        switch try? store.reads.atOnce(read) {
+        case .some(.some):
             objects[key] = nil
             return true
+        case .some(.none):
+            // Gone for this store (it deleted the row; the list has yet to hear): the object
+            // shows the row as it was.
+            return false
+        case .none:
+            break
         }
         store.reads.later(read) { [weak self] values in
             guard let self, let values, members[key] != nil, objects[key] === object else { return }

@@ -179,26 +179,52 @@ final class StoreReads {
         return try await awaited(read, keeping: &answers)
     }
 
-    /// Runs a synchronous write whose reads were gathered ahead (an awaited delete whose rules
-    /// read the children), its reads answered from `answers` first. Where one was not gathered
-    /// and must be awaited (the store changed while the rest were read), the write throws, and
-    /// is made again once that read is answered too: it throws before it keeps anything, and
-    /// at most ``maximumRounds`` times.
-    func answering<Result>(from answers: ReadAnswers, _ body: () throws -> Result) async throws -> Result {
-        var answers = answers
-        for _ in 0..<Self.maximumRounds {
-            let outer = (prepared, missedWhilePrepared)
-            prepared = answers
-            missedWhilePrepared = []
-            defer { (prepared, missedWhilePrepared) = outer }
-            do {
-                return try body()
-            } catch let error as StoreError where error.code == .asyncReadRequired && !missedWhilePrepared.isEmpty {
-                let missed = missedWhilePrepared
-                answers.take(try await engine.answer(missed), of: missed, keyColumn: shown.keyColumn)
+    /// Runs a synchronous write that reads (an awaited delete whose rules read the children),
+    /// its reads answered from answers gathered ahead by `gather`. Where the write needs a
+    /// read that was not gathered (the store changed while the rest were read), it throws
+    /// before it keeps anything, and is made again once that read is answered too. Answers are
+    /// of one moment: when committed data arrives while they are read, all are gathered again.
+    ///
+    /// - Throws: ``StoreError/Code/busy`` after ``maximumRounds`` rounds.
+    func answering<Result>(gathering gather: () async throws -> ReadAnswers, _ body: () throws -> Result) async throws -> Result {
+        var rounds = 0
+        while rounds < Self.maximumRounds {
+            let startedAt = deliveries
+            var answers = try await gather()
+            // No await between this check and the write: it runs on the answers' moment.
+            while deliveries == startedAt, rounds < Self.maximumRounds {
+                rounds += 1
+                switch try attempt(body, answering: answers) {
+                case .done(let result):
+                    return result
+                case .missed(let missed):
+                    let fetched = try await engine.answer(missed)
+                    if isClosed { throw StoreError.closed(operation: "write") }
+                    answers.take(fetched, of: missed, keyColumn: shown.keyColumn)
+                }
             }
         }
         throw StoreError(code: .busy, message: "the rows kept changing under the write (\(Self.maximumRounds) rounds); try again", mayPass: true)
+    }
+
+    /// What one run of a write over gathered answers came to.
+    private enum Attempt<Result> {
+        case done(Result)
+        /// It threw for want of these reads, keeping nothing.
+        case missed([DatabaseRead])
+    }
+
+    /// Runs a write once, its reads answered from `answers` first (and only for this run).
+    private func attempt<Result>(_ body: () throws -> Result, answering answers: ReadAnswers) throws -> Attempt<Result> {
+        let outer = (prepared, missedWhilePrepared)
+        prepared = answers
+        missedWhilePrepared = []
+        defer { (prepared, missedWhilePrepared) = outer }
+        do {
+            return .done(try body())
+        } catch let error as StoreError where error.code == .asyncReadRequired && !missedWhilePrepared.isEmpty {
+            return .missed(missedWhilePrepared)
+        }
     }
 
     /// Reads later on the store's actor, awaiting the database, and hands the result to `then`

@@ -71,7 +71,9 @@ extension ModelRegistrar {
             // those after its own insert of the row are for that insert).
             if change.values == nil { writeBehind.dropChanges(of: row) }
             guard let object else {
-                if isDeletedHere { continue }
+                // A row this store deleted, or inserts (not yet committed), shows what this
+                // store made of it, whatever others do to it meanwhile.
+                if isDeletedHere || writeBehind.decidesExistence(of: row) == true { continue }
                 // What subscribers hear is the row as this store shows it: with its changes still
                 // pending (a refused one, say, made to the row before another process replaced it).
                 let values = writeBehind.uncommittedValues(of: row, over: change.values)

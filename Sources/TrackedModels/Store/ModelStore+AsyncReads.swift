@@ -119,8 +119,8 @@ extension ModelStore {
             guard object._$tracking.registrar === store.registrar, object._$tracking.insertRequest == nil, store.hasDeleteRules(table: table) else {
                 return try store.delete(object)
             }
-            let answers = try await store.readsForDeleting(table: table, keys: [object._$tracking.key])
-            try await store.reads.answering(from: answers) { try store.delete(object) }
+            let key = object._$tracking.key
+            try await store.reads.answering(gathering: { try await store.readsForDeleting(table: table, keys: [key]) }) { try store.delete(object) }
         }
 
         /// Deletes every row of a model's table; as ``ModelStore/deleteAll(_:)``, reading the
@@ -137,8 +137,7 @@ extension ModelStore {
                 return try store.deleteAll(type)
             }
             let every = try store.reads.matching(store.compile(FetchDescriptor<Model>()), windowed: true)
-            let answers = try await store.readsForDeleting(table: table, keys: [], first: every)
-            try await store.reads.answering(from: answers) { try store.deleteAll(type) }
+            try await store.reads.answering(gathering: { try await store.readsForDeleting(table: table, keys: [], first: every) }) { try store.deleteAll(type) }
         }
 
         /// Live results of a descriptor; as ``ModelStore/results(for:)``.

@@ -103,6 +103,8 @@ struct DiscardedChanges {
                     steps.append(.forgetInsert(object, row: row))
                     forgottenObjects.insert(ObjectIdentifier(object))
                     forgotten.insert(row)
+                    // Its subscribers hear the row go back to what the file holds: once.
+                    restored.insert(row)
                 }
             }
             // An inserted object the program deleted since: its delete went with the insert, so

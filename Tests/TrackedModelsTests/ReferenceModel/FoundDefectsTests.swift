@@ -86,6 +86,13 @@ import Testing
         try await replay([(33, 0, 396_426_813_951), (42, 0, 0), (114, 0, 0)])
     }
 
+    /// Found by the 10x soak next: a row the program inserts (pending, its object let go of
+    /// by a delete whose discard brought the row back) was heard inserted again when another
+    /// connection inserted that key: what the row shows is the program's insert.
+    @Test func anotherConnectionsInsertOfARowThisStoreInsertsIsNotHeard() async throws {
+        try await replay(table: 1_113_521_987, [(33, 0, 0), (42, 0, 0), (114, 0, 0), (83, 0, 0)])
+    }
+
     /// Found once the check compared a live list's elements with a fresh fetch's objects:
     /// another connection replaced a row (deleted it and inserted it again), which subscribers
     /// may hear as no change; the list kept showing the old row's object, which the store no
