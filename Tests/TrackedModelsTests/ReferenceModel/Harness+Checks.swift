@@ -84,13 +84,7 @@ extension Harness {
         }
         linkedFromWatches[key] = LinkedFromWatch(object: object, members: members, heard: heard, fed: fed, token: token)
         let expected = rows(linkingTo: key)
-        let same = found.count == expected.count && zip(found, expected).allSatisfy { item, row in
-            switch row {
-            case .key(let key): item.id == key
-            case .new(let number): item === newObjects[number]
-            }
-        }
-        guard same else {
+        guard isObjects(found, of: expected) else {
             throw Divergence(message: "row \(key).linkedFrom is \(found.map { $0.id.map { "\($0)" } ?? "new" }); expected \(expected)")
         }
     }

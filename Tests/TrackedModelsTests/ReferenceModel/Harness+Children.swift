@@ -56,13 +56,7 @@ extension Harness {
     func checkLinkedFrom(ofNew object: Item, number: Int) throws {
         let found = object.linkedFrom
         let expected = rows(linkingToValue: Reference.keyOfNew(number))
-        let same = found.count == expected.count && zip(found, expected).allSatisfy { item, row in
-            switch row {
-            case .key(let key): item.id == key
-            case .new(let number): item === newObjects[number]
-            }
-        }
-        guard same else {
+        guard isObjects(found, of: expected) else {
             throw Divergence(message: "new#\(number).linkedFrom is \(found.map { $0.id.map { "\($0)" } ?? "new" }); expected \(expected)")
         }
     }
@@ -161,5 +155,18 @@ extension Harness {
             if new._$tracking.isAttached { throw Divergence(message: "a refused insert left the item attached") }
         }
         try await foreignStore.close()
+    }
+}
+
+extension Harness {
+    /// Whether items are the objects of rows, in order: a keyed row's by key, a new row's the
+    /// program's object.
+    func isObjects(_ items: [Item], of rows: [Reference.RowID]) -> Bool {
+        items.count == rows.count && zip(items, rows).allSatisfy { item, row in
+            switch row {
+            case .key(let key): item.id == key
+            case .new(let number): item === newObjects[number]
+            }
+        }
     }
 }

@@ -648,17 +648,21 @@ extension Harness {
         }
         note("discard \(refused)")
         try store.discard(refused)
-        // The objects of discarded inserts go back to what they were: detached, even where
-        // the file has a row of that key (another connection's). A row a later unit inserts
-        // again belongs to that insert's object.
-        for row in reference.discardFirstRefused() where !reference.inserts(row) {
+        detachObjects(ofDiscarded: reference.discardFirstRefused())
+        // Rows a discarded deleteAll had taken away come back through a reset.
+        mayReset = true
+    }
+
+    /// The objects of discarded inserts go back to what they were: detached, even where the
+    /// file has a row of that key (another connection's). A row a later unit inserts again
+    /// belongs to that insert's object.
+    private func detachObjects(ofDiscarded inserted: [Reference.RowID]) {
+        for row in inserted where !reference.inserts(row) {
             switch row {
             case .key(let key): if let object = objects.removeValue(forKey: key) { detached.append(object) }
             case .new(let number): if let object = newObjects.removeValue(forKey: number) { detached.append(object) }
             }
         }
-        // Rows a discarded deleteAll had taken away come back through a reset.
-        mayReset = true
     }
 
     /// Gives up on every pending change: objects show what is committed again, objects of
@@ -668,12 +672,7 @@ extension Harness {
         guard !store.pendingChanges.isEmpty else { return }
         note("discard every pending change")
         store.discardPendingChanges()
-        for row in reference.discardPending() where !reference.inserts(row) {
-            switch row {
-            case .key(let key): if let object = objects.removeValue(forKey: key) { detached.append(object) }
-            case .new(let number): if let object = newObjects.removeValue(forKey: number) { detached.append(object) }
-            }
-        }
+        detachObjects(ofDiscarded: reference.discardPending())
         // Rows a discarded deleteAll had taken away come back through a reset.
         mayReset = true
     }
@@ -686,12 +685,7 @@ extension Harness {
         guard let last = pending.last, !last.isInFlight, pending.count == reference.units.count else { return }
         note("discard the last pending change: \(last)")
         try store.discard(last)
-        for row in reference.discardLast() where !reference.inserts(row) {
-            switch row {
-            case .key(let key): if let object = objects.removeValue(forKey: key) { detached.append(object) }
-            case .new(let number): if let object = newObjects.removeValue(forKey: number) { detached.append(object) }
-            }
-        }
+        detachObjects(ofDiscarded: reference.discardLast())
         mayReset = true
     }
 
