@@ -71,6 +71,11 @@ extension Harness {
     /// was given (which link to it).
     func insertGraph(_ a: UInt64, _ b: UInt64) throws {
         let store = try live
+        // A key looks free while an earlier insert waits for the key the database assigns,
+        // which may be that very key: two objects would claim one row, which the reference
+        // does not model here (single keyed inserts model it).
+        let waitsForAKey = reference.units.contains { unit in unit.operations.contains { if case .insert(.new, _) = $0 { true } else { false } } }
+        guard !waitsForAKey else { return }
         var random = Xoshiro(seed: a ^ (b << 5))
         var keys: [Int64] = []
         for _ in 0..<12 where keys.count < Int(a % 3) + 1 {
