@@ -135,6 +135,7 @@ extension ModelRegistrar {
             for column in current.indices where column != primaryKeyColumns[table] {
                 assign(current[column], to: object, cell: CellReference(row: row, column: column), origin: origin)
             }
+            showPendingTargets(of: object, table: table)
         }
         if announcingReset { outbox.postReset(table: table, origin: origin) }
         outbox.endGroup(from: mark, keeping: true)
@@ -179,12 +180,17 @@ extension ModelRegistrar {
         outbox.endGroup(from: mark, keeping: true)
     }
 
-    /// Tells subscribers that a row a discard brought back is there, read after the discard
-    /// (on an engine whose reads are awaited); nothing when an object shows it by now.
-    func announceRowBack(_ row: RowReference, values: [SQLValue]) {
-        guard identityMap.object(table: row.table, key: row.key) == nil else { return }
+    /// Tells subscribers what a row a discard may have brought back shows, read after the
+    /// discard: that it is there, or, where a discarded insert had shown it, that it is gone;
+    /// nothing when an object shows it by now.
+    func announceRowRestored(_ row: RowReference, values: [SQLValue]?, shownBefore: Bool) {
+        guard identityMap.object(table: row.table, key: row.key) == nil, values != nil || shownBefore else { return }
         let mark = outbox.beginGroup()
-        outbox.postInsert(table: row.table, key: row.key, values: values, origin: .local)
+        if let values {
+            outbox.postInsert(table: row.table, key: row.key, values: values, origin: .local)
+        } else {
+            outbox.postDeleteOfUnknownRow(table: row.table, key: row.key, origin: .local)
+        }
         outbox.endGroup(from: mark, keeping: true)
     }
 
@@ -223,11 +229,17 @@ extension ModelRegistrar {
     /// Shows again what the object of an insert whose key the database has yet to assign holds
     /// once a change made to it while the insert was in flight is discarded.
     func reshowInsert(_ request: UInt64) {
-        guard let (object, table) = unkeyedInserts[request], let values = writeBehind.uncommittedValues(ofInsert: request, table: table) else { return }
-        for (column, (now, then)) in zip(object._$values(), values).enumerated() where column != primaryKeyColumns[table] && now != then {
-            // A link to a new object stays: it shows NULL until that object has its key.
-            if schemas[table].relationshipColumns.contains(column), then == .null, object._$relatedObject(column: column) != nil { continue }
-            try? object._$assign(then, toColumn: column)
+        guard let (object, table) = unkeyedInserts[request], let stored = writeBehind.storedValues(ofInsert: request, table: table) else { return }
+        for (column, (now, then)) in zip(object._$values(), stored).enumerated() where column != primaryKeyColumns[table] {
+            if schemas[table].relationshipColumns.contains(column), then == .null || KeyPlaceholder.request(in: then) != nil {
+                // A link to a new object shows NULL until that object has its key; the object
+                // points at it, or at nothing.
+                let target = KeyPlaceholder.request(in: then).flatMap { unkeyedInserts[$0]?.object }
+                if now != .null { try? object._$assign(.null, toColumn: column) }
+                if object._$relatedObject(column: column) !== target { object._$setRelatedObject(target, column: column) }
+            } else if now != then {
+                try? object._$assign(then, toColumn: column)
+            }
         }
     }
 

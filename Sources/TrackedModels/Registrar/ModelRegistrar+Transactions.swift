@@ -57,7 +57,8 @@ extension ModelRegistrar {
         case assigned(any TrackedModel, column: Int, old: SQLValue)
         /// A to-one relationship pointed elsewhere: the object it held, and its key.
         case related(any TrackedModel, column: Int, target: (any TrackedModel)?, key: SQLValue)
-        case inserted(any TrackedModel, table: Int)
+        /// An object inserted, and whether the store had taken its pending children before.
+        case inserted(any TrackedModel, table: Int, handedOverChildren: Bool)
         /// An object deleted, with its values then: undoing also takes back what was assigned
         /// to it while it was detached.
         case deleted(any TrackedModel, table: Int, key: SQLValue, values: [SQLValue], targets: [Int: any TrackedModel])
@@ -151,9 +152,10 @@ extension ModelRegistrar {
             if let request = object._$tracking.insertRequest {
                 _ = writeBehind.record(.set(storedValue(of: object, column: column, shown: key)), column: column, ofInsert: request, table: object._$tracking.table)
             }
-        case .inserted(let object, let table):
+        case .inserted(let object, let table, let handedOverChildren):
             tellWaitingParents(of: object)
             detach(object, table: table)
+            object._$tracking.handedOverChildren = handedOverChildren
         case .deleted(let object, let table, let key, let values, let targets):
             restore(object, to: values, targets: targets)
             attach(object, table: table, key: key)

@@ -115,17 +115,18 @@ final class ModelRegistrar {
         if let existing = identityMap.object(table: table, key: key) as? Model { return existing }
         let object = try Model(_$row: ModelRow(schema: schemas[table], values: values))
         attach(object, table: table, key: key)
-        if hasUnkeyedInserts { adoptPendingTargets(of: object, table: table) }
+        if hasUnkeyedInserts { showPendingTargets(of: object, table: table) }
         return object
     }
 
-    /// Points a loaded object's to-one relationships at the new objects its row's pending
-    /// writes point them at (their keys are not known yet, so the row shows NULL).
-    private func adoptPendingTargets(of object: any TrackedModel, table: Int) {
+    /// Points an object's to-one relationships that show NULL at the new objects its row's
+    /// writes not yet committed point them at (their keys are not known yet), and at nothing
+    /// where none does (a discarded write had pointed one at a new object).
+    func showPendingTargets(of object: any TrackedModel, table: Int) {
         for column in schemas[table].relationshipColumns where object._$tracking.foreignKeys[column] == .null {
             let cell = CellReference(row: RowReference(table: table, key: object._$tracking.key), column: column)
-            guard let request = writeBehind.linkedInsert(of: cell), let target = unkeyedInserts[request]?.object
-            else { continue }
+            let target = writeBehind.linkedInsert(of: cell).flatMap { unkeyedInserts[$0]?.object }
+            guard object._$relatedObject(column: column) !== target else { continue }
             object._$setRelatedObject(target, column: column)
         }
     }
@@ -303,8 +304,11 @@ final class ModelRegistrar {
             _ = writeBehind.recordInsert(table: table, values: stored, key: suppliedKey, of: object)
             outbox.postInsert(table: table, key: suppliedKey, values: values, origin: .local)
         }
-        if !transactionLevels.isEmpty { undoLog.append(.inserted(object, table: table)) }
-        if !schemas[table].relationships.isEmpty { try insertPendingChildren(of: object, table: table) }
+        if !transactionLevels.isEmpty { undoLog.append(.inserted(object, table: table, handedOverChildren: object._$tracking.handedOverChildren)) }
+        if !schemas[table].relationships.isEmpty {
+            try insertPendingChildren(of: object, table: table)
+            object._$tracking.handedOverChildren = true
+        }
     }
 
     func userDidDelete(_ object: some TrackedModel, table: Int) {

@@ -31,6 +31,10 @@ public final class ModelTracking {
     /// The keys that the object's to-one relationships hold, by column, once known (empty for
     /// a model without relationships).
     var foreignKeys: [Int: SQLValue] = [:]
+    /// Whether the store took the children the object's to-many relationships were given
+    /// before it was stored: they are the store's rows since, and a later insert of the object
+    /// (after it was deleted, say) does not insert them again.
+    var handedOverChildren = false
 
     public init() {}
 

@@ -131,6 +131,7 @@ extension ModelRegistrar {
     /// Inserts the children an object's to-many relationships were given before it was stored
     /// (those that still point at it).
     func insertPendingChildren(of object: any TrackedModel, table: Int) throws {
+        guard !object._$tracking.handedOverChildren else { return }
         for (index, relationship) in schemas[table].relationships.enumerated() {
             for child in object._$pendingChildren(relationship: index)
             where !child._$tracking.isAttached && !isBeingInserted(child) && child._$relatedObject(column: relationship.childColumn) === object {
@@ -142,6 +143,7 @@ extension ModelRegistrar {
     /// Refuses an insert whose pending children hold the key of a row this store already has,
     /// before anything is inserted.
     func checkPendingChildren(of object: any TrackedModel, table: Int) throws {
+        guard !object._$tracking.handedOverChildren else { return }
         for (index, relationship) in schemas[table].relationships.enumerated() {
             guard let childTable = try? tableIndex(of: relationship.child) else { continue }
             for child in object._$pendingChildren(relationship: index) where !child._$tracking.isAttached {

@@ -4,11 +4,11 @@
 /// The children of a to-many relationship: the rows whose to-one (`inverse`) points at
 /// `parent`, read through the store in primary-key order (children whose key the database has
 /// yet to assign follow, in the order they were inserted). A parent the store does not manage
-/// shows the array it was given.
+/// shows the array it was given, until a store takes them (a parent deleted since shows none).
 public func _$children<Parent: TrackedModel, Child: TrackedModel>(
     of parent: Parent, inverse: ReferenceWritableKeyPath<Child, Parent?>, pending: [Child]
 ) -> [Child] {
-    guard let registrar = parent._$tracking.registrar else { return pending }
+    guard let registrar = parent._$tracking.registrar else { return parent._$tracking.handedOverChildren ? [] : pending }
     do {
         return try registrar.children(Child.self, column: Child.columnIndex(of: inverse), of: parent)
     } catch {
@@ -29,7 +29,11 @@ public func _$setChildren<Parent: TrackedModel, Child: TrackedModel>(
     let current = _$children(of: parent, inverse: inverse, pending: pending)
     for child in current where !children.contains(where: { $0 === child }) { child[keyPath: inverse] = nil }
     for child in children { child[keyPath: inverse] = parent }
-    guard let registrar = parent._$tracking.registrar else { return children }
+    guard let registrar = parent._$tracking.registrar else {
+        // The parent keeps them, to be inserted with it.
+        parent._$tracking.handedOverChildren = false
+        return children
+    }
     for child in children where !child._$tracking.isAttached {
         do {
             try registrar.insertChild(child)

@@ -80,6 +80,8 @@ extension ModelStore {
     private func revert(_ discarded: DiscardedChanges) {
         // The rows that cannot be read at once are announced once read.
         var unread: [RowReference] = []
+        // Rows read and found gone, which a discarded insert had shown without an object.
+        var gone: [RowReference] = []
         func readAtOnce(_ row: RowReference, _ read: some ShownRead<[SQLValue]?>) -> [SQLValue]? {
             guard let values = try? reads.atOnce(read) else {
                 if !unread.contains(row) { unread.append(row) }
@@ -89,11 +91,17 @@ extension ModelStore {
         }
         registrar.applyDiscarded(discarded, reading: RowReads(
             committed: { [unowned self] row in readAtOnce(row, reads.committed(row)) },
-            current: { [unowned self] row in readAtOnce(row, reads.current(row)) }
+            current: { [unowned self] row in
+                let values = readAtOnce(row, reads.current(row))
+                if values == nil, !unread.contains(row), discarded.shownWithoutObject.contains(row) { gone.append(row) }
+                return values
+            }
         ))
+        for row in gone { registrar.announceRowRestored(row, values: nil, shownBefore: true) }
         for row in unread {
+            let shownBefore = discarded.shownWithoutObject.contains(row)
             reads.later(reads.current(row)) { [weak self] values in
-                if let values { self?.registrar.announceRowBack(row, values: values) }
+                self?.registrar.announceRowRestored(row, values: values, shownBefore: shownBefore)
             }
         }
         // In the order the updates were made; not rows the steps above announced already, nor

@@ -54,10 +54,16 @@ struct DiscardedChanges {
     }
     /// Tables whose `deleteAll` was discarded: their subscribers re-read.
     var resetTables: Set<Int> = []
+    /// Rows of discarded inserts that subscribers were shown without an object (the program
+    /// deleted the object, then discarded the delete): they hear the row go if nothing shows
+    /// it now.
+    var shownWithoutObject: Set<RowReference> = []
 
-    /// - Parameter insertedAgain: Whether a unit still pending inserts an object again (the
-    ///   program related to it after it was deleted, say): it stays attached.
-    init(_ units: [PendingChanges.Unit], insertedAgain: (any TrackedModel) -> Bool = { _ in false }) {
+    /// - Parameters:
+    ///   - shownBefore: The rows the units insert that showed before they were removed.
+    ///   - insertedAgain: Whether a unit still pending inserts an object again (the program
+    ///     related to it after it was deleted, say): it stays attached.
+    init(_ units: [PendingChanges.Unit], shownBefore: Set<RowReference>, insertedAgain: (any TrackedModel) -> Bool = { _ in false }) {
         // An object is forgotten once, by the first unit that inserted it: later units that
         // insert it again find it detached by then.
         var forgottenObjects: Set<ObjectIdentifier> = []
@@ -114,6 +120,7 @@ struct DiscardedChanges {
             for row in insertedRows.subtracting(forgotten) {
                 restore(row)
                 reloads[row.table, default: []].append(row.key)
+                if shownBefore.contains(row) { shownWithoutObject.insert(row) }
             }
         }
     }

@@ -32,10 +32,11 @@ extension WriteBehind {
         return shows
     }
 
-    /// What the row of an insert whose key the database has yet to assign holds once its
+    /// What the row of an insert whose key the database has yet to assign stores once its
     /// changes not yet committed apply: the insert's values, then the changes made by its key's
-    /// placeholder; nil when no such insert is queued. Links to new rows show NULL.
-    func uncommittedValues(ofInsert request: UInt64, table: Int) -> [SQLValue]? {
+    /// placeholder; nil when no such insert is queued. To-one cells hold the placeholders of
+    /// new targets' keys, as written.
+    func storedValues(ofInsert request: UInt64, table: Int) -> [SQLValue]? {
         let row = RowReference(table: table, key: KeyPlaceholder.value(forInsert: request))
         var values: [SQLValue]?
         for unit in queuedUnits {
@@ -50,9 +51,7 @@ extension WriteBehind {
                 }
             }
         }
-        guard var shown = values else { return nil }
-        for column in linkColumns[table] where KeyPlaceholder.request(in: shown[column]) != nil { shown[column] = .null }
-        return shown
+        return values
     }
 
     /// The value the last write not yet committed (pending or in flight) stores in a cell, if

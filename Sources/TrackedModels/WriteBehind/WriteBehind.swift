@@ -417,11 +417,27 @@ final class WriteBehind {
 
     /// Removes a pending unit that is not in flight, returning it so its objects can be put back.
     func discard(_ id: UInt64) -> DiscardedChanges? {
-        pending.remove(unit: id).map { DiscardedChanges([$0], insertedAgain: isInsertPending) }
+        guard let unit = pending.all.first(where: { $0.id == id }) else { return nil }
+        let shown = rowsShown(byInsertsOf: [unit])
+        return pending.remove(unit: id).map { DiscardedChanges([$0], shownBefore: shown, insertedAgain: isInsertPending) }
     }
 
     /// Removes every pending unit that is not in flight.
     func discardAll() -> DiscardedChanges {
-        DiscardedChanges(pending.removeAll())
+        let shown = rowsShown(byInsertsOf: pending.all)
+        return DiscardedChanges(pending.removeAll(), shownBefore: shown)
+    }
+
+    /// The keyed rows these units insert that show (their insert is the last thing that
+    /// decides whether they exist), found before the units are removed: subscribers saw them,
+    /// so they must hear them go if nothing else shows them after.
+    private func rowsShown(byInsertsOf units: [PendingChanges.Unit]) -> Set<RowReference> {
+        var rows: Set<RowReference> = []
+        for unit in units {
+            for case .insert(let request) in unit.unit.operations {
+                if let row = request.row, decidesExistence(of: row) == true { rows.insert(row) }
+            }
+        }
+        return rows
     }
 }

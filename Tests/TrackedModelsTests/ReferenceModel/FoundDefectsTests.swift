@@ -166,6 +166,32 @@ import Testing
         try await replay([(38, 0, 1_102_735), (93, 0, 0), (83, 0, 0), (0, 0, 120_664_982_514), (18, 0, 0), (67, 0, 0), (33, 1, 0), (0, 4_597_683, 411_686_599_518)])
     }
 
+    /// Found by discarding the last pending change: a discarded link to a new item (its row
+    /// showed NULL before and after) left the object pointing at that item.
+    @Test(arguments: TestEngine.allCases)
+    func discardingALinkToANewItemLeavesTheObjectPointingAtNothing(_ engine: TestEngine) async throws {
+        _ = try await engine.makeDatabase(in: TemporaryDirectory())
+        try await replay(on: engine, [(33, 29, 0), (56, 0, 0), (38, 0, 1), (0, 0, 33), (114, 0, 0)])
+    }
+
+    /// Found by discarding every pending change: an insert whose delete was discarded first
+    /// (the row showed again, without an object) left its row in a live list once the insert
+    /// was discarded too.
+    @Test(arguments: TestEngine.allCases)
+    func discardingAnInsertShownWithoutAnObjectTakesItsRowOutOfLists(_ engine: TestEngine) async throws {
+        _ = try await engine.makeDatabase(in: TemporaryDirectory())
+        try await replay(table: 12, on: engine, [(33, 11, 0), (42, 0, 0), (114, 0, 0), (108, 0, 0)])
+    }
+
+    /// Found by graph inserts: an item given children before it was stored, deleted (with
+    /// them) by a deleteAll, then inserted again by a relation to it, inserted its old children
+    /// again too, and listed them.
+    @Test(arguments: TestEngine.allCases)
+    func anItemInsertedAgainDoesNotBringBackTheChildrenItWasGivenBefore(_ engine: TestEngine) async throws {
+        _ = try await engine.makeDatabase(in: TemporaryDirectory())
+        try await replay(on: engine, [(110, 350_494_163, 0), (47, 0, 0), (33, 0, 0), (0, 0, 512_805_508_707)])
+    }
+
     /// A program as a failure prints it, `(table, [(kind, a, b), ...])`.
     static func program(_ text: String) -> (table: UInt64, steps: [(kind: Int, a: UInt64, b: UInt64)])? {
         let numbers = text.split { !$0.isNumber }.compactMap { UInt64($0) }
