@@ -136,7 +136,7 @@ extension RelatedQueryTests {
         let reader = try #require(store.reads.engine as? SQLiteReader)
         let live = try store.results(for: FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Groceries" }, sortBy: [SortDescriptor(\.title)]))
         #expect(live.keys == [2, 1])
-        var differences: [CollectionDifference<Int64>] = []
+        var differences: [FetchedResults<Entry>.Difference] = []
         let subscription = live.onChange { differences.append($0) }
         let chores = try #require(try store.find(TodoList.self, key: 2))
 

@@ -12,6 +12,11 @@ final class FeedIndex {
         case membership(Int)
         /// The children of one parent's to-many relationship.
         case children(RowReference, relationship: Int)
+        /// Rows of a table that live results must judge again though no column a subscriber
+        /// sees changed: an insert whose key the database has yet to assign (named by its
+        /// key's placeholder), or a row whose to-one now reaches, or no longer reaches, such
+        /// an insert. Only the store's live results subscribe to it.
+        case reevaluation(Int)
     }
 
     final class Subscription {
@@ -196,6 +201,13 @@ final class FeedIndex {
         for subscription in bucket.subscriptions { deliver(event, to: subscription) }
     }
 
+    /// Tells the live results of a table to judge a row again (see ``Key/reevaluation(_:)``).
+    func deliverReevaluation(table: Int, key: SQLValue, origin: ChangeOrigin) {
+        guard let bucket = buckets[.reevaluation(table)] else { return }
+        let event = ChangeEvent(table: schemas[table].name, key: key, kind: .update, changes: [], origin: origin)
+        for subscription in bucket.subscriptions { deliver(event, to: subscription) }
+    }
+
     /// Delivers a reset to every subscription of a table.
     func deliverReset(table: Int, origin: ChangeOrigin) {
         let event = ChangeEvent(table: schemas[table].name, key: .null, kind: .reset, changes: [], origin: origin)
@@ -212,7 +224,7 @@ final class FeedIndex {
 }
 
 extension FeedIndex.Key {
-    static let kindCount = 6
+    static let kindCount = 7
     static let childrenKind = 5
 
     var kind: Int {
@@ -223,6 +235,7 @@ extension FeedIndex.Key {
         case .table: 3
         case .membership: 4
         case .children: Self.childrenKind
+        case .reevaluation: 6
         }
     }
 
@@ -230,7 +243,7 @@ extension FeedIndex.Key {
         switch self {
         case .cell(let cell): cell.row.table
         case .row(let row), .children(let row, _): row.table
-        case .column(let table, _), .table(let table), .membership(let table): table
+        case .column(let table, _), .table(let table), .membership(let table), .reevaluation(let table): table
         }
     }
 }

@@ -137,9 +137,16 @@ extension CompiledQuery {
         )
     }
 
-    /// Whether a row's values (a row of the query) match the predicate.
+    /// Whether a row's values (a row of the query) match the predicate. A row whose key the
+    /// database has yet to assign holds its key's placeholder as its identity (and sorts by it,
+    /// after every key, in the order of the inserts); the predicate sees its key as its object
+    /// shows it, NULL.
     func matches(_ row: [SQLValue]) -> Bool {
-        predicate?.matches(row) ?? true
+        guard let predicate else { return true }
+        guard case .blob = row[schema.primaryKeyIndex], KeyPlaceholder.request(in: row[schema.primaryKeyIndex]) != nil else { return predicate.matches(row) }
+        var shown = row
+        shown[schema.primaryKeyIndex] = .null
+        return predicate.matches(shown)
     }
 
     /// How a row sorts.

@@ -38,7 +38,9 @@ public import Observation
 public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccessCollection {
     public typealias Element = Model
     public typealias Index = Int
-    public typealias Difference = CollectionDifference<Model.PrimaryKeyValue>
+    /// Changes of ``keys``: a row whose key the database has yet to assign is `nil` until it
+    /// has its key (then it is removed as `nil` and inserted with its key).
+    public typealias Difference = CollectionDifference<Model.PrimaryKeyValue?>
 
     private let store: ModelStore
     private let plan: CompiledQuery
@@ -79,6 +81,13 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
                 self?.apply(event, toRowsPointingThrough: join)
             })
         }
+        // Rows whose key the database has yet to assign, and rows that reach one.
+        subscriptions.append(store.subscribeToReevaluations(table: plan.table) { [weak self] event in self?.apply(event) })
+        for join in plan.joins {
+            subscriptions.append(store.subscribeToReevaluations(table: join.targetTable) { [weak self] event in
+                self?.reevaluateRows(reaching: event.key, through: join)
+            })
+        }
         // Made inside a transaction, the list holds part of its changes, from which the
         // transaction's events (its net change, or none if it fails) do not tell: the list
         // reads its rows again when it ends.
@@ -100,14 +109,22 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         return object(for: rows[plan.offset + position].key)
     }
 
-    /// The primary keys of the results, in order.
-    public var keys: [Model.PrimaryKeyValue] {
+    /// The primary keys of the results, in order: `nil` for a row inserted whose key the
+    /// database has yet to assign (it sorts after every key, in the order of the inserts).
+    ///
+    /// ```swift
+    /// try store.insert(Note(id: nil, title: "Draft"))
+    /// notes.keys   // [1, 2, nil]
+    /// ```
+    public var keys: [Model.PrimaryKeyValue?] {
         observation.access(self, keyPath: revisionKeyPath)
         return windowKeys().map(typedKey)
     }
 
-    /// A stored key as the model's key type; members' keys came from the model's own rows.
-    private func typedKey(_ key: SQLValue) -> Model.PrimaryKeyValue {
+    /// A stored key as the model's key type (nil for an insert's key's placeholder); members'
+    /// keys came from the model's own rows.
+    private func typedKey(_ key: SQLValue) -> Model.PrimaryKeyValue? {
+        guard KeyPlaceholder.request(in: key) == nil else { return nil }
         guard let typed = try? Model.PrimaryKeyValue(sqlValue: key) else {
             preconditionFailure("key \(key) of \(Model._$schema.name) does not decode as \(Model.PrimaryKeyValue.self)")
         }
@@ -125,6 +142,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     private func object(for key: SQLValue) -> Model {
         if let object = objects[key], object._$tracking.isAttached || store.isClosed || !replace(detached: object, key: key) { return object }
+        // A row waiting for its key is kept as its object from the start (see keepObject).
+        precondition(KeyPlaceholder.request(in: key) == nil, "row \(key) of \(plan.schema.name) waits for its key but its object was not kept")
         // A member's row exists: its object is alive, or its committed values are readable.
         let values: [SQLValue]
         var isGone = false
@@ -294,6 +313,20 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         }
     }
 
+    /// A row of a join's target table whose key the database has yet to assign changed, came
+    /// or went: the rows whose to-one reaches it are judged again (they are this store's
+    /// changes not yet committed; a row the database holds points at no such row).
+    private func reevaluateRows(reaching key: SQLValue, through join: CompiledQuery.Join) {
+        guard let request = KeyPlaceholder.request(in: key) else { return }
+        beginChange()
+        for row in store.registrar.writeBehind.rowsLinking(toInsert: request, table: plan.table, column: join.column) {
+            switch row {
+            case .key(let key): try? reevaluate(key)
+            case .insert(let request): try? reevaluate(KeyPlaceholder.value(forInsert: request))
+            }
+        }
+    }
+
     /// Puts one row where its current values say: in, out, or elsewhere; once read, where its
     /// values must be read from a server.
     private func reevaluate(_ key: SQLValue) throws {
@@ -348,9 +381,10 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     /// Makes a member's object now, from values at hand, where reading its row later would be
     /// a round trip to await; where reads are answered at once, members' objects are made when
-    /// first read.
+    /// first read. A row waiting for its key is its insert's object, kept at once: the store
+    /// lets go of it when the insert is taken back, before the list hears.
     private func keepObject(_ key: SQLValue, values: [SQLValue]) {
-        guard store.reads.mustAwait, objects[key] == nil, !store.isClosed else { return }
+        guard store.reads.mustAwait || KeyPlaceholder.request(in: key) != nil, objects[key] == nil, !store.isClosed else { return }
         let width = plan.schema.columns.count
         objects[key] = try? store.object(Model.self, table: plan.table, values: values.count == width ? values : Array(values.prefix(width)))
     }
@@ -401,6 +435,12 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         streams.removeAll { continuation in
             if case .terminated = continuation.yield(difference) { true } else { false }
         }
+    }
+
+    /// Whether the results keep an object for a row (a member read since it joined, in the
+    /// window or not); for tests.
+    func holdsObject(ofKey key: SQLValue) -> Bool {
+        objects[key] != nil
     }
 
     /// Checks the order and counts of the rows; for tests.

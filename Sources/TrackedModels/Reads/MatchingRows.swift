@@ -3,9 +3,11 @@
 ///
 /// The database answers for the rows it holds unchanged; the rows with changes not yet
 /// committed are judged by their current values instead, and so are the rows that point at a
-/// target with such changes when the predicate or the order reads it. Read in two stages:
-/// the rows that point at changed targets and the changed rows as committed, then the query
-/// (its limit widened by the rows judged here) and the targets of the rows judged here.
+/// target with such changes when the predicate or the order reads it, and the rows of inserts
+/// whose key the database has yet to assign (each with its key's placeholder as its key: see
+/// ``CompiledQuery/matches(_:)``). Read in two stages: the rows that point at changed targets
+/// and the changed rows as committed, then the query (its limit widened by the rows judged
+/// here) and the targets of the rows judged here.
 struct MatchingRows: ShownRead {
     let shown: ShownState
     let plan: CompiledQuery
@@ -13,10 +15,11 @@ struct MatchingRows: ShownRead {
     let windowed: Bool
 
     /// The keys of the table's rows with changes not yet committed, and those of each join's
-    /// target table.
+    /// target table; the table's inserts whose key is still to assign.
     private struct Changed {
         var rows: (keys: Set<SQLValue>, deletesEveryRow: Bool)
         var targets: [(keys: Set<SQLValue>, deletesEveryRow: Bool)]
+        var unkeyed: [RowReference]
 
         var hasChangedTargets: Bool { targets.contains { !$0.keys.isEmpty || $0.deletesEveryRow } }
     }
@@ -24,7 +27,8 @@ struct MatchingRows: ShownRead {
     private func changed() -> Changed {
         Changed(
             rows: shown.writeBehind.uncommittedRows(table: plan.table),
-            targets: plan.joins.map { shown.writeBehind.uncommittedRows(table: $0.targetTable) }
+            targets: plan.joins.map { shown.writeBehind.uncommittedRows(table: $0.targetTable) },
+            unkeyed: shown.registrar.unkeyedRows(table: plan.table)
         )
     }
 
@@ -37,7 +41,7 @@ struct MatchingRows: ShownRead {
         }
         guard pointingReads.allSatisfy(answers.has) else { return }
         let pointing = pointing(pointingReads, answers, changed)
-        if let read = read(changed, judged: changed.rows.keys.count + pointing.count) { needs.add(read) }
+        if let read = read(changed, judged: changed.rows.keys.count + pointing.count + changed.unkeyed.count) { needs.add(read) }
         // The targets of the rows judged here.
         var judged: [[SQLValue]] = pointing.map { key, committed in
             shown.registrar.object(table: plan.table, key: key)?._$values() ?? committed
@@ -46,6 +50,9 @@ struct MatchingRows: ShownRead {
             if case .some(.some(let values)) = shown.knownCurrentValues(of: RowReference(table: plan.table, key: key), given: answers) {
                 judged.append(values)
             }
+        }
+        for row in changed.unkeyed {
+            if let values = shown.currentValues(of: row, given: answers) { judged.append(values) }
         }
         for values in judged {
             for join in plan.joins where values[join.column] != .null {
@@ -58,7 +65,7 @@ struct MatchingRows: ShownRead {
         let changed = changed()
         let keyColumn = plan.schema.primaryKeyIndex
         let pointing = pointing(pointingReads(changed), answers, changed)
-        let judged = changed.rows.keys.count + pointing.count
+        let judged = changed.rows.keys.count + pointing.count + changed.unkeyed.count
         var rows = read(changed, judged: judged).map(answers.rows) ?? []
         if changed.hasChangedTargets, !plan.readsThroughJoins {
             // The selection and the order stand; the targets show their current values.
@@ -74,6 +81,11 @@ struct MatchingRows: ShownRead {
             }
             for row in values.map({ shown.queryRow(plan, values: $0, given: answers) }) where plan.matches(row) {
                 rows.append(row)
+            }
+            for unkeyed in changed.unkeyed {
+                guard let current = shown.currentValues(of: unkeyed, given: answers) else { continue }
+                let row = shown.queryRow(plan, values: current, key: unkeyed.key, given: answers)
+                if plan.matches(row) { rows.append(row) }
             }
             rows.sort { plan.precedes(plan.entry(of: $0), plan.entry(of: $1)) }
         }
@@ -157,8 +169,10 @@ struct QueryRow: ShownRead {
     }
 
     func compose(_ answers: ReadAnswers) -> [SQLValue]? {
-        shown.currentValues(of: RowReference(table: plan.table, key: key), given: answers).map {
-            shown.queryRow(plan, values: $0, given: answers)
+        let isUnkeyed = KeyPlaceholder.request(in: key) != nil
+        return shown.currentValues(of: RowReference(table: plan.table, key: key), given: answers).map { values in
+            // A row waiting for its key shows it NULL: its query row holds its identity.
+            isUnkeyed ? shown.queryRow(plan, values: values, key: key, given: answers) : shown.queryRow(plan, values: values, given: answers)
         }
     }
 }
@@ -170,7 +184,7 @@ struct MatchCount: ShownRead {
     let plan: CompiledQuery
 
     private var isCommittedAsShown: Bool {
-        ([plan.table] + plan.joins.map(\.targetTable)).allSatisfy { table in
+        shown.registrar.unkeyedRows(table: plan.table).isEmpty && ([plan.table] + plan.joins.map(\.targetTable)).allSatisfy { table in
             let changed = shown.writeBehind.uncommittedRows(table: table)
             return changed.keys.isEmpty && !changed.deletesEveryRow
         }
@@ -193,16 +207,34 @@ struct MatchCount: ShownRead {
 
 extension ShownState {
     /// A row of the table, given its current values, as a row of the query: each join's
-    /// target's current values follow (NULLs where it points at nothing, or at no row).
-    func queryRow(_ plan: CompiledQuery, values: [SQLValue], given answers: ReadAnswers) -> [SQLValue] {
-        guard !plan.joins.isEmpty else { return values }
+    /// target's current values follow (NULLs where it points at nothing, or at no row). A link
+    /// to a new object whose key the database has yet to assign (NULL in `values`) reaches it.
+    ///
+    /// - Parameter key: The row's key, where `values` do not hold it: the placeholder of an
+    ///   insert's key still to assign, which the query row holds as its identity.
+    func queryRow(_ plan: CompiledQuery, values: [SQLValue], key: SQLValue? = nil, given answers: ReadAnswers) -> [SQLValue] {
         var row = values
+        if let key { row[plan.schema.primaryKeyIndex] = key }
+        guard !plan.joins.isEmpty else { return row }
         row.reserveCapacity(plan.width)
         for join in plan.joins {
-            let key = values[join.column]
-            let target = key == .null ? nil : currentValues(of: RowReference(table: join.targetTable, key: key), given: answers)
-            row += target ?? Array(repeating: .null, count: join.target.columns.count)
+            row += joinedValues(of: RowReference(table: plan.table, key: key ?? values[plan.schema.primaryKeyIndex]), values: values, join: join, given: answers)
+                ?? Array(repeating: .null, count: join.target.columns.count)
         }
         return row
+    }
+
+    /// What a row's to-one points at, as this store shows it; nil for nothing.
+    private func joinedValues(of row: RowReference, values: [SQLValue], join: CompiledQuery.Join, given answers: ReadAnswers) -> [SQLValue]? {
+        if values[join.column] != .null {
+            return currentValues(of: RowReference(table: join.targetTable, key: values[join.column]), given: answers)
+        }
+        guard registrar.hasUnkeyedInserts, let request = writeBehind.linkedInsert(of: CellReference(row: row, column: join.column)) else { return nil }
+        let target = RowReference(table: join.targetTable, key: KeyPlaceholder.value(forInsert: request))
+        // The target is there: its key column holds its identity (a predicate reads the key to
+        // tell whether the to-one points at a row).
+        guard var values = currentValues(of: target, given: answers) else { return nil }
+        values[join.target.primaryKeyIndex] = target.key
+        return values
     }
 }

@@ -36,7 +36,7 @@ struct ShownState {
     /// Whether a row's current values need its committed row, and it is not in hand.
     func needsCommittedRow(of row: RowReference, given answers: ReadAnswers) -> Bool {
         registrar.object(table: row.table, key: row.key) == nil && registrar.deliveredCommittedValues(of: row) == nil
-            && answers.committed(row) == nil && writeBehind.showsCommittedValues(of: row)
+            && answers.committed(row) == nil && KeyPlaceholder.request(in: row.key) == nil && writeBehind.showsCommittedValues(of: row)
     }
 
     /// Lists the committed row a row's current values need, if they need one.
@@ -46,7 +46,8 @@ struct ShownState {
 
     /// A row's current values: its object's, else what is committed with this store's changes
     /// not yet committed applied; nil when there is no row, or when this store deleted it
-    /// (committed or not).
+    /// (committed or not). A row named by its key's placeholder is an insert's whose key the
+    /// database has yet to assign: its object's values (the key NULL), while it has one.
     func currentValues(of row: RowReference, given answers: ReadAnswers) -> [SQLValue]? {
         currentValues(of: row, committed: answers.committed(row) ?? nil)
     }
@@ -54,6 +55,7 @@ struct ShownState {
     /// A row's current values, given what the database holds for it (nil: no row).
     func currentValues(of row: RowReference, committed: [SQLValue]?) -> [SQLValue]? {
         if let object = registrar.object(table: row.table, key: row.key) { return object._$values() }
+        guard KeyPlaceholder.request(in: row.key) == nil else { return nil }
         // Being delivered, the row was just read with its change: newer than any read before.
         return writeBehind.uncommittedValues(of: row, over: registrar.deliveredCommittedValues(of: row) ?? committed)
     }

@@ -32,6 +32,8 @@ extension ModelRegistrar {
     /// keyed row by now). Does nothing the second time.
     func assignKey(_ key: SQLValue, toInsert request: UInt64) {
         guard let (object, table) = unkeyedInserts.removeValue(forKey: request) else { return }
+        // Live results let go of its row by its key's placeholder; the insert brings it back.
+        unkeyedRowChanged(table: table, request: request)
         try? object._$assign(key, toColumn: primaryKeyColumns[table])
         let row = RowReference(table: table, key: key)
         guard identityMap.object(table: table, key: key) == nil, !writeBehind.deletes(row, afterInsert: request) else {
@@ -50,7 +52,8 @@ extension ModelRegistrar {
         outbox.postInsert(table: table, key: key, values: object._$values(), origin: .local)
     }
 
-    /// The unkeyed insert, if any, that the database gave this row's key.
+    /// The object of an insert of the table whose key the database has yet to assign (or has
+    /// just assigned, before the object learns it), by the insert's request.
     func unkeyedInsert(table: Int, request: UInt64) -> (any TrackedModel)? {
         unkeyedInserts[request].flatMap { $0.table == table ? $0.object : nil }
     }
@@ -241,6 +244,7 @@ extension ModelRegistrar {
                 try? object._$assign(then, toColumn: column)
             }
         }
+        unkeyedRowChanged(table: table, request: request)
     }
 
     /// Sets a database value on an object and posts the change; a value that does not decode

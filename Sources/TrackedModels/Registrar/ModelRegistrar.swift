@@ -89,6 +89,15 @@ final class ModelRegistrar {
     /// Whether inserts wait for the database to assign their keys.
     var hasUnkeyedInserts: Bool { !unkeyedInserts.isEmpty }
 
+    /// The rows of a table's inserts whose key the database has yet to assign, in the order
+    /// they were inserted: each by its key's placeholder (its temporary identity).
+    func unkeyedRows(table: Int) -> [RowReference] {
+        guard hasUnkeyedInserts else { return [] }
+        return unkeyedInserts.filter { $0.value.table == table }.keys.sorted().map {
+            RowReference(table: table, key: KeyPlaceholder.value(forInsert: $0))
+        }
+    }
+
     /// The table of a model type given by identity (a relationship's target or child).
     func tableIndex(of type: ObjectIdentifier) throws -> Int {
         guard let index = tableIndexByType[type] else {
@@ -104,15 +113,18 @@ final class ModelRegistrar {
 
     // MARK: - Identity map
 
+    /// The object of a row: by its key, or, for an insert whose key the database has yet to
+    /// assign, by its key's placeholder (its temporary identity).
     func object(table: Int, key: SQLValue) -> (any TrackedModel)? {
-        identityMap.object(table: table, key: key)
+        if let object = identityMap.object(table: table, key: key) { return object }
+        return KeyPlaceholder.request(in: key).flatMap { unkeyedInsert(table: table, request: $0) }
     }
 
     /// The identity-mapped object of a row read from the database: the existing one, or a new
     /// one decoded and attached.
     func object<Model: TrackedModel>(_ type: Model.Type, table: Int, values: [SQLValue]) throws -> Model {
         let key = values[primaryKeyColumns[table]]
-        if let existing = identityMap.object(table: table, key: key) as? Model { return existing }
+        if let existing = object(table: table, key: key) as? Model { return existing }
         let object = try Model(_$row: ModelRow(schema: schemas[table], values: values))
         attach(object, table: table, key: key)
         if hasUnkeyedInserts { showPendingTargets(of: object, table: table) }
@@ -138,7 +150,8 @@ final class ModelRegistrar {
 
     func detach(_ object: any TrackedModel, table: Int) {
         let tracking = object._$tracking
-        if let request = tracking.insertRequest {
+        let request = tracking.insertRequest
+        if let request {
             unkeyedInserts.removeValue(forKey: request)
             forgetLinks(to: object, table: table)
         }
@@ -146,6 +159,7 @@ final class ModelRegistrar {
             identityMap.remove(table: table, key: tracking.key)
         }
         tracking.detach()
+        if let request { unkeyedRowChanged(table: table, request: request) }
     }
 
     /// Lets the objects that point at a new object whose insert is taken back (discarded, or
@@ -211,14 +225,31 @@ final class ModelRegistrar {
         )
         let isKeyed = record(.set(stored ?? new), column: column, of: object, tracking: tracking)
         if !transactionLevels.isEmpty { recordUndo(object, column: column, old: old) }
-        guard old != new else { return }
+        guard old != new else {
+            // A to-one pointed from nothing at a new object, or from one to another: the row
+            // shows NULL still, but what it reaches changed.
+            if stored != nil || schemas[table].relationshipColumns.contains(column) {
+                if isKeyed { outbox.postReevaluation(table: table, key: tracking.key) } else { unkeyedRowChanged(table: table, request: tracking.insertRequest) }
+            }
+            return
+        }
         // A row whose key the database has yet to assign is announced, with its values then,
         // once it has one; the parents it moves between hear it now.
         if isKeyed {
             outbox.postUpdate(table: table, key: tracking.key, column: column, old: old, new: new, origin: .local)
-        } else if let memberships, memberships.hasParents(table: table) {
-            memberships.childChanged(table: table, key: .null, column: column, old: { _ in old }, new: { _ in new })
+        } else {
+            if let memberships, memberships.hasParents(table: table) {
+                memberships.childChanged(table: table, key: .null, column: column, old: { _ in old }, new: { _ in new })
+            }
+            unkeyedRowChanged(table: table, request: tracking.insertRequest)
         }
+    }
+
+    /// Tells live results that the row of an insert whose key the database has yet to assign
+    /// changed, came or went (subscribers hear of it once it has its key).
+    func unkeyedRowChanged(table: Int, request: UInt64?) {
+        guard let request else { return }
+        outbox.postReevaluation(table: table, key: KeyPlaceholder.value(forInsert: request))
     }
 
     /// The program added `delta` to an integer column whose value was `old`.
@@ -227,7 +258,11 @@ final class ModelRegistrar {
         try object._$assign(new, toColumn: column)
         let isKeyed = record(.add(delta), column: column, of: object, tracking: tracking)
         if !transactionLevels.isEmpty { recordUndo(object, column: column, old: old) }
-        if isKeyed { outbox.postUpdate(table: tracking.table, key: tracking.key, column: column, old: old, new: new, origin: .local) }
+        if isKeyed {
+            outbox.postUpdate(table: tracking.table, key: tracking.key, column: column, old: old, new: new, origin: .local)
+        } else {
+            unkeyedRowChanged(table: tracking.table, request: tracking.insertRequest)
+        }
     }
 
     /// Records a write for write-behind; returns whether the row has its key (is not an insert
@@ -299,6 +334,7 @@ final class ModelRegistrar {
             if let memberships, memberships.hasParents(table: table) {
                 memberships.childChanged(table: table, key: .null, old: { _ in .null }, new: { values[$0] })
             }
+            unkeyedRowChanged(table: table, request: request)
         } else {
             attach(object, table: table, key: suppliedKey)
             _ = writeBehind.recordInsert(table: table, values: stored, key: suppliedKey, of: object)

@@ -13,6 +13,7 @@ final class Outbox {
         case event(table: Int, ChangeEvent)
         case reset(table: Int, origin: ChangeOrigin)
         case children(table: Int, key: SQLValue, relationship: Int, origin: ChangeOrigin)
+        case reevaluation(table: Int, key: SQLValue, origin: ChangeOrigin)
     }
 
     /// One change recorded inside a group.
@@ -24,6 +25,7 @@ final class Outbox {
         case delete(table: Int, key: SQLValue, values: [SQLValue], origin: ChangeOrigin, isOldKnown: Bool)
         case reset(table: Int, origin: ChangeOrigin)
         case children(table: Int, key: SQLValue, relationship: Int, origin: ChangeOrigin)
+        case reevaluation(table: Int, key: SQLValue, origin: ChangeOrigin)
     }
 
     let feeds: FeedIndex
@@ -145,6 +147,18 @@ final class Outbox {
         }
     }
 
+    /// Tells the live results of a table to judge a row again, though no column subscribers
+    /// see changed (see ``FeedIndex/Key/reevaluation(_:)``); inside a group, once per row
+    /// when the group ends.
+    func postReevaluation(table: Int, key: SQLValue, origin: ChangeOrigin = .local) {
+        guard feeds.hasSubscriptions(.reevaluation(table)) else { return }
+        if groupDepth > 0 {
+            log.append(.reevaluation(table: table, key: key, origin: origin))
+        } else {
+            deliver(.reevaluation(table: table, key: key, origin: origin))
+        }
+    }
+
     // MARK: - Groups
 
     /// Starts a group (or a nested level of one) and returns its mark in the log.
@@ -208,6 +222,8 @@ final class Outbox {
             feeds.deliverReset(table: table, origin: origin)
         case .children(let table, let key, let relationship, let origin):
             feeds.deliverChildren(table: table, key: key, relationship: relationship, origin: origin)
+        case .reevaluation(let table, let key, let origin):
+            feeds.deliverReevaluation(table: table, key: key, origin: origin)
         }
     }
 
@@ -224,13 +240,16 @@ final class Outbox {
     /// deleted in the group is no change; a row deleted and inserted again is an update of the
     /// columns that differ; a deleted row reports its deletion only; an inserted row reports its
     /// insertion with its final values. A reset supersedes the changes of its table's rows
-    /// logged before it. A parent's children changing is told once, where it was first logged.
+    /// logged before it. A parent's children changing is told once, where it was first logged;
+    /// so is a row to judge again.
     private func netEvents(_ log: [LoggedChange]) -> [Entry] {
         enum Item {
             case row(RowReference)
             case reset(table: Int, origin: ChangeOrigin)
             case children(RowReference, relationship: Int, origin: ChangeOrigin)
+            case reevaluation(RowReference, origin: ChangeOrigin)
         }
+        var reevaluated: Set<RowReference> = []
         struct Relationship: Hashable {
             var parent: RowReference
             var relationship: Int
@@ -264,18 +283,22 @@ final class Outbox {
             case .reset(let table, let origin):
                 order.removeAll {
                     switch $0 {
-                    case .row(let row), .children(let row, _, _): row.table == table
+                    case .row(let row), .children(let row, _, _), .reevaluation(let row, _): row.table == table
                     case .reset: false
                     }
                 }
                 rows = rows.filter { $0.key.table != table }
                 childrenTold = childrenTold.filter { $0.parent.table != table }
+                reevaluated = reevaluated.filter { $0.table != table }
                 order.append(.reset(table: table, origin: origin))
             case .children(let table, let key, let relationship, let origin):
                 let parent = RowReference(table: table, key: key)
                 if childrenTold.insert(Relationship(parent: parent, relationship: relationship)).inserted {
                     order.append(.children(parent, relationship: relationship, origin: origin))
                 }
+            case .reevaluation(let table, let key, let origin):
+                let row = RowReference(table: table, key: key)
+                if reevaluated.insert(row).inserted { order.append(.reevaluation(row, origin: origin)) }
             case .update(let table, let key, let column, let old, let new, let origin, let isOldKnown):
                 let row = RowReference(table: table, key: key)
                 touch(row, existed: true, origin: origin)
@@ -314,6 +337,8 @@ final class Outbox {
             case .reset(let table, let origin): return .reset(table: table, origin: origin)
             case .children(let parent, let relationship, let origin):
                 return .children(table: parent.table, key: parent.key, relationship: relationship, origin: origin)
+            case .reevaluation(let row, let origin):
+                return .reevaluation(table: row.table, key: row.key, origin: origin)
             }
             let net = rows[row]!
             switch (net.existed, net.exists) {

@@ -223,8 +223,8 @@ extension TrackedModel {
 
 extension ModelRegistrar {
     /// The children of `parent` through a to-one column of `Child`'s table: its rows that hold
-    /// the parent's key, in key order, then the children whose insert waits for its key and
-    /// that point at the parent.
+    /// the parent's key, in key order, then the children whose insert waits for its key, in the
+    /// order they were inserted (a read of the store shows both).
     ///
     /// The rows are those the last read found while no change of them was told since (their
     /// objects, when all are alive), else read through the store. A read is recorded, so that
@@ -242,7 +242,7 @@ extension ModelRegistrar {
             let recorded = relationship.flatMap {
                 memberships?.recordedChildren(parentTable: parentTracking.table, relationship: $0, parentKey: parentTracking.key)
             }
-            let alive = recorded?.keys.compactMap { identityMap.object(table: childTable, key: $0) as? Child }
+            let alive = recorded?.keys.compactMap { object(table: childTable, key: $0) as? Child }
             withExtendedLifetime(recorded?.held) {}
             if let recorded, let alive, alive.count == recorded.keys.count {
                 found = alive
@@ -266,10 +266,6 @@ extension ModelRegistrar {
                 }
                 if let child = child as? Child, !found.contains(where: { $0 === child }) { found.append(child) }
             }
-            return found
-        }
-        for (_, entry) in unkeyedInserts.sorted(by: { $0.key < $1.key }) where entry.table == childTable {
-            if entry.object._$tracking.foreignKeys[column] == parentTracking.key, let child = entry.object as? Child { found.append(child) }
         }
         return found
     }

@@ -37,6 +37,12 @@ extension ModelStore {
         return registrar.feeds.add(keys: keys, columns: columns, handler: handler)
     }
 
+    /// Subscribes to the rows of a table live results must judge again though no column a
+    /// subscriber sees changed (see ``FeedIndex/Key/reevaluation(_:)``).
+    func subscribeToReevaluations(table: Int, _ handler: @escaping (ChangeEvent) -> Void) -> FeedToken {
+        registrar.feeds.add(keys: [.reevaluation(table)], columns: nil, handler: handler)
+    }
+
     /// Runs `work` once every change posted so far has been delivered to every subscriber.
     func afterDelivery(_ work: @escaping () -> Void) {
         registrar.outbox.afterDelivery(work)

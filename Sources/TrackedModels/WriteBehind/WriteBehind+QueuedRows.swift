@@ -72,9 +72,13 @@ extension WriteBehind {
     }
 
     /// The insert whose key's placeholder a pending or in-flight write last stored in a
-    /// to-one cell, if any: cheap where nothing is in flight (a lookup of the row's units).
+    /// to-one cell, if any: cheap where nothing is in flight (a lookup of the row's units). The
+    /// row may be an insert's whose key is still to assign, named by its key's placeholder.
     func linkedInsert(of cell: CellReference) -> UInt64? {
         guard hasChanges, linkColumns[cell.row.table].contains(cell.column) else { return nil }
+        if let request = KeyPlaceholder.request(in: cell.row.key) {
+            return storedValues(ofInsert: request, table: cell.row.table).flatMap { KeyPlaceholder.request(in: $0[cell.column]) }
+        }
         if inFlight.isEmpty {
             guard case .set(let value)? = pending.write(to: cell) else { return nil }
             return KeyPlaceholder.request(in: value)

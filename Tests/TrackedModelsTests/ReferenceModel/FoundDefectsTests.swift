@@ -192,6 +192,13 @@ import Testing
         try await replay(on: engine, [(110, 350_494_163, 0), (47, 0, 0), (33, 0, 0), (0, 0, 512_805_508_707)])
     }
 
+    /// Found in the harness: a live list keeps the object of a member its window moved past
+    /// (two inserts pushed row 24 out of a `fetchLimit` window), so inserting a second object
+    /// for that key is refused, as for any object the store holds.
+    @Test func anInsertOfAKeyWhoseObjectAListKeepsPastItsWindowIsRefused() async throws {
+        try await replay(table: 83_641_202, [(93, 333_316_962_162, 1_083_181_280_590), (33, 0, 0), (33, 1, 0), (33, 834_581_409_784, 0)])
+    }
+
     /// A program as a failure prints it, `(table, [(kind, a, b), ...])`.
     static func program(_ text: String) -> (table: UInt64, steps: [(kind: Int, a: UInt64, b: UInt64)])? {
         let numbers = text.split { !$0.isNumber }.compactMap { UInt64($0) }

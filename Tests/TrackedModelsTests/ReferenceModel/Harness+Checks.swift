@@ -103,16 +103,42 @@ extension Harness {
         }
     }
 
-    /// The reference's answer to a descriptor: the keyed rows that show values, filtered,
-    /// sorted (then by key), windowed.
-    private func answer(_ query: Query, _ shown: [Int64: [SQLValue]]) -> [Int64] {
+    /// The rows inserted whose key the database has yet to assign, each with the store's insert
+    /// request (the order the store shows them in, after every key) and its values (its key
+    /// NULL; its links to rows like it kept, as ``Reference/keyOfNew(_:)``).
+    private func newRowsShown() -> [(request: UInt64, values: [SQLValue])] {
+        reference.shownNewRows.map { number, values in
+            (newObjects[number]?._$tracking.insertRequest ?? UInt64(number), values)
+        }.sorted { $0.request < $1.request }
+    }
+
+    /// The reference's answer to a descriptor: the rows that show values, filtered, sorted
+    /// (then by key; rows waiting for their key after every key, in the order of the inserts),
+    /// windowed. A row waiting for its key is nil.
+    private func answer(_ query: Query, _ shown: [Int64: [SQLValue]]) -> [Int64?] {
         let descriptor = query.descriptor
-        let sorted = shown.filter { query.matches($0.value) }.sorted { left, right in
+        let link = Item.Column.link.rawValue
+        // A row waiting for its key is judged with its key NULL, and sorts by the store's stand-in
+        // for it (after every key, in the order of the inserts).
+        let keyed = shown.map { (key: Optional($0.key), order: UInt64(0), values: $0.value, sorted: $0.value) }
+        let new = newRowsShown().map { row in
+            var values = row.values
+            if Reference.newRow(linkedBy: values[link]) != nil { values[link] = .null }
+            var sorted = values
+            sorted[0] = KeyPlaceholder.value(forInsert: row.request)
+            return (key: Int64?.none, order: row.request, values: values, sorted: sorted)
+        }
+        let sorted = (keyed + new).filter { query.matches($0.values) }.sorted { left, right in
             for term in query.sort {
-                let order = Values.compare(left.value[term.column], right.value[term.column])
+                let order = Values.compare(left.sorted[term.column], right.sorted[term.column])
                 if order != 0 { return (order < 0) == term.ascending }
             }
-            return left.key < right.key
+            switch (left.key, right.key) {
+            case (let left?, let right?): return left < right
+            case (.some, .none): return true
+            case (.none, .some): return false
+            case (.none, .none): return left.order < right.order
+            }
         }.map(\.key)
         let start = min(descriptor.fetchOffset ?? 0, sorted.count)
         let end = descriptor.fetchLimit.map { min(start + $0, sorted.count) } ?? sorted.count
@@ -120,8 +146,9 @@ extension Harness {
     }
 
     private func checkFetches(_ store: ModelStore, _ shown: [Int64: [SQLValue]]) async throws {
-        // The raw-SQL form of the first query sees pending changes too.
-        let expected = answer(Self.queries[0], shown)
+        // The raw-SQL form of the first query sees pending changes too (of rows with keys: SQL
+        // cannot name a row whose key the database has yet to assign).
+        let expected = answer(Self.queries[0], shown).compactMap { $0 }
         let parameter = engine == .sqlite ? "?" : "$1"
         let raw = try await engine == .sqlite
             ? store.fetch(Item.self, where: "count > ?", [0], orderBy: "count DESC, id").map(\.id)
@@ -170,26 +197,54 @@ extension Harness {
     /// The generated queries: SQLite's answer over the rows the reference shows, the store's
     /// fetch (SQL over the file, with pending rows judged in memory) and the live list (kept
     /// by the evaluator through every step) must agree.
+    ///
+    /// Rows waiting for their key take keys past every other in the scratch table, in the
+    /// order of their inserts, and links to them point there: the generated predicates and
+    /// orders never read a key's value, so the scratch rows are judged and sorted as the store
+    /// judges them (their key NULL, after every key), and reached through links as the store
+    /// reaches them. Such a key is nil in the answer. (Where no key is left past the largest,
+    /// the step is not checked.)
     private func checkGeneratedQueries(_ store: ModelStore, _ shown: [Int64: [SQLValue]]) async throws {
         try scratch.execute("DELETE FROM items")
         let insert = try scratch.cachedStatement("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-        for (key, values) in shown {
+        let new = newRowsShown()
+        let largest = shown.keys.max() ?? 0
+        guard largest <= Int64.max - Int64(new.count) else { return }
+        var scratchKeyOfRequest: [UInt64: Int64] = [:]
+        for (rank, row) in new.enumerated() { scratchKeyOfRequest[row.request] = largest + 1 + Int64(rank) }
+        var scratchKeyOfNew: [Int: Int64] = [:]
+        for (number, _) in reference.shownNewRows {
+            scratchKeyOfNew[number] = (newObjects[number]?._$tracking.insertRequest).flatMap { scratchKeyOfRequest[$0] }
+        }
+        let waiting = Set(scratchKeyOfRequest.values)
+        let link = Item.Column.link.rawValue
+        func stored(_ values: [SQLValue], key: Int64) -> [SQLValue] {
             var row = values
             row[0] = .integer(key)
-            try insert.run(row.map(\.nanAsNull))
+            if let number = Reference.newRow(linkedBy: row[link]) { row[link] = scratchKeyOfNew[number].map(SQLValue.integer) ?? .null }
+            return row.map(\.nanAsNull)
+        }
+        for key in shown.keys {
+            try insert.run(stored(reference.shown(.key(key), keepingLinksToNewRows: true) ?? shown[key]!, key: key))
+        }
+        for row in new {
+            try insert.run(stored(row.values, key: scratchKeyOfRequest[row.request]!))
         }
         for (index, query) in generatedQueries.enumerated() {
             let select = SQLiteDialect.select(query, limit: nil)
-            let expected = try scratch.makeStatement(select.sql).rows(select.arguments).map { try Int64(sqlValue: $0[0]) }
+            let expected = try scratch.makeStatement(select.sql).rows(select.arguments).map { row -> Int64? in
+                let key = try Int64(sqlValue: row[0])
+                return waiting.contains(key) ? nil : key
+            }
             let name = "\(select.sql) with \(select.arguments)"
             // PostgreSQL refuses to compute what overflows (SQLite turns it into a real): no answer.
             guard let rows = try await generatedQueryRows(query, windowed: true) else { continue }
-            let fetched = try rows.map { try Int64(sqlValue: $0[0]) }
+            let fetched = try rows.map { row -> Int64? in KeyPlaceholder.request(in: row[0]) == nil ? try Int64(sqlValue: row[0]) : nil }
             guard fetched == expected else {
                 throw Divergence(message: "a fetch of the generated query \(name) returned \(fetched); SQLite over the rows the program shows returns \(expected)")
             }
             guard index < generatedLists.count, let list = generatedLists[index] else { continue }
-            let live = list.keys.compactMap { $0 }
+            let live = list.keys
             guard live == expected else {
                 throw Divergence(message: "the live list of the generated query \(name) holds \(live); SQLite over the rows the program shows returns \(expected)")
             }

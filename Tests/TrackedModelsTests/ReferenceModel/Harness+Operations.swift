@@ -279,7 +279,8 @@ extension Harness {
         // every element; on PostgreSQL they hold one for every row, which they cannot read
         // later without waiting): the store manages one, and a second is refused too.
         let store = try live
-        let managedByLists = (lists.map(\.results) + generatedLists.compactMap { $0 }).contains { $0.keys.contains(key) }
+        // (A list keeps the object of a member its window moved past.)
+        let managedByLists = (lists.map(\.results) + generatedLists.compactMap { $0 }).contains { $0.holdsObject(ofKey: .integer(key)) }
             && store.registrar.object(table: 0, key: .integer(key)) != nil
         // An object the program let go of may still be alive (its changes pending, or a held
         // object's link caching it): the store manages it until it goes away.

@@ -75,7 +75,7 @@ final class Harness {
         let query: Int
         let results: FetchedResults<Item>
         /// nil once a difference did not apply to the keys told before.
-        private(set) var toldKeys: [Int64]?
+        private(set) var toldKeys: [Int64?]?
         private var subscription: FetchedResults<Item>.Subscription?
 
         init(query: Int, results: FetchedResults<Item>) {

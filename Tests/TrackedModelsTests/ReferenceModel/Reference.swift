@@ -182,6 +182,18 @@ struct Reference {
         return rows
     }
 
+    /// The rows inserted whose key the database has yet to assign that show values, by number,
+    /// their links to rows like them kept (``keyOfNew(_:)``).
+    var shownNewRows: [Int: [SQLValue]] {
+        var rows: [Int: [SQLValue]] = [:]
+        for unit in allUnits {
+            for case .insert(.new(let number), _) in unit.operations {
+                if let values = shown(.new(number), keepingLinksToNewRows: true) { rows[number] = values }
+            }
+        }
+        return rows
+    }
+
     /// The value a write leaves in a cell (an increment of an integer, wrapping as Int64 does).
     static func apply(_ write: Write, to value: SQLValue) -> SQLValue {
         switch (write, value) {
