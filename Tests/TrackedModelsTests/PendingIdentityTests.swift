@@ -102,3 +102,23 @@ import Testing
         try await store.close()
     }
 }
+
+extension PendingIdentityTests {
+    /// Found by the two-table reference test on PostgreSQL: deleting a list whose entry waits
+    /// for its key asked the server for that entry's committed row by its key's placeholder
+    /// (`invalid input syntax for type bigint`), where the delete must refuse, saying why.
+    @Test(arguments: TestEngine.allCases)
+    func deletingATargetWhoseChildWaitsForItsKeyRefusesWithoutReadingIt(_ engine: TestEngine) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await store(engine, in: directory)
+        let list = TodoList(id: 1, title: "Groceries")
+        try store.insert(list)
+        try await store.flush()
+        try store.insert(Entry(id: nil, title: "Milk", list: list))
+        await #expect { try await store.async.delete(list) } throws: { error in
+            (error as? StoreError)?.code == .notAttached
+        }
+        #expect(try await store.async.fetchCount(FetchDescriptor<TodoList>()) == 1)
+        try await store.close()
+    }
+}

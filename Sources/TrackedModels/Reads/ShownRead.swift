@@ -81,12 +81,13 @@ struct CurrentRow: ShownRead {
     }
 }
 
-/// A row as committed, whatever this store holds; nil when the database has none.
+/// A row as committed, whatever this store holds; nil when the database has none (as for an
+/// insert's row named by its key's placeholder, which is not asked of the database).
 struct CommittedRow: ShownRead {
     let row: RowReference
 
     func needs(given answers: ReadAnswers, into needs: inout ReadNeeds) {
-        if answers.committed(row) == nil { needs.committedRow(row) }
+        if answers.committed(row) == nil, KeyPlaceholder.request(in: row.key) == nil { needs.committedRow(row) }
     }
 
     func compose(_ answers: ReadAnswers) -> [SQLValue]? {

@@ -73,8 +73,11 @@ extension ModelStore {
             while let parent = frontier.popLast(), reads.deliveries == startedAt {
                 for (childTable, column, cascades) in deleteRules(table: parent.table) {
                     let keyColumn = registrar.schemas[childTable].primaryKeyIndex
+                    // A child waiting for its key makes the delete refuse (it reads nothing
+                    // more), and the database holds no row of it.
                     let children = try await reads.awaited(reads.children(table: childTable, column: column, key: parent.key), keeping: &answers)
                         .map { RowReference(table: childTable, key: $0[keyColumn]) }
+                        .filter { KeyPlaceholder.request(in: $0.key) == nil }
                     _ = try await reads.awaited(EachRead(reads: children.map(reads.committed)), keeping: &answers)
                     if cascades { frontier += children.filter { seen.insert($0).inserted } }
                 }

@@ -1,0 +1,439 @@
+import Foundation
+import PropertyBased
+import Testing
+@testable import TrackedModels
+
+/// A shelf: a self-reference (`parent`, whose to-many `children` nullifies), the books on it
+/// (cascade) and the books held for it (deny).
+@Tracked(table: "shelves")
+final class Shelf {
+    @PrimaryKey var id: Int64?
+    var name: String
+    @Column("parent_id") var parent: Shelf?
+    @Relationship(inverse: \Shelf.parent) var children: [Shelf] = []
+    @Relationship(deleteRule: .cascade, inverse: \Book.shelf) var books: [Book] = []
+    @Relationship(deleteRule: .deny, inverse: \Book.hold) var holds: [Book] = []
+}
+
+/// A book: on a shelf, and held for a shelf.
+@Tracked(table: "books")
+final class Book {
+    @PrimaryKey var id: Int64?
+    var title: String
+    @Column("shelf_id") var shelf: Shelf?
+    @Column("hold_id") var hold: Shelf?
+}
+
+/// The relationships across two model tables, checked against a reference model after every
+/// step of generated programs, on both engines: to-ones and their to-manys between two tables
+/// and within one, every delete rule, keys the program supplies (negative) and keys the
+/// database assigns, to-manys assigned, transactions that throw, flushes and reopening. After
+/// every step each object's values and relationships (both directions), counts, a fetch through
+/// the to-one and a live list of it must agree with the reference; after a flush, the database.
+@MainActor
+@Suite(.serialized) struct ShelvesReferenceModelTests {
+    /// A fifth of the main reference-model test's budget (`TRACKEDMODELS_REFERENCE_PROGRAMS`).
+    static let programs = max(10, ReferenceModelTests.programs / 5)
+    static let step = zip(Gen.int(in: 0...15), Gen.uint64(in: 0...(1 << 40)), Gen.uint64(in: 0...(1 << 40)))
+        .map { Step(kind: $0, a: $1, b: $2) }
+    static let program = step.array(of: 1...30)
+
+    @Test(arguments: TestEngine.allCases)
+    func relationshipsAcrossTwoTablesAgreeWithTheReference(_ engine: TestEngine) async throws {
+        _ = try await engine.makeDatabase(in: TemporaryDirectory())
+        let programs = engine == .sqlite ? Self.programs : max(2, Self.programs / 5)
+        var failed = false
+        await propertyCheck(count: programs, input: Self.program) { steps in
+            guard !failed else { return }
+            if case .diverged = try await Self.run(engine: engine, steps: steps) { failed = true }
+        }
+    }
+
+    /// Replays a program printed as `[(kind, a, b), ...]`, in `TRACKEDMODELS_SHELVES_REPLAY`.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["TRACKEDMODELS_SHELVES_REPLAY"] != nil)) func replay() async throws {
+        let numbers = try #require(ProcessInfo.processInfo.environment["TRACKEDMODELS_SHELVES_REPLAY"]).split { !$0.isNumber }.compactMap { UInt64($0) }
+        let steps = stride(from: 0, to: numbers.count - 2, by: 3).map { Step(kind: Int(numbers[$0]), a: numbers[$0 + 1], b: numbers[$0 + 2]) }
+        let engine = TestEngine(rawValue: ProcessInfo.processInfo.environment["TRACKEDMODELS_REFERENCE_ENGINE"] ?? "sqlite") ?? .sqlite
+        try await Self.run(engine: engine, steps: steps)
+    }
+
+    enum Outcome { case agreed, diverged }
+
+    @discardableResult
+    static func run(engine: TestEngine, steps: [Step]) async throws -> Outcome {
+        let directory = try TemporaryDirectory()
+        let database = try await engine.makeDatabase(in: directory)
+        let harness = ShelvesHarness(engine: engine, database: database)
+        do {
+            try await harness.open()
+            try await harness.check(afterFlush: true)
+            for step in steps {
+                try await harness.run(step)
+                try await harness.check(afterFlush: false)
+            }
+            try await harness.reopen()
+            try await harness.check(afterFlush: true)
+        } catch {
+            Issue.record("""
+                \(error is Divergence ? "" : "threw: ")\(error)
+                engine: \(engine), program [\(steps.map(\.description).joined(separator: ", "))]:
+                \(harness.transcript.enumerated().map { "  \($0.offset + 1). \($0.element)" }.joined(separator: "\n"))
+                """)
+            try? await harness.store?.close()
+            return .diverged
+        }
+        try? await harness.store?.close()
+        return .agreed
+    }
+}
+
+/// Runs one program of ``ShelvesReferenceModelTests`` against a store and the reference.
+@MainActor
+final class ShelvesHarness {
+    /// A shelf or a book, by the number the program gave it when it made it.
+    typealias Ref = Int
+
+    struct ShelfRow: Equatable {
+        var name: String
+        var parent: Ref?
+    }
+
+    struct BookRow: Equatable {
+        var title: String
+        var shelf: Ref?
+        var hold: Ref?
+    }
+
+    /// What the store must show.
+    struct Model: Equatable {
+        var shelves: [Ref: ShelfRow] = [:]
+        var books: [Ref: BookRow] = [:]
+    }
+
+    let engine: TestEngine
+    let database: String
+    private(set) var store: ModelStore?
+    private var reference = Model()
+    /// The objects of the rows the reference holds.
+    private var shelves: [Ref: Shelf] = [:]
+    private var books: [Ref: Book] = [:]
+    private var lastRef = 0
+    private var live: FetchedResults<Book>?
+    private(set) var transcript: [String] = []
+    private static let names = ["A", "B", "C"]
+
+    init(engine: TestEngine, database: String) {
+        self.engine = engine
+        self.database = database
+    }
+
+    private var opened: ModelStore {
+        get throws {
+            guard let store else { throw Divergence(message: "the store is not open") }
+            return store
+        }
+    }
+
+    private func note(_ line: String) {
+        transcript.append(line)
+    }
+
+    func open() async throws {
+        let store = try await engine.open(database, models: [Shelf.self, Book.self])
+        self.store = store
+        live = try await store.async.results(for: Self.onShelfA)
+    }
+
+    private static let onShelfA = FetchDescriptor<Book>(predicate: #Predicate { $0.shelf?.name == "A" }, sortBy: [SortDescriptor(\.id)])
+
+    // MARK: - Steps
+
+    func run(_ step: Step) async throws {
+        switch step.kind {
+        case 0, 1: try insertShelf(step.a, step.b)
+        case 2, 3: try insertBook(step.a, step.b)
+        case 4: relateBook(step.a, step.b, hold: false)
+        case 5: relateBook(step.a, step.b, hold: true)
+        case 6: relateParent(step.a, step.b)
+        case 7: assignBooks(step.a, step.b)
+        case 8: try await deleteShelf(step.a)
+        case 9: try deleteBook(step.a)
+        case 10: rename(step.a, step.b)
+        case 11, 12: try transaction(step.a, step.b)
+        case 13: try await flush()
+        case 14: try await reopen()
+        default: try await deleteAllBooks()
+        }
+    }
+
+    private func pick<Value>(_ map: [Ref: Value], _ seed: UInt64) -> (Ref, Value)? {
+        let refs = map.keys.sorted()
+        guard !refs.isEmpty else { return nil }
+        let ref = refs[Int(seed % UInt64(refs.count))]
+        return (ref, map[ref]!)
+    }
+
+    /// A shelf to point at: one the program holds, or (a fourth of the time) none.
+    private func target(_ seed: UInt64) -> (Ref, Shelf)? {
+        seed % 4 == 0 ? nil : pick(shelves, seed / 4)
+    }
+
+    /// A new number; a supplied key is its negation (the database assigns positive keys).
+    private func newRef() -> Ref {
+        lastRef += 1
+        return lastRef
+    }
+
+    private func insertShelf(_ a: UInt64, _ b: UInt64) throws {
+        let ref = newRef()
+        let keyed = a % 2 == 0
+        let parent = target(b)
+        let shelf = Shelf(id: keyed ? -Int64(ref) : nil, name: Self.names[Int(a / 2 % 3)], parent: parent?.1)
+        note("insert shelf \(ref)\(keyed ? " keyed \(-ref)" : "") named \(shelf.name), parent \(parent.map { "\($0.0)" } ?? "nil")")
+        try opened.insert(shelf)
+        shelves[ref] = shelf
+        reference.shelves[ref] = ShelfRow(name: shelf.name, parent: parent?.0)
+    }
+
+    private func insertBook(_ a: UInt64, _ b: UInt64) throws {
+        let ref = newRef()
+        let keyed = a % 2 == 0
+        let shelf = target(b)
+        let hold = target(b / 7 + a)
+        let book = Book(id: keyed ? -Int64(ref) : nil, title: a / 2 % 2 == 0 ? "x" : "y", shelf: shelf?.1, hold: hold?.1)
+        note("insert book \(ref)\(keyed ? " keyed \(-ref)" : ""), shelf \(shelf.map { "\($0.0)" } ?? "nil"), hold \(hold.map { "\($0.0)" } ?? "nil")")
+        try opened.insert(book)
+        books[ref] = book
+        reference.books[ref] = BookRow(title: book.title, shelf: shelf?.0, hold: hold?.0)
+    }
+
+    private func relateBook(_ a: UInt64, _ b: UInt64, hold: Bool) {
+        guard let (ref, book) = pick(books, a) else { return }
+        let shelf = target(b)
+        note("book \(ref).\(hold ? "hold" : "shelf") = \(shelf.map { "shelf \($0.0)" } ?? "nil")")
+        if hold {
+            book.hold = shelf?.1
+            reference.books[ref]!.hold = shelf?.0
+        } else {
+            book.shelf = shelf?.1
+            reference.books[ref]!.shelf = shelf?.0
+        }
+    }
+
+    private func relateParent(_ a: UInt64, _ b: UInt64) {
+        guard let (ref, shelf) = pick(shelves, a) else { return }
+        let parent = target(b)
+        note("shelf \(ref).parent = \(parent.map { "shelf \($0.0)" } ?? "nil")")
+        shelf.parent = parent?.1
+        reference.shelves[ref]!.parent = parent?.0
+    }
+
+    /// `shelf.books = [...]`: the books that leave point at nothing, those that join at it.
+    private func assignBooks(_ a: UInt64, _ b: UInt64) {
+        guard let (ref, shelf) = pick(shelves, a) else { return }
+        let chosen = books.keys.sorted().filter { (UInt64($0) &* 2_654_435_761 ^ b) % 3 == 0 }
+        note("shelf \(ref).books = \(chosen)")
+        shelf.books = chosen.map { books[$0]! }
+        for (book, row) in reference.books {
+            if chosen.contains(book) {
+                reference.books[book]!.shelf = ref
+            } else if row.shelf == ref {
+                reference.books[book]!.shelf = nil
+            }
+        }
+    }
+
+    /// Whether an object's insert waits for the key the database assigns.
+    private func waitsForKey(_ object: some TrackedModel) -> Bool {
+        object._$tracking.insertRequest != nil
+    }
+
+    /// Deletes a shelf with its rules: its children point at nothing, its books go, and it is
+    /// refused while books are held for it (those it deletes aside) or when a row the rules
+    /// reach, or the shelf itself, waits for its key.
+    private func deleteShelf(_ a: UInt64) async throws {
+        guard let (ref, shelf) = pick(shelves, a) else { return }
+        note("delete shelf \(ref)")
+        let children = reference.shelves.filter { $0.value.parent == ref && $0.key != ref }.map(\.key)
+        let onIt = reference.books.filter { $0.value.shelf == ref }.map(\.key)
+        let held = reference.books.filter { $0.value.hold == ref && !onIt.contains($0.key) }.map(\.key)
+        let expected: StoreError.Code? = if waitsForKey(shelf) || children.contains(where: { waitsForKey(shelves[$0]!) }) || onIt.contains(where: { waitsForKey(books[$0]!) }) {
+            .notAttached
+        } else if !held.isEmpty {
+            .deleteDenied
+        } else {
+            nil
+        }
+        do {
+            if engine == .sqlite { try opened.delete(shelf) } else { try await opened.async.delete(shelf) }
+            if let expected { throw Divergence(message: "deleting shelf \(ref) succeeded; expected \(expected)") }
+        } catch let error as StoreError {
+            guard error.code == expected else { throw Divergence(message: "deleting shelf \(ref) threw \(error); expected \(expected.map { "\($0)" } ?? "success")") }
+            return
+        }
+        for child in children { reference.shelves[child]!.parent = nil }
+        for book in onIt {
+            reference.books[book] = nil
+            books[book] = nil
+        }
+        reference.shelves[ref] = nil
+        shelves[ref] = nil
+    }
+
+    private func deleteBook(_ a: UInt64) throws {
+        guard let (ref, book) = pick(books, a) else { return }
+        note("delete book \(ref)")
+        do {
+            try opened.delete(book)
+            if waitsForKey(book) { throw Divergence(message: "deleting book \(ref), which waits for its key, succeeded") }
+        } catch let error as StoreError where error.code == .notAttached && waitsForKey(book) {
+            return
+        }
+        reference.books[ref] = nil
+        books[ref] = nil
+    }
+
+    private func deleteAllBooks() async throws {
+        note("deleteAll books")
+        if engine == .sqlite { try opened.deleteAll(Book.self) } else { try await opened.async.deleteAll(Book.self) }
+        reference.books = [:]
+        books = [:]
+    }
+
+    private func rename(_ a: UInt64, _ b: UInt64) {
+        if b % 2 == 0, let (ref, shelf) = pick(shelves, a) {
+            let name = Self.names[Int(b / 2 % 3)]
+            note("shelf \(ref).name = \(name)")
+            shelf.name = name
+            reference.shelves[ref]!.name = name
+        } else if let (ref, book) = pick(books, a) {
+            let title = b / 2 % 2 == 0 ? "x" : "y"
+            note("book \(ref).title = \(title)")
+            book.title = title
+            reference.books[ref]!.title = title
+        }
+    }
+
+    /// A transaction of up to three inserts, relations and renames that throws half the time:
+    /// then nothing it did stays (objects it inserted are let go of).
+    private func transaction(_ a: UInt64, _ b: UInt64) throws {
+        struct Thrown: Error {}
+        let throwsAtEnd = a % 2 == 0
+        note("transaction {\(throwsAtEnd ? " (throws)" : "")")
+        let before = (reference, shelves, books, lastRef)
+        do {
+            try opened.transaction {
+                var seed = b
+                for _ in 0..<Int(a / 2 % 3 + 1) {
+                    let (x, y) = (seed % 7, seed / 7)
+                    seed = seed &* 6_364_136_223_846_793_005 &+ 1
+                    switch x {
+                    case 0: try insertShelf(y, seed)
+                    case 1: try insertBook(y, seed)
+                    case 2: relateBook(y, seed, hold: false)
+                    case 3: relateBook(y, seed, hold: true)
+                    case 4: relateParent(y, seed)
+                    case 5: assignBooks(y, seed)
+                    default: rename(y, seed)
+                    }
+                }
+                if throwsAtEnd { throw Thrown() }
+            }
+        } catch is Thrown {
+            (reference, shelves, books, _) = before
+        }
+        note("}")
+    }
+
+    private func flush() async throws {
+        note("flush")
+        try await opened.flush()
+        try await checkDatabase()
+    }
+
+    func reopen() async throws {
+        note("close and reopen")
+        live = nil
+        try await opened.close()
+        // Every row has its key now: the objects of the new store are found by it.
+        let keys = (shelves.mapValues(\.id), books.mapValues(\.id))
+        try await open()
+        let store = try opened
+        shelves = [:]
+        books = [:]
+        for (ref, key) in keys.0 {
+            guard let key, let shelf = try await store.async.find(Shelf.self, key: key) else { throw Divergence(message: "shelf \(ref) (key \(keys.0[ref]! as Any)) is gone after reopening") }
+            shelves[ref] = shelf
+        }
+        for (ref, key) in keys.1 {
+            guard let key, let book = try await store.async.find(Book.self, key: key) else { throw Divergence(message: "book \(ref) (key \(keys.1[ref]! as Any)) is gone after reopening") }
+            books[ref] = book
+        }
+    }
+
+    // MARK: - Checks
+
+    func check(afterFlush: Bool) async throws {
+        let store = try opened
+        if engine == .postgres {
+            try await store.async.prefetch([\Shelf.parent, \Shelf.children, \Shelf.books, \Shelf.holds], of: Array(shelves.values))
+            try await store.async.prefetch([\Book.shelf, \Book.hold], of: Array(books.values))
+        }
+        func refOf(_ shelf: Shelf?) -> Ref? {
+            shelf.map { object in shelves.first { $0.value === object }?.key ?? -1 }
+        }
+        func refs(_ objects: [Book]) -> Set<Ref> {
+            Set(objects.map { object in books.first { $0.value === object }?.key ?? -1 })
+        }
+        for (ref, row) in reference.shelves {
+            let shelf = shelves[ref]!
+            let shown = ShelfRow(name: shelf.name, parent: refOf(shelf.parent))
+            guard shown == row else { throw Divergence(message: "shelf \(ref) shows \(shown); expected \(row)") }
+            let children = Set(shelf.children.map { refOf($0) ?? -1 })
+            let expectedChildren = Set(reference.shelves.filter { $0.value.parent == ref }.map(\.key))
+            guard children == expectedChildren else { throw Divergence(message: "shelf \(ref).children is \(children.sorted()); expected \(expectedChildren.sorted())") }
+            let onIt = refs(shelf.books), held = refs(shelf.holds)
+            let expectedOn = Set(reference.books.filter { $0.value.shelf == ref }.map(\.key))
+            let expectedHeld = Set(reference.books.filter { $0.value.hold == ref }.map(\.key))
+            guard onIt == expectedOn else { throw Divergence(message: "shelf \(ref).books is \(onIt.sorted()); expected \(expectedOn.sorted())") }
+            guard held == expectedHeld else { throw Divergence(message: "shelf \(ref).holds is \(held.sorted()); expected \(expectedHeld.sorted())") }
+        }
+        for (ref, row) in reference.books {
+            let book = books[ref]!
+            let shown = BookRow(title: book.title, shelf: refOf(book.shelf), hold: refOf(book.hold))
+            guard shown == row else { throw Divergence(message: "book \(ref) shows \(shown); expected \(row)") }
+        }
+        let counts = (try await store.async.fetchCount(FetchDescriptor<Shelf>()), try await store.async.fetchCount(FetchDescriptor<Book>()))
+        guard counts == (reference.shelves.count, reference.books.count) else {
+            throw Divergence(message: "the store counts \(counts.0) shelves and \(counts.1) books; expected \(reference.shelves.count) and \(reference.books.count)")
+        }
+        // Through the to-one: the books on shelves named A, whatever waits for its key.
+        let expected = Set(reference.books.filter { $0.value.shelf.map { reference.shelves[$0]!.name == "A" } ?? false }.map(\.key))
+        let fetched = try await store.async.fetch(Self.onShelfA)
+        guard refs(fetched) == expected, fetched.count == expected.count else {
+            throw Divergence(message: "a fetch of the books on shelves named A found \(refs(fetched).sorted()); expected \(expected.sorted())")
+        }
+        if let live {
+            guard live.count == fetched.count, zip(live, fetched).allSatisfy({ $0 === $1 }) else {
+                throw Divergence(message: "the live list of the books on shelves named A holds \(refs(Array(live)).sorted()) (keys \(live.keys)); a fetch returns \(refs(fetched).sorted())")
+            }
+            live.checkInvariants()
+        }
+        if afterFlush { try await checkDatabase() }
+    }
+
+    /// What the database holds, read by another process: the reference's rows by their keys.
+    private func checkDatabase() async throws {
+        func key(_ ref: Ref?, _ objects: [Ref: some TrackedModel]) -> String {
+            guard let ref else { return "" }
+            guard case .integer(let key) = objects[ref]?._$primaryKey else { return "?" }
+            return "\(key)"
+        }
+        let expectedShelves = reference.shelves.map { ref, row in "\(key(ref, shelves))|\(row.name)|\(key(row.parent, shelves))" }.sorted()
+        let expectedBooks = reference.books.map { ref, row in "\(key(ref, books))|\(row.title)|\(key(row.shelf, shelves))|\(key(row.hold, shelves))" }.sorted()
+        let shelfRows = try await engine.sql(database, "SELECT id, name, parent_id FROM shelves").split(separator: "\n").map(String.init).sorted()
+        let bookRows = try await engine.sql(database, "SELECT id, title, shelf_id, hold_id FROM books").split(separator: "\n").map(String.init).sorted()
+        guard shelfRows == expectedShelves else { throw Divergence(message: "the database's shelves are \(shelfRows); expected \(expectedShelves)") }
+        guard bookRows == expectedBooks else { throw Divergence(message: "the database's books are \(bookRows); expected \(expectedBooks)") }
+    }
+}
