@@ -122,3 +122,30 @@ extension PendingIdentityTests {
         try await store.close()
     }
 }
+
+extension PendingIdentityTests {
+    /// Found by review: a row pointed at a new list, then the change discarded, shows NULL
+    /// before and after, but no longer reaches the list: a live list through the relationship
+    /// lets it go, as a fresh fetch does; so does discarding only the row's change.
+    @Test(arguments: [true, false])
+    func discardingALinkToANewTargetTakesTheRowOutOfAListThroughTheJoin(_ discardsEverything: Bool) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await store(.sqlite, in: directory)
+        try store.insert(Entry(id: 1, title: "Milk", list: nil))
+        try await store.flush()
+        let groceries = FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "G" })
+        let live = try store.results(for: groceries)
+        let milk = try #require(try store.find(Entry.self, key: 1))
+        milk.list = TodoList(id: nil, title: "G")
+        #expect(live.count == 1)
+        if discardsEverything {
+            store.discardPendingChanges()
+        } else {
+            try store.discard(try #require(store.pendingChanges.first { $0.description.contains("update") }))
+        }
+        #expect(try store.fetch(groceries).isEmpty)
+        #expect(live.count == 0)
+        #expect(milk.list == nil)
+        try await store.close()
+    }
+}

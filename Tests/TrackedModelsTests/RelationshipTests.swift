@@ -482,3 +482,21 @@ extension RelationshipTests {
         try await store.close()
     }
 }
+
+extension RelationshipTests {
+    /// Found by the two-table reference test: discarding a pending change of a to-one left the
+    /// object pointing at the target until the worker's re-read arrived; the discard reads the
+    /// committed row through the store's reads, so on SQLite the object shows it when the
+    /// discard returns.
+    @Test func discardingARelationsChangeShowsTheCommittedTargetAtOnce() async throws {
+        let directory = try TemporaryDirectory()
+        let (store, _) = try await listsAndAnEntry(.sqlite, in: directory)
+        let milk = try #require(try store.find(Entry.self, key: 1))
+        let groceries = try #require(milk.list)
+        milk.list = try #require(try store.find(TodoList.self, key: 2))
+        store.discardPendingChanges()
+        #expect(milk.list === groceries)
+        #expect(groceries.entries.map(\.id) == [1])
+        try await store.close()
+    }
+}

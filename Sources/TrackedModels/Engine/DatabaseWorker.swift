@@ -161,6 +161,12 @@ final class DatabaseWorker: @unchecked Sendable {
         assignedKeys.withLock { $0[row] }
     }
 
+    /// The keys of a table that committed inserts were given and the store has yet to apply:
+    /// the database shows those rows while the store still knows them by their placeholders.
+    func keysAssignedAhead(table: Int) -> Set<SQLValue> {
+        assignedKeys.withLock { published in Set(published.keys.lazy.filter { $0.table == table }.map(\.key)) }
+    }
+
     /// Forgets published keys the store has applied.
     func forgetAssignedKeys(of requests: some Sequence<UInt64>) {
         let requests = Set(requests)

@@ -211,7 +211,9 @@ final class FeedIndex {
     /// Delivers a reset to every subscription of a table.
     func deliverReset(table: Int, origin: ChangeOrigin) {
         let event = ChangeEvent(table: schemas[table].name, key: .null, kind: .reset, changes: [], origin: origin)
-        for subscription in byID.values.sorted(by: { $0.id < $1.id }) where subscription.keys.contains(where: { $0.table == table }) {
+        // (Not the live results' re-evaluation feed: their subscription of the table re-reads.)
+        for subscription in byID.values.sorted(by: { $0.id < $1.id })
+        where subscription.keys.contains(where: { $0.table == table && $0.kind != Key.reevaluationKind }) {
             deliver(event, to: subscription)
         }
     }
@@ -226,6 +228,7 @@ final class FeedIndex {
 extension FeedIndex.Key {
     static let kindCount = 7
     static let childrenKind = 5
+    static let reevaluationKind = 6
 
     var kind: Int {
         switch self {
@@ -235,7 +238,7 @@ extension FeedIndex.Key {
         case .table: 3
         case .membership: 4
         case .children: Self.childrenKind
-        case .reevaluation: 6
+        case .reevaluation: Self.reevaluationKind
         }
     }
 

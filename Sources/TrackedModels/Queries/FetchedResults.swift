@@ -429,7 +429,9 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         observation.withMutation(of: self, keyPath: revisionKeyPath) { revision += 1 }
         // The difference is made only for those who take it.
         guard !handlers.isEmpty || !streams.isEmpty else { return }
-        let difference = window.map { $0.after.map(typedKey).difference(from: $0.before.map(typedKey)).inferringMoves() }
+        // Made on the stored keys, which tell rows waiting for their keys apart (their typed
+        // keys are all nil).
+        let difference = window.map { Self.typed($0.after.difference(from: $0.before).inferringMoves(), typedKey) }
             ?? recorded.difference(typedKey)
         for (_, handler) in handlers { handler(difference) }
         streams.removeAll { continuation in
@@ -441,6 +443,18 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// window or not); for tests.
     func holdsObject(ofKey key: SQLValue) -> Bool {
         objects[key] != nil
+    }
+
+    /// A difference of stored keys as one of typed keys, offsets and associations kept.
+    private static func typed(_ difference: CollectionDifference<SQLValue>, _ typedKey: (SQLValue) -> Model.PrimaryKeyValue?) -> Difference {
+        let changes = difference.map { change -> Difference.Change in
+            switch change {
+            case .insert(let offset, let key, let associated): .insert(offset: offset, element: typedKey(key), associatedWith: associated)
+            case .remove(let offset, let key, let associated): .remove(offset: offset, element: typedKey(key), associatedWith: associated)
+            }
+        }
+        guard let typed = Difference(changes) else { preconditionFailure("a difference's changes form a difference") }
+        return typed
     }
 
     /// Checks the order and counts of the rows; for tests.

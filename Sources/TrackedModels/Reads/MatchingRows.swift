@@ -15,20 +15,29 @@ struct MatchingRows: ShownRead {
     let windowed: Bool
 
     /// The keys of the table's rows with changes not yet committed, and those of each join's
-    /// target table; the table's inserts whose key is still to assign.
+    /// target table; the table's inserts whose key is still to assign, and the keys the
+    /// database gave some of them that the store has yet to apply (the database's rows of those
+    /// keys are those inserts: they show once, by their placeholders).
     private struct Changed {
         var rows: (keys: Set<SQLValue>, deletesEveryRow: Bool)
         var targets: [(keys: Set<SQLValue>, deletesEveryRow: Bool)]
         var unkeyed: [RowReference]
+        var assignedAhead: Set<SQLValue>
 
         var hasChangedTargets: Bool { targets.contains { !$0.keys.isEmpty || $0.deletesEveryRow } }
+        /// How many rows of the database's answer the rows judged here may take the place of.
+        /// (The keys assigned ahead are a moving subset of the inserts still to key, published
+        /// by the worker's thread: their count bounds them, and stays the same through a read.)
+        func judged(pointing: Int) -> Int { rows.keys.count + pointing + unkeyed.count }
     }
 
     private func changed() -> Changed {
-        Changed(
+        let unkeyed = shown.registrar.unkeyedRows(table: plan.table)
+        return Changed(
             rows: shown.writeBehind.uncommittedRows(table: plan.table),
             targets: plan.joins.map { shown.writeBehind.uncommittedRows(table: $0.targetTable) },
-            unkeyed: shown.registrar.unkeyedRows(table: plan.table)
+            unkeyed: unkeyed,
+            assignedAhead: unkeyed.isEmpty ? [] : shown.writeBehind.keysAssignedAhead(table: plan.table)
         )
     }
 
@@ -41,7 +50,7 @@ struct MatchingRows: ShownRead {
         }
         guard pointingReads.allSatisfy(answers.has) else { return }
         let pointing = pointing(pointingReads, answers, changed)
-        if let read = read(changed, judged: changed.rows.keys.count + pointing.count + changed.unkeyed.count) { needs.add(read) }
+        if let read = read(changed, judged: changed.judged(pointing: pointing.count)) { needs.add(read) }
         // The targets of the rows judged here.
         var judged: [[SQLValue]] = pointing.map { key, committed in
             shown.registrar.object(table: plan.table, key: key)?._$values() ?? committed
@@ -65,14 +74,16 @@ struct MatchingRows: ShownRead {
         let changed = changed()
         let keyColumn = plan.schema.primaryKeyIndex
         let pointing = pointing(pointingReads(changed), answers, changed)
-        let judged = changed.rows.keys.count + pointing.count + changed.unkeyed.count
+        let judged = changed.judged(pointing: pointing.count)
         var rows = read(changed, judged: judged).map(answers.rows) ?? []
         if changed.hasChangedTargets, !plan.readsThroughJoins {
             // The selection and the order stand; the targets show their current values.
             rows = rows.map(showingCurrentTargets)
         }
-        if judged > 0 || changed.rows.deletesEveryRow {
-            rows.removeAll { changed.rows.keys.contains($0[keyColumn]) || pointing[$0[keyColumn]] != nil }
+        if judged > 0 || !changed.unkeyed.isEmpty || changed.rows.deletesEveryRow {
+            rows.removeAll {
+                changed.rows.keys.contains($0[keyColumn]) || pointing[$0[keyColumn]] != nil || changed.assignedAhead.contains($0[keyColumn])
+            }
             var values: [[SQLValue]] = pointing.map { key, committed in
                 shown.registrar.object(table: plan.table, key: key)?._$values() ?? committed
             }
@@ -224,12 +235,20 @@ extension ShownState {
         return row
     }
 
+    /// The insert, still waiting for its key, that a to-one cell showing NULL points at: what a
+    /// row waiting for its own key points at is its object's (which forgets an insert taken
+    /// back); a keyed row's is its last write still to commit.
+    private func linkedInsert(of cell: CellReference) -> UInt64? {
+        guard KeyPlaceholder.request(in: cell.row.key) != nil else { return writeBehind.linkedInsert(of: cell) }
+        return registrar.object(table: cell.row.table, key: cell.row.key)?._$relatedObject(column: cell.column).flatMap(registrar.insertRequest(of:))
+    }
+
     /// What a row's to-one points at, as this store shows it; nil for nothing.
     private func joinedValues(of row: RowReference, values: [SQLValue], join: CompiledQuery.Join, given answers: ReadAnswers) -> [SQLValue]? {
         if values[join.column] != .null {
             return currentValues(of: RowReference(table: join.targetTable, key: values[join.column]), given: answers)
         }
-        guard registrar.hasUnkeyedInserts, let request = writeBehind.linkedInsert(of: CellReference(row: row, column: join.column)) else { return nil }
+        guard registrar.hasUnkeyedInserts, let request = linkedInsert(of: CellReference(row: row, column: join.column)) else { return nil }
         let target = RowReference(table: join.targetTable, key: KeyPlaceholder.value(forInsert: request))
         // The target is there: its key column holds its identity (a predicate reads the key to
         // tell whether the to-one points at a row).

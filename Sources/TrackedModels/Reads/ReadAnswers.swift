@@ -37,12 +37,6 @@ struct ReadAnswers {
             for row in rows { committedRows[RowReference(table: table, key: row[column])] = row }
         }
     }
-
-    /// Takes every answer `other` holds, replacing this one's where both answer a read.
-    mutating func merge(_ other: ReadAnswers) {
-        results.merge(other.results) { _, new in new }
-        committedRows.merge(other.committedRows) { _, new in new }
-    }
 }
 
 /// The database reads a ``ShownRead`` needs, as it lists them: committed rows are asked for by

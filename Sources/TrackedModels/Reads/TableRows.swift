@@ -14,7 +14,7 @@ struct TableRows: ShownRead {
     /// Whether the statement returns the table's rows, in model column order (a raw fetch):
     /// then the rows with changes not yet committed are returned with the values the store
     /// holds for them, which the database may not (a NaN, which SQLite stores as NULL).
-    var returnsModelRows = false
+    let returnsModelRows: Bool
 
     /// The rows with changes not yet committed, in key order (a set's order differs from one
     /// instance to the next, and the overlay is part of the read).

@@ -32,8 +32,13 @@ extension ModelRegistrar {
     /// keyed row by now). Does nothing the second time.
     func assignKey(_ key: SQLValue, toInsert request: UInt64) {
         guard let (object, table) = unkeyedInserts.removeValue(forKey: request) else { return }
-        // Live results let go of its row by its key's placeholder; the insert brings it back.
-        unkeyedRowChanged(table: table, request: request)
+        let mark = outbox.beginGroup()
+        defer {
+            // Live results let go of its row by its key's placeholder; the insert brings it
+            // back by its key.
+            unkeyedRowChanged(table: table, request: request)
+            outbox.endGroup(from: mark, keeping: true)
+        }
         try? object._$assign(key, toColumn: primaryKeyColumns[table])
         let row = RowReference(table: table, key: key)
         guard identityMap.object(table: table, key: key) == nil, !writeBehind.deletes(row, afterInsert: request) else {
@@ -204,7 +209,8 @@ extension ModelRegistrar {
         guard identityMap.object(table: row.table, key: row.key) == nil, let current else { return }
         let mark = outbox.beginGroup()
         for (column, cell) in shown.sorted(by: { $0.key < $1.key }) {
-            let old = cell.value(over: current[column])
+            // A to-one pointed at a new object showed NULL.
+            let old = cell.holdsKeyPlaceholder ? .null : cell.value(over: current[column])
             guard old != current[column] else { continue }
             outbox.postUpdate(table: row.table, key: row.key, column: column, old: old, new: current[column], origin: .local)
         }

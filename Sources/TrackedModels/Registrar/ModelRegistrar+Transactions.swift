@@ -18,9 +18,6 @@ extension ModelRegistrar {
         var whenEnded: [() -> Void] = []
     }
 
-    /// Whether a `store.transaction { }` is open.
-    var isInTransaction: Bool { !transactionLevels.isEmpty }
-
     /// Runs `handler` when the innermost open transaction level fails (after its changes are
     /// undone), again if an enclosing level fails, and when the outermost ends (after its
     /// events are delivered); nothing when no transaction is open.

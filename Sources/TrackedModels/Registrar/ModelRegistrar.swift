@@ -113,6 +113,12 @@ final class ModelRegistrar {
 
     // MARK: - Identity map
 
+    /// The key reads name an object's row by: its key, or its key's placeholder while the
+    /// database has yet to assign it (its temporary identity).
+    func rowKey(of object: any TrackedModel) -> SQLValue {
+        object._$tracking.insertRequest.map(KeyPlaceholder.value(forInsert:)) ?? object._$tracking.key
+    }
+
     /// The object of a row: by its key, or, for an insert whose key the database has yet to
     /// assign, by its key's placeholder (its temporary identity).
     func object(table: Int, key: SQLValue) -> (any TrackedModel)? {

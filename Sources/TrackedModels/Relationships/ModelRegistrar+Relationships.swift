@@ -91,7 +91,14 @@ extension ModelRegistrar {
             case .key(let row): known = row
             case .insert: if let tracking = object?._$tracking, tracking.isAttached { known = tracking.key }
             }
-            guard let row = known, row != .null else { continue }
+            guard let row = known, row != .null else {
+                // A row still waiting for its own key: live results judge it again (its to-one
+                // holds the key now, where it showed the target by its placeholder).
+                if case .insert(let request) = link.row, object?._$tracking.insertRequest == request {
+                    unkeyedRowChanged(table: link.table, request: request)
+                }
+                continue
+            }
             if object == nil {
                 // A row no object shows is told where the key is what it shows: its last write
                 // still to commit, or the committed one when none follows.
@@ -251,7 +258,7 @@ extension ModelRegistrar {
                 if let relationship {
                     memberships?.didRead(
                         parentTable: parentTracking.table, relationship: relationship, parentKey: parentTracking.key,
-                        children: found.map(\._$tracking.key)
+                        children: found.map(rowKey(of:))
                     )
                 }
             }
@@ -295,7 +302,7 @@ extension ModelRegistrar {
         guard parent.key != .null, let memberships, let childTable = try? tableIndex(of: schema.child) else { return }
         guard let children = try? loadChildren?(childTable, schema.childColumn, parent.key) else { return }
         memberships.didRead(
-            parentTable: parent.table, relationship: relationship, parentKey: parent.key, children: children.map(\._$tracking.key), answersReads: false
+            parentTable: parent.table, relationship: relationship, parentKey: parent.key, children: children.map(rowKey(of:)), answersReads: false
         )
     }
 

@@ -78,7 +78,7 @@ extension ModelStore {
             for key in keys {
                 let found = children[key] ?? []
                 memberships.didRead(
-                    parentTable: parentTable, relationship: relationship, parentKey: key, children: found.map(\._$tracking.key), holding: found
+                    parentTable: parentTable, relationship: relationship, parentKey: key, children: found.map(registrar.rowKey(of:)), holding: found
                 )
             }
         }

@@ -104,6 +104,11 @@ extension ModelStore {
                 self?.registrar.announceRowRestored(row, values: values, shownBefore: shownBefore)
             }
         }
+        // A row whose discarded write pointed a to-one at a new object shows NULL before and
+        // after, but no longer reaches that object: live results judge it again.
+        for (row, cells) in discarded.shown where cells.values.contains(where: \.holdsKeyPlaceholder) {
+            registrar.outbox.postReevaluation(table: row.table, key: row.key)
+        }
         // In the order the updates were made; not rows the steps above announced already, nor
         // tables whose subscribers re-read.
         var announced = Set(discarded.steps.compactMap(\.row))
@@ -118,10 +123,18 @@ extension ModelStore {
         }
         for table in Set(discarded.reloads.keys).union(discarded.resetTables).sorted() {
             // A row changed by its key's placeholder is an insert's, still to commit: its object
-            // shows what is queued for it; the others are read back.
+            // shows what is queued for it; the others are read back (at once where the engine
+            // answers at once, so that the objects show them when the discard returns).
             let keys = discarded.reloads[table] ?? []
             for request in keys.compactMap(KeyPlaceholder.request(in:)) { registrar.reshowInsert(request) }
-            worker.reload(table: table, keys: keys.filter { KeyPlaceholder.request(in: $0) == nil }, announcingReset: discarded.resetTables.contains(table))
+            let rows = keys.filter { KeyPlaceholder.request(in: $0) == nil }.map { RowReference(table: table, key: $0) }
+            let read = EachRead(reads: rows.map(reads.committed))
+            let announcingReset = discarded.resetTables.contains(table)
+            let apply = { [weak self] (values: [[SQLValue]?]) -> Void in
+                self?.registrar.applyReloaded(table: table, rows: zip(rows, values).map { (key: $0.key, values: $1) }, announcingReset: announcingReset, origin: .local)
+            }
+            // A read that fails leaves the objects as they are, as a failed reload always has.
+            if let values = try? reads.atOnce(read) { apply(values) } else { reads.later(read, then: apply) }
         }
     }
 

@@ -43,6 +43,11 @@ struct DiscardedChanges {
             }
         }
 
+        /// Whether the update pointed a to-one at a new object (its key's placeholder).
+        var holdsKeyPlaceholder: Bool {
+            if case .set(let value) = self { KeyPlaceholder.request(in: value) != nil } else { false }
+        }
+
         /// This cell, with a later write of the same update on top.
         func then(_ write: CellWrite) -> ShownCell {
             switch (self, write) {

@@ -72,13 +72,9 @@ extension WriteBehind {
     }
 
     /// The insert whose key's placeholder a pending or in-flight write last stored in a
-    /// to-one cell, if any: cheap where nothing is in flight (a lookup of the row's units). The
-    /// row may be an insert's whose key is still to assign, named by its key's placeholder.
+    /// to-one cell, if any: cheap where nothing is in flight (a lookup of the row's units).
     func linkedInsert(of cell: CellReference) -> UInt64? {
         guard hasChanges, linkColumns[cell.row.table].contains(cell.column) else { return nil }
-        if let request = KeyPlaceholder.request(in: cell.row.key) {
-            return storedValues(ofInsert: request, table: cell.row.table).flatMap { KeyPlaceholder.request(in: $0[cell.column]) }
-        }
         if inFlight.isEmpty {
             guard case .set(let value)? = pending.write(to: cell) else { return nil }
             return KeyPlaceholder.request(in: value)
@@ -177,6 +173,12 @@ extension WriteBehind {
     /// Whether the row is gone for this store: its delete has not committed yet, or has.
     func deletes(_ row: RowReference) -> Bool {
         decidesExistence(of: row) == false
+    }
+
+    /// The keys of a table that commits gave inserts the store has not applied yet: those rows
+    /// are its inserts still known by their keys' placeholders.
+    func keysAssignedAhead(table: Int) -> Set<SQLValue> {
+        worker.keysAssignedAhead(table: table)
     }
 
     /// The keys of a table's rows that have changes not yet committed (pending or in flight),

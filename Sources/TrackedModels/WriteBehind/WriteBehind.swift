@@ -65,7 +65,7 @@ final class WriteBehind {
     let linkColumns: [[Int]]
     private let policy: Policy
     private let logger: Logger
-    private let worker: DatabaseWorker
+    let worker: DatabaseWorker
     /// Asks for ``intervalElapsed()`` to be called on the store's actor after a delay.
     private let scheduleTick: @Sendable (Duration) -> Void
 

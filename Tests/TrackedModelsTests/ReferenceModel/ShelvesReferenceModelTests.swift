@@ -8,6 +8,8 @@ import Testing
 @Tracked(table: "shelves")
 final class Shelf {
     @PrimaryKey var id: Int64?
+    /// The number the program gave it, which finds it again in any store.
+    var serial: Int
     var name: String
     @Column("parent_id") var parent: Shelf?
     @Relationship(inverse: \Shelf.parent) var children: [Shelf] = []
@@ -19,6 +21,7 @@ final class Shelf {
 @Tracked(table: "books")
 final class Book {
     @PrimaryKey var id: Int64?
+    var serial: Int
     var title: String
     @Column("shelf_id") var shelf: Shelf?
     @Column("hold_id") var hold: Shelf?
@@ -27,14 +30,15 @@ final class Book {
 /// The relationships across two model tables, checked against a reference model after every
 /// step of generated programs, on both engines: to-ones and their to-manys between two tables
 /// and within one, every delete rule, keys the program supplies (negative) and keys the
-/// database assigns, to-manys assigned, transactions that throw, flushes and reopening. After
+/// database assigns, to-manys assigned, transactions that throw, discarding every pending
+/// change, flushes, reopening, and letting go of the store without `close()`. After
 /// every step each object's values and relationships (both directions), counts, a fetch through
 /// the to-one and a live list of it must agree with the reference; after a flush, the database.
 @MainActor
 @Suite(.serialized) struct ShelvesReferenceModelTests {
     /// A fifth of the main reference-model test's budget (`TRACKEDMODELS_REFERENCE_PROGRAMS`).
     static let programs = max(10, ReferenceModelTests.programs / 5)
-    static let step = zip(Gen.int(in: 0...15), Gen.uint64(in: 0...(1 << 40)), Gen.uint64(in: 0...(1 << 40)))
+    static let step = zip(Gen.int(in: 0...17), Gen.uint64(in: 0...(1 << 40)), Gen.uint64(in: 0...(1 << 40)))
         .map { Step(kind: $0, a: $1, b: $2) }
     static let program = step.array(of: 1...30)
 
@@ -114,6 +118,8 @@ final class ShelvesHarness {
     let database: String
     private(set) var store: ModelStore?
     private var reference = Model()
+    /// What the database holds: the reference as of the last flush (or reopening).
+    private var committed = Model()
     /// The objects of the rows the reference holds.
     private var shelves: [Ref: Shelf] = [:]
     private var books: [Ref: Book] = [:]
@@ -162,7 +168,9 @@ final class ShelvesHarness {
         case 11, 12: try transaction(step.a, step.b)
         case 13: try await flush()
         case 14: try await reopen()
-        default: try await deleteAllBooks()
+        case 15: try await deleteAllBooks()
+        case 16: try await discardPending()
+        default: try await (engine == .sqlite ? releaseStore() : reopen())
         }
     }
 
@@ -188,7 +196,7 @@ final class ShelvesHarness {
         let ref = newRef()
         let keyed = a % 2 == 0
         let parent = target(b)
-        let shelf = Shelf(id: keyed ? -Int64(ref) : nil, name: Self.names[Int(a / 2 % 3)], parent: parent?.1)
+        let shelf = Shelf(id: keyed ? -Int64(ref) : nil, serial: ref, name: Self.names[Int(a / 2 % 3)], parent: parent?.1)
         note("insert shelf \(ref)\(keyed ? " keyed \(-ref)" : "") named \(shelf.name), parent \(parent.map { "\($0.0)" } ?? "nil")")
         try opened.insert(shelf)
         shelves[ref] = shelf
@@ -200,7 +208,7 @@ final class ShelvesHarness {
         let keyed = a % 2 == 0
         let shelf = target(b)
         let hold = target(b / 7 + a)
-        let book = Book(id: keyed ? -Int64(ref) : nil, title: a / 2 % 2 == 0 ? "x" : "y", shelf: shelf?.1, hold: hold?.1)
+        let book = Book(id: keyed ? -Int64(ref) : nil, serial: ref, title: a / 2 % 2 == 0 ? "x" : "y", shelf: shelf?.1, hold: hold?.1)
         note("insert book \(ref)\(keyed ? " keyed \(-ref)" : ""), shelf \(shelf.map { "\($0.0)" } ?? "nil"), hold \(hold.map { "\($0.0)" } ?? "nil")")
         try opened.insert(book)
         books[ref] = book
@@ -348,25 +356,59 @@ final class ShelvesHarness {
     private func flush() async throws {
         note("flush")
         try await opened.flush()
+        committed = reference
         try await checkDatabase()
+    }
+
+    /// Gives up every pending change: the objects of what is committed show it again, those
+    /// inserted since are let go of, and the rows whose delete is discarded are fetched again.
+    private func discardPending() async throws {
+        note("discard every pending change")
+        try opened.discardPendingChanges()
+        reference = committed
+        shelves = shelves.filter { committed.shelves[$0.key] != nil }
+        books = books.filter { committed.books[$0.key] != nil }
+        try await findObjects()
     }
 
     func reopen() async throws {
         note("close and reopen")
         live = nil
         try await opened.close()
-        // Every row has its key now: the objects of the new store are found by it.
-        let keys = (shelves.mapValues(\.id), books.mapValues(\.id))
+        try await openAgain()
+    }
+
+    /// Lets go of the store without `close()`: everything made before commits, links to new
+    /// objects included.
+    private func releaseStore() async throws {
+        note("let go of the store without close(), then open it again")
+        let worker = try opened.worker
+        live = nil
+        store = nil
+        await worker.closed()
+        try await openAgain()
+    }
+
+    /// Opens a new store and finds the objects of the reference's rows in it.
+    private func openAgain() async throws {
+        committed = reference
         try await open()
-        let store = try opened
         shelves = [:]
         books = [:]
-        for (ref, key) in keys.0 {
-            guard let key, let shelf = try await store.async.find(Shelf.self, key: key) else { throw Divergence(message: "shelf \(ref) (key \(keys.0[ref]! as Any)) is gone after reopening") }
+        try await findObjects()
+    }
+
+    /// Finds the objects of the reference's rows the program holds none for, by serial.
+    private func findObjects() async throws {
+        let store = try opened
+        let shelfBySerial = Dictionary(try await store.async.fetch(FetchDescriptor<Shelf>()).map { ($0.serial, $0) }) { first, _ in first }
+        let bookBySerial = Dictionary(try await store.async.fetch(FetchDescriptor<Book>()).map { ($0.serial, $0) }) { first, _ in first }
+        for ref in reference.shelves.keys where shelves[ref] == nil {
+            guard let shelf = shelfBySerial[ref] else { throw Divergence(message: "shelf \(ref) is not found") }
             shelves[ref] = shelf
         }
-        for (ref, key) in keys.1 {
-            guard let key, let book = try await store.async.find(Book.self, key: key) else { throw Divergence(message: "book \(ref) (key \(keys.1[ref]! as Any)) is gone after reopening") }
+        for ref in reference.books.keys where books[ref] == nil {
+            guard let book = bookBySerial[ref] else { throw Divergence(message: "book \(ref) is not found") }
             books[ref] = book
         }
     }
@@ -422,17 +464,16 @@ final class ShelvesHarness {
         if afterFlush { try await checkDatabase() }
     }
 
-    /// What the database holds, read by another process: the reference's rows by their keys.
+    /// What the database holds, read by another process: the committed rows, each link to the
+    /// row the program pointed it at (by serial).
     private func checkDatabase() async throws {
-        func key(_ ref: Ref?, _ objects: [Ref: some TrackedModel]) -> String {
-            guard let ref else { return "" }
-            guard case .integer(let key) = objects[ref]?._$primaryKey else { return "?" }
-            return "\(key)"
-        }
-        let expectedShelves = reference.shelves.map { ref, row in "\(key(ref, shelves))|\(row.name)|\(key(row.parent, shelves))" }.sorted()
-        let expectedBooks = reference.books.map { ref, row in "\(key(ref, books))|\(row.title)|\(key(row.shelf, shelves))|\(key(row.hold, shelves))" }.sorted()
-        let shelfRows = try await engine.sql(database, "SELECT id, name, parent_id FROM shelves").split(separator: "\n").map(String.init).sorted()
-        let bookRows = try await engine.sql(database, "SELECT id, title, shelf_id, hold_id FROM books").split(separator: "\n").map(String.init).sorted()
+        func serial(_ ref: Ref?) -> String { ref.map { "\($0)" } ?? "" }
+        let expectedShelves = committed.shelves.map { ref, row in "\(ref)|\(row.name)|\(serial(row.parent))" }.sorted()
+        let expectedBooks = committed.books.map { ref, row in "\(ref)|\(row.title)|\(serial(row.shelf))|\(serial(row.hold))" }.sorted()
+        let shelfRows = try await engine.sql(database, "SELECT s.serial, s.name, p.serial FROM shelves s LEFT JOIN shelves p ON p.id = s.parent_id")
+            .split(separator: "\n").map(String.init).sorted()
+        let bookRows = try await engine.sql(database, "SELECT b.serial, b.title, s.serial, h.serial FROM books b LEFT JOIN shelves s ON s.id = b.shelf_id LEFT JOIN shelves h ON h.id = b.hold_id")
+            .split(separator: "\n").map(String.init).sorted()
         guard shelfRows == expectedShelves else { throw Divergence(message: "the database's shelves are \(shelfRows); expected \(expectedShelves)") }
         guard bookRows == expectedBooks else { throw Divergence(message: "the database's books are \(bookRows); expected \(expectedBooks)") }
     }
