@@ -8,6 +8,10 @@ extension Harness {
     func check() async throws {
         let store = try live
         let shown = reference.shownRows
+        if let logGap { throw Divergence(message: logGap) }
+        guard store.hasPendingChanges == reference.hasPendingUnits else {
+            throw Divergence(message: "the store \(store.hasPendingChanges ? "has" : "has no") changes pending; the reference \(reference.hasPendingUnits ? "has" : "has none")")
+        }
         if engine == .postgres {
             // Relationships are read synchronously from what the store holds: load them first.
             try await store.async.prefetch([\Item.link, \Item.linkedFrom], of: heldObjects.filter { $0._$tracking.isAttached })
@@ -208,7 +212,9 @@ extension Harness {
         try scratch.execute("DELETE FROM items")
         let insert = try scratch.cachedStatement("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
         let new = newRowsShown()
-        let largest = shown.keys.max() ?? 0
+        // Past every key and every key a link names (a link to no row must reach none).
+        let linked = shown.values.compactMap { values -> Int64? in if case .integer(let key) = values[Item.Column.link.rawValue] { key } else { nil } }
+        let largest = (Array(shown.keys) + linked).max() ?? 0
         guard largest <= Int64.max - Int64(new.count) else { return }
         var scratchKeyOfRequest: [UInt64: Int64] = [:]
         for (rank, row) in new.enumerated() { scratchKeyOfRequest[row.request] = largest + 1 + Int64(rank) }

@@ -70,7 +70,7 @@ extension Harness {
     /// Subscribes to a generated scope: a row (some columns, or all), an object, columns of
     /// every row, the table's membership, the whole table, or an item's children.
     func subscribeFeed(_ a: UInt64, _ b: UInt64) throws {
-        guard feeds.count < Self.maximumFeeds else { return cancelFeed(b) }
+        guard feeds.count < Self.maximumFeeds else { return try cancelFeed(b) }
         let store = try live
         let shownKeys = reference.shownRows.keys.sorted()
         let key = shownKeys.isEmpty || b % 5 == 0 ? Values.key(seed: b) : shownKeys[Int(b / 5 % UInt64(shownKeys.count))]
@@ -106,6 +106,15 @@ extension Harness {
             scope = .table
             feedScope = .table(Item.self)
         default:
+            // A new item has no children to watch until it has its key: refused, saying so.
+            if a % 16 == 15, let new = newObjects.values.first(where: { $0.id == nil && isManaged($0) }) {
+                do {
+                    _ = try store.subscribe(to: .children(of: new, \.linkedFrom)) { _ in }
+                    throw Divergence(message: "a feed of the children of an item waiting for its key was made")
+                } catch let error as StoreError where error.code == .notAttached {
+                    return
+                }
+            }
             guard let object, let id = object.id else { return }
             scope = .children(id)
             feedScope = .children(of: object, \.linkedFrom)
@@ -116,7 +125,12 @@ extension Harness {
         // (nothing, if it throws): the next check takes the first count.
         if case .children(let parent) = scope, transactionDepth == 0 { feed.linking = linking(to: parent) }
         note("subscribe to \(feed.scope)")
-        feed.token = try store.subscribe(to: feedScope) { [weak feed] event in feed?.heard.append(event) }
+        let subscriptions = store.feedSubscriptionCount
+        let token = try store.subscribe(to: feedScope) { [weak feed] event in feed?.heard.append(event) }
+        guard token.isActive, store.feedSubscriptionCount == subscriptions + 1 else {
+            throw Divergence(message: "a new feed is \(token.isActive ? "" : "not ")active and the store counts \(store.feedSubscriptionCount) feeds; it counted \(subscriptions) before")
+        }
+        feed.token = token
         feeds.append(feed)
     }
 
@@ -131,11 +145,15 @@ extension Harness {
     }
 
     /// Cancels one of the feeds: it hears nothing more.
-    func cancelFeed(_ a: UInt64) {
+    func cancelFeed(_ a: UInt64) throws {
         guard !feeds.isEmpty else { return }
         let feed = feeds.remove(at: Int(a % UInt64(feeds.count)))
         note("cancel the feed \(feed.scope)")
+        let subscriptions = try live.feedSubscriptionCount
         feed.token?.cancel()
+        guard feed.token?.isActive == false, try live.feedSubscriptionCount == subscriptions - 1 else {
+            throw Divergence(message: "a cancelled feed is still active, or the store still counts it")
+        }
     }
 
     /// How many rows the reference shows linking to an item, and the keyed ones.

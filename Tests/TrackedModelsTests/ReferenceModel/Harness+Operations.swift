@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PropertyBased
 import Testing
 @testable import TrackedModels
@@ -9,6 +10,14 @@ extension Harness {
 
     /// Decodes and runs one step, then lets the store settle (its worker's replies delivered).
     func run(_ step: Step) async throws {
+        let refusedBefore = reference.units.count(where: \.isRefused)
+        let warningsBefore = log.records(at: .warning).count
+        defer {
+            // A change the database refused is a warning in the log, naming it.
+            if reference.units.count(where: \.isRefused) > refusedBefore, log.records(at: .warning).count == warningsBefore {
+                logGap = "a change the database refused was not logged as a warning"
+            }
+        }
         mayReset = false
         madeSeveralChanges = false
         collidingKeys = []
@@ -43,7 +52,7 @@ extension Harness {
         case 93..<95: try await bulkInsert(step.a, step.b)
         case 95..<100: try await faultyFlush(step.a)
         case 100..<104: try subscribeFeed(step.a, step.b)
-        case 104: cancelFeed(step.a)
+        case 104: try cancelFeed(step.a)
         case 105..<108: try await assignChildren(step.a, step.b)
         case 108..<110: try discardPending()
         case 110..<113: try insertGraph(step.a, step.b)
@@ -260,7 +269,13 @@ extension Harness {
     func load(_ a: UInt64) async throws {
         let key = Values.key(seed: a)
         note("find \(key)")
-        if let found = try await find(key) { hold(found) }
+        guard let found = try await find(key) else { return }
+        hold(found)
+        // Prefetching what is not a relationship is refused, saying what to name.
+        do {
+            try await live.async.prefetch([\Item.title], of: [found])
+            throw Divergence(message: "prefetching a column was accepted")
+        } catch let error as StoreError where error.code == .unsupportedPredicate {}
     }
 
     /// - Parameter inTransaction: Whether the insert is made inside a transaction. There a key
@@ -515,8 +530,16 @@ extension Harness {
 
     private func flush(failing failure: Failure?) async throws {
         let store = try live
+        let before = store.pendingChanges
         var thrown: (any Error)?
         do { try await store.flush() } catch { thrown = error }
+        // A change the flush committed can no longer be discarded: refused, saying so.
+        if let committed = before.first(where: { change in !store.pendingChanges.contains { $0.id == change.id } }) {
+            do {
+                try store.discard(committed)
+                throw Divergence(message: "discarding \(committed), which the flush committed, was accepted")
+            } catch let error as StoreError where error.code == .notPending {}
+        }
         if Self.tracing { print("    flushed\(thrown.map { " (threw \($0))" } ?? ""); pending: \(store.pendingChanges.map { "\($0)" })") }
         if let failure {
             let throwing = switch failure {

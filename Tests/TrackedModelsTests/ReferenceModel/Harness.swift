@@ -116,6 +116,10 @@ final class Harness {
     var transcript: [String] = []
     /// A failure the store's next commit meets just before it commits, once.
     let fault = FaultSlot()
+    /// What the store logs (at every level, so that every message is made).
+    let log = LogRecorder()
+    /// What the log lacked after the last step, if anything: the next check reports it.
+    var logGap: String?
 
     /// A query the program keeps live, with the reference's reading of it: which rows match,
     /// and by which columns they sort (then by key).
@@ -212,6 +216,7 @@ final class Harness {
         do {
             var configuration = Self.configuration
             configuration.faultBeforeCommit = { [fault] in fault.take() }
+            configuration.logger = log.logger
             let store = try await ModelStore.open(engine.location(database), models: [Item.self], configuration: configuration)
             guard reference.declaration.databaseAssignsKeys else {
                 throw Divergence(message: "the store opened a table whose key is not the rowid, although the model leaves keys to SQLite: \(reference.declaration)")
