@@ -91,6 +91,10 @@ enum Values {
         case (.text(let x), .text(let y)): x.unicodeScalars.elementsEqual(y.unicodeScalars)
         case (.blob(let x), .blob(let y)): x == y
         case (.real(let x), .real(let y)) where x.isNaN || y.isNaN: x.isNaN && y.isNaN
+        // PostgreSQL's NUMERIC keeps a whole real as its shortest decimal, which reads back as
+        // an integer that is the same double, not the double's exact value.
+        case (.integer(let integer), .real(let real)) where Double(integer) == real: true
+        case (.real(let real), .integer(let integer)) where Double(integer) == real: true
         case (.integer, _), (.real, _): compare(a, b) == 0 && b.isNumber
         default: false
         }
