@@ -229,7 +229,9 @@ final class Harness {
         token = try store.subscribe(to: .table(Item.self)) { [weak self] event in self?.events.append(event) }
         lists = []
         feeds = []
-        for (index, query) in queries.enumerated() {
+        // A third of the programs start without the fixed queries' lists: those keep an object
+        // for nearly every row, and rows no object shows take paths of their own.
+        for (index, query) in queries.enumerated() where reference.declaration.seed % 3 != 0 {
             lists.append(LiveList(query: index, results: engine == .sqlite ? try store.results(for: query.descriptor) : try await store.async.results(for: query.descriptor)))
         }
         generatedLists = []
