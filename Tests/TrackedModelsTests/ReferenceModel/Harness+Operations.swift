@@ -32,9 +32,10 @@ extension Harness {
         case 31..<33: try await makeLiveList(step.a)
         case 33..<38: try insertKeyed(step.a, step.b)
         case 38..<42: try insertNew(step.b)
-        case 42..<47:
+        case 42..<45:
             try await loadChildren(ofDeleted: step.a)
             try delete(step.a)
+        case 45..<47: try await deleteAwaited(step.a)
         case 47..<49: try await deleteAllAwaited()
         case 49..<56: try transaction(step.a, step.b, depth: 0)
         case 56..<61: try await flush()
@@ -349,40 +350,74 @@ extension Harness {
         return true
     }
 
-    func delete(_ a: UInt64) throws {
+    /// A delete about to be made: the object, its row, and whether the store must take it.
+    private struct PlannedDelete {
+        let object: Item
+        let row: Reference.RowID?
+        let deletable: Bool
+        /// Whether the delete rule refuses it: a row links to it while its insert waits for its key.
+        let refusedForNewLinks: Bool
+    }
+
+    private func planDelete(_ a: UInt64) -> PlannedDelete? {
         let held = heldObjects
-        guard !held.isEmpty else { return }
+        guard !held.isEmpty else { return nil }
         let object = held[Int(a % UInt64(held.count))]
         let row = row(of: object)
         note("delete \(row.map { "\($0)" } ?? "detached object")")
         let deletable: Bool = if case .key? = row { isManaged(object) } else { false }
-        // The delete rule refuses rows that link to it while their insert waits for its key.
-        if deletable, case .key(let key)? = row, rows(linkingTo: key).contains(where: { if case .new = $0 { true } else { false } }) {
-            do {
-                try live.delete(object)
-                throw Divergence(message: "deleting row \(key), which a new item links to, was accepted")
-            } catch let error as StoreError where error.code == .notAttached || needsServer(error) {
-                return
-            }
-        }
+        var refused = false
+        if deletable, case .key(let key)? = row { refused = rows(linkingTo: key).contains { if case .new = $0 { true } else { false } } }
+        return PlannedDelete(object: object, row: row, deletable: deletable, refusedForNewLinks: refused)
+    }
+
+    /// Deletes a held object, as the program does inside a transaction (or with its rows read).
+    func delete(_ a: UInt64) throws {
+        guard let planned = planDelete(a) else { return }
+        try finish(planned, Result { try live.delete(planned.object) })
+    }
+
+    /// Deletes a held object through `store.async`, which reads what the delete rule needs.
+    func deleteAwaited(_ a: UInt64) async throws {
+        guard let planned = planDelete(a) else { return }
+        let store = try live
+        var outcome: Result<Void, any Error>
         do {
-            try live.delete(object)
-            guard deletable, case .key(let key)? = row else { throw Divergence(message: "deleting \(row.map { "\($0)" } ?? "a detached object") was accepted") }
-            // The delete rule of `linkedFrom` (nullify): the rows that link to the deleted one
-            // link to nothing, in the delete's unit.
-            let snapshot = reference.beginTransaction()
-            let nullified = rows(linkingTo: key).filter { $0 != .key(key) }
-            for other in nullified {
-                reference.write(.set(.null), column: Item.Column.link.rawValue, of: other)
-            }
-            reference.delete(.key(key))
-            reference.endTransaction(succeeded: true, restoring: snapshot)
-            // The rule made an object of each of those rows, which its pending change keeps
-            // alive: the program holds them now, as the store does.
-            for case .key(let other) in nullified where objects[other] == nil { keysToHold.insert(other) }
-        } catch let error as StoreError where error.code == .notAttached || needsServer(error) {
-            if deletable, error.code == .notAttached { throw Divergence(message: "delete of a managed object threw \(error)") }
+            try await store.async.delete(planned.object)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
         }
+        try finish(planned, outcome)
+    }
+
+    /// Checks a delete's outcome against the reference, and keeps it there.
+    private func finish(_ planned: PlannedDelete, _ outcome: Result<Void, any Error>) throws {
+        switch outcome {
+        case .failure(let error as StoreError) where error.code == .notAttached || needsServer(error):
+            if planned.deletable, !planned.refusedForNewLinks, error.code == .notAttached { throw Divergence(message: "delete of a managed object threw \(error)") }
+            return
+        case .failure(let error):
+            throw error
+        case .success:
+            break
+        }
+        guard planned.deletable, case .key(let key)? = planned.row else {
+            throw Divergence(message: "deleting \(planned.row.map { "\($0)" } ?? "a detached object") was accepted")
+        }
+        if planned.refusedForNewLinks { throw Divergence(message: "deleting row \(key), which a new item links to, was accepted") }
+        // The delete rule of `linkedFrom` (nullify): the rows that link to the deleted one
+        // link to nothing, in the delete's unit.
+        let snapshot = reference.beginTransaction()
+        let nullified = rows(linkingTo: key).filter { $0 != .key(key) }
+        for other in nullified {
+            reference.write(.set(.null), column: Item.Column.link.rawValue, of: other)
+        }
+        reference.delete(.key(key))
+        reference.endTransaction(succeeded: true, restoring: snapshot)
+        // The rule made an object of each of those rows, which its pending change keeps
+        // alive: the program holds them now, as the store does.
+        for case .key(let other) in nullified where objects[other] == nil { keysToHold.insert(other) }
     }
 
     /// The rows that show a link to a key: keyed ones by key, then new ones by insert.
