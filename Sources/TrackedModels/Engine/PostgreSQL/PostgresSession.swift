@@ -119,6 +119,9 @@ final class PostgresSession {
     /// A statement sent and not waited for yet.
     struct Answer {
         fileprivate let future: EventLoopFuture<[PostgresRow]>
+        /// The connection it was sent on: a statement sent on a connection the server ended
+        /// may never be answered, so the wait also ends when the connection is gone.
+        fileprivate let connection: PostgresConnection
         /// Whether the rows are in binary form whatever their description says: a statement
         /// prepared through postgres-nio's `prepare(query:)` keeps the text form the server
         /// describes, while every execution asks for binary.
@@ -128,11 +131,22 @@ final class PostgresSession {
         fileprivate let operation: String
         fileprivate let session: PostgresSession
 
-        /// The statement's rows, waiting for the server.
+        /// How often a wait looks whether the connection is gone.
+        private static let connectionCheckInterval = TimeAmount.milliseconds(500)
+
+        /// The statement's rows, waiting for the server (or until the connection is gone:
+        /// then the failure is the lost connection's).
         func rows() throws -> [[SQLValue]] {
             let rows: [PostgresRow]
+            let answered = future.eventLoop.makePromise(of: [PostgresRow].self)
+            future.cascade(to: answered)
+            let watch = future.eventLoop.scheduleRepeatedTask(initialDelay: Self.connectionCheckInterval, delay: Self.connectionCheckInterval) { [connection] _ in
+                // Failing an answered promise does nothing: the answer stands.
+                if connection.isClosed { answered.fail(ChannelError.ioOnClosedChannel) }
+            }
+            defer { watch.cancel() }
             do {
-                rows = try future.wait()
+                rows = try answered.futureResult.wait()
             } catch {
                 if let reused { throw session.reusedStatementFailed(reused, error, doing: operation) }
                 throw session.failure(error, doing: operation)
@@ -183,10 +197,10 @@ final class PostgresSession {
         do {
             let connection = try currentWaiting()
             if reused, let execution = reusedStatements.execute(sql, arguments, on: connection, logger: logger) {
-                return Answer(future: execution.future, binary: true, reused: execution.isNamed ? sql : nil, operation: operation, session: self)
+                return Answer(future: execution.future, connection: connection, binary: true, reused: execution.isNamed ? sql : nil, operation: operation, session: self)
             }
             let future = connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments)), logger: logger).map(\.rows)
-            return Answer(future: future, binary: false, reused: nil, operation: operation, session: self)
+            return Answer(future: future, connection: connection, binary: false, reused: nil, operation: operation, session: self)
         } catch {
             throw failure(error, doing: operation)
         }
