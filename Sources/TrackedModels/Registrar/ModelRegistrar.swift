@@ -234,7 +234,7 @@ final class ModelRegistrar {
         guard old != new else {
             // A to-one pointed from nothing at a new object, or from one to another: the row
             // shows NULL still, but what it reaches changed.
-            if stored != nil || schemas[table].relationshipColumns.contains(column) {
+            if schemas[table].relationshipColumns.contains(column) {
                 if isKeyed { outbox.postReevaluation(table: table, key: tracking.key) } else { unkeyedRowChanged(table: table, request: tracking.insertRequest) }
             }
             return
