@@ -207,18 +207,29 @@ final class NoteRow {
 }
 
 @Suite struct ListChangesTests {
-    /// Random bursts of edits: applying the difference to the list before gives the list after.
+    /// Random bursts of edits (rows removed, inserted and moved), short ones translated one by
+    /// one and long ones compared whole, as live results record them: applying the difference
+    /// to the list before gives the list after.
     @Test func aBurstOfEditsIsOneDifference() {
         var generator = SystemRandomNumberGenerator()
-        for _ in 0..<300 {
-            let start: [SQLValue] = (0..<Int64.random(in: 0..<20, using: &generator)).map { .integer($0) }
+        for round in 0..<300 {
+            let start: [SQLValue] = (0..<Int64.random(in: 0..<40, using: &generator)).map { .integer($0) }
             var current = start
             var changes = ListChanges()
-            var next: Int64 = 100
-            for _ in 0..<Int.random(in: 1...8, using: &generator) {
+            var next: Int64 = 1_000
+            let edits = round % 3 == 0 ? Int.random(in: 60...200, using: &generator) : Int.random(in: 1...8, using: &generator)
+            for _ in 0..<edits {
+                if changes.isFull { changes.compareWhole(current: current) }
                 if !current.isEmpty, Bool.random(using: &generator) {
                     let position = Int.random(in: 0..<current.count, using: &generator)
-                    changes.remove(key: current.remove(at: position), at: position)
+                    let key = current.remove(at: position)
+                    changes.remove(key: key, at: position)
+                    if Bool.random(using: &generator) {
+                        // Moved: the same row somewhere else.
+                        let to = Int.random(in: 0...current.count, using: &generator)
+                        current.insert(key, at: to)
+                        changes.insert(key: key, at: to)
+                    }
                 } else {
                     let position = Int.random(in: 0...current.count, using: &generator)
                     current.insert(.integer(next), at: position)
@@ -226,11 +237,15 @@ final class NoteRow {
                     next += 1
                 }
             }
-            #expect(start.applying(changes.difference { $0 }) == current)
+            var settled = changes
+            settled.settle { current }
+            #expect(start.applying(settled.difference { $0 }) == current)
+            // Replaced whole, as by a reset.
             var replaced = changes
-            let after: [SQLValue] = current.shuffled(using: &generator)
-            replaced.replaceAll(before: current, after: after)
-            #expect(start.applying(replaced.difference { $0 }) == after)
+            replaced.compareWhole(current: current)
+            let after = current.shuffled(using: &generator).dropLast(Int.random(in: 0...3, using: &generator)) + [.integer(next)]
+            replaced.settle { Array(after) }
+            #expect(start.applying(replaced.difference { $0 }) == Array(after))
         }
     }
 }

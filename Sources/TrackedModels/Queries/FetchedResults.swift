@@ -267,9 +267,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     private func reloadNow() throws {
         guard let matching = try store.reads.atOnce(store.reads.matching(plan, windowed: false)) else { return reloadLater() }
-        let before = rows.keys(in: 0..<rows.count)
+        changes.compareWhole(current: rows.keys(in: 0..<rows.count))
         load(matching)
-        changes.replaceAll(before: before, after: rows.keys(in: 0..<rows.count))
     }
 
     private func apply(_ event: ChangeEvent) {
@@ -347,9 +346,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         store.reads.later(store.reads.matching(plan, windowed: false)) { [weak self] matching in
             guard let self else { return }
             changeLater {
-                let before = rows.keys(in: 0..<rows.count)
+                changes.compareWhole(current: rows.keys(in: 0..<rows.count))
                 load(matching)
-                changes.replaceAll(before: before, after: rows.keys(in: 0..<rows.count))
             }
         }
     }
@@ -393,6 +391,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private func place(_ key: SQLValue, as new: SortedRows.Entry?) {
         let old = members[key]
         guard old != new else { return }
+        if changes.isFull { changes.compareWhole(current: rows.keys(in: 0..<rows.count)) }
         let removedAt = old.flatMap { rows.remove($0) }
         let insertedAt = new.map { rows.insert($0) }
         members[key] = new
@@ -414,8 +413,9 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// changed at all.
     private func publish() {
         isPublishScheduled = false
-        let recorded = changes
+        var recorded = changes
         changes = ListChanges()
+        recorded.settle { rows.keys(in: 0..<rows.count) }
         var window: (before: [SQLValue], after: [SQLValue])?
         if let before = windowBefore {
             // A window is short: compare its keys before and after.

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 @testable import TrackedModels
 
@@ -9,6 +10,11 @@ extension Harness {
         let store = try live
         let shown = reference.shownRows
         if let logGap { throw Divergence(message: logGap) }
+        // Every error published on writeErrors was logged as a warning too, with its message.
+        let warned = Set(log.records(at: .warning).compactMap { $0.metadata["error"] })
+        if let unlogged = writeErrorsHeard.first(where: { !warned.contains($0.message) }) {
+            throw Divergence(message: "writeErrors published \(unlogged), which no warning logged")
+        }
         guard store.hasPendingChanges == reference.hasPendingUnits else {
             throw Divergence(message: "the store \(store.hasPendingChanges ? "has" : "has no") changes pending; the reference \(reference.hasPendingUnits ? "has" : "has none")")
         }
@@ -19,7 +25,7 @@ extension Harness {
         try await checkObjects()
         try await checkFind(store, shown)
         try await checkFetches(store, shown)
-        try checkFeeds()
+        try await checkFeeds()
         try checkEvents(shown)
         try await checkFile()
         store.checkFeedInvariants()
@@ -185,6 +191,12 @@ extension Harness {
                 }
                 guard list.toldKeys == live else {
                     throw Divergence(message: "the live list (\(entry.name)) holds \(live); its onChange differences, applied in turn, give \(list.toldKeys.map { "\($0)" } ?? "a difference that does not apply")")
+                }
+                if let streamed = list.streamedKeys {
+                    await letStreamsCatchUp { list.streamedKeys.flatMap { $0 } == live }
+                    guard list.streamedKeys.flatMap({ $0 }) == live else {
+                        throw Divergence(message: "the live list (\(entry.name)) holds \(live); its differences stream, applied in turn, gives \(streamed.map { "\($0)" } ?? "a difference that does not apply")")
+                    }
                 }
                 // Its elements are the objects of those rows: the program's own where it holds one.
                 // On PostgreSQL, an element whose row another connection replaced in this step is

@@ -30,6 +30,9 @@ final class ScopedFeed {
 
     let scope: Scope
     var token: FeedToken?
+    /// For a feed subscribed as `store.changes(_:)`: the task that takes its stream's events
+    /// into ``heard``; cancelling it ends the stream, and with it the subscription.
+    var streaming: Task<Void, Never>?
     /// What it heard since the last check.
     var heard: [ChangeEvent] = []
     /// How many of the step's events of the table's feed came before the subscription.
@@ -70,7 +73,7 @@ extension Harness {
     /// Subscribes to a generated scope: a row (some columns, or all), an object, columns of
     /// every row, the table's membership, the whole table, or an item's children.
     func subscribeFeed(_ a: UInt64, _ b: UInt64) throws {
-        guard feeds.count < Self.maximumFeeds else { return try cancelFeed(b) }
+        guard feeds.count < Self.maximumFeeds else { return }
         let store = try live
         let shownKeys = reference.shownRows.keys.sorted()
         let key = shownKeys.isEmpty || b % 5 == 0 ? Values.key(seed: b) : shownKeys[Int(b / 5 % UInt64(shownKeys.count))]
@@ -124,8 +127,23 @@ extension Harness {
         // Inside a transaction the rows it links are not yet what subscribers will be told
         // (nothing, if it throws): the next check takes the first count.
         if case .children(let parent) = scope, transactionDepth == 0 { feed.linking = linking(to: parent) }
-        note("subscribe to \(feed.scope)")
+        // A quarter as an AsyncStream (of any scope but children, whose check needs what was
+        // heard by the check's start).
+        let isChildren = if case .children = scope { true } else { false }
+        let asStream = b >> 16 & 3 == 0 && !isChildren
+        note("subscribe to \(feed.scope)\(asStream ? " as a stream" : "")")
         let subscriptions = store.feedSubscriptionCount
+        if asStream {
+            let stream = try store.changes(feedScope)
+            guard store.feedSubscriptionCount == subscriptions + 1 else {
+                throw Divergence(message: "the store counts \(store.feedSubscriptionCount) feeds after a stream's subscription; it counted \(subscriptions) before")
+            }
+            feed.streaming = Task { [weak feed] in
+                for await event in stream { feed?.heard.append(event) }
+            }
+            feeds.append(feed)
+            return
+        }
         let token = try store.subscribe(to: feedScope) { [weak feed] event in feed?.heard.append(event) }
         guard token.isActive, store.feedSubscriptionCount == subscriptions + 1 else {
             throw Divergence(message: "a new feed is \(token.isActive ? "" : "not ")active and the store counts \(store.feedSubscriptionCount) feeds; it counted \(subscriptions) before")
@@ -145,13 +163,24 @@ extension Harness {
     }
 
     /// Cancels one of the feeds: it hears nothing more.
-    func cancelFeed(_ a: UInt64) throws {
+    func cancelFeed(_ a: UInt64) async throws {
         guard !feeds.isEmpty else { return }
         let feed = feeds.remove(at: Int(a % UInt64(feeds.count)))
         note("cancel the feed \(feed.scope)")
-        let subscriptions = try live.feedSubscriptionCount
+        let store = try live
+        let subscriptions = store.feedSubscriptionCount
+        if let streaming = feed.streaming {
+            // The stream ends with the task iterating it; the store drops the subscription
+            // when told, on its actor.
+            streaming.cancel()
+            await letStreamsCatchUp { store.feedSubscriptionCount == subscriptions - 1 }
+            guard store.feedSubscriptionCount == subscriptions - 1 else {
+                throw Divergence(message: "the store still counts a feed whose stream ended")
+            }
+            return
+        }
         feed.token?.cancel()
-        guard feed.token?.isActive == false, try live.feedSubscriptionCount == subscriptions - 1 else {
+        guard feed.token?.isActive == false, store.feedSubscriptionCount == subscriptions - 1 else {
             throw Divergence(message: "a cancelled feed is still active, or the store still counts it")
         }
     }
@@ -164,7 +193,7 @@ extension Harness {
 
     /// Each feed heard what the table's feed heard in its scope, nothing else; a feed of
     /// children heard when the rows linking to its item changed.
-    func checkFeeds() throws {
+    func checkFeeds() async throws {
         for feed in feeds {
             defer {
                 feed.heard = []
@@ -175,6 +204,7 @@ extension Harness {
                 continue
             }
             let expected = events[min(feed.from, events.count)...].compactMap(feed.narrowed)
+            if feed.streaming != nil { await letStreamsCatchUp { feed.heard.count >= expected.count } }
             guard expected.count == feed.heard.count, zip(expected, feed.heard).allSatisfy(Self.same) else {
                 throw Divergence(message: "a feed of \(feed.scope) heard \(Self.describe(feed.heard)); the table's feed heard, in that scope, \(Self.describe(expected))")
             }

@@ -12,6 +12,7 @@ extension Harness {
     func run(_ step: Step) async throws {
         let refusedBefore = reference.units.count(where: \.isRefused)
         let warningsBefore = log.records(at: .warning).count
+        let publishedBefore = writeErrorsHeard.count
         defer {
             // A change the database refused is a warning in the log, naming it.
             if reference.units.count(where: \.isRefused) > refusedBefore, log.records(at: .warning).count == warningsBefore {
@@ -38,7 +39,7 @@ extension Harness {
         case 45..<47: try await deleteAwaited(step.a)
         case 47..<49: try await deleteAllAwaited()
         case 49..<56: try transaction(step.a, step.b, depth: 0)
-        case 56..<61: try await flush()
+        case 56..<61: try await flush(awaitingAKey: step.a % 3 == 0)
         case 61..<64: try await flushWithChangesInFlight(step.a, step.b)
         case 64..<66: try await reopen()
         case 66: try await (engine == .sqlite ? releaseStore() : reopen())
@@ -53,14 +54,20 @@ extension Harness {
         case 93..<95: try await bulkInsert(step.a, step.b)
         case 95..<100: try await faultyFlush(step.a)
         case 100..<104: try subscribeFeed(step.a, step.b)
-        case 104: try cancelFeed(step.a)
+        case 104: try await cancelFeed(step.a)
         case 105..<108: try await assignChildren(step.a, step.b)
         case 108..<110: try discardPending()
         case 110..<113: try insertGraph(step.a, step.b)
         case 113: try await relateToAnotherStore(step.a)
-        default: try discardLast()
+        case 114..<117: try discardLast()
+        default: try await fetchWithUntranslatableDescriptor(step.a)
         }
         syncAttachment()
+        // And it is published on writeErrors.
+        if reference.units.count(where: \.isRefused) > refusedBefore {
+            await letStreamsCatchUp { writeErrorsHeard.count > publishedBefore }
+            if writeErrorsHeard.count == publishedBefore { throw Divergence(message: "a change the database refused was not published on writeErrors") }
+        }
         // The objects a delete rule made, which their pending changes keep alive: the program
         // holds them, as the store does.
         for key in keysToHold where objects[key] == nil {
@@ -251,7 +258,7 @@ extension Harness {
         let index = Int(a % UInt64(queries.count))
         note("make a live list (\(queries[index].name))")
         let store = try live
-        lists.append(LiveList(query: index, results: engine == .sqlite ? try store.results(for: queries[index].descriptor) : try await store.async.results(for: queries[index].descriptor)))
+        lists.append(LiveList(query: index, results: engine == .sqlite ? try store.results(for: queries[index].descriptor) : try await store.async.results(for: queries[index].descriptor), streamed: a / 7 % 2 == 1))
     }
 
     /// The same inside a transaction, where the program cannot await: on PostgreSQL, which it
@@ -261,7 +268,7 @@ extension Harness {
         let index = Int(a % UInt64(queries.count))
         note("make a live list (\(queries[index].name))")
         do {
-            lists.append(LiveList(query: index, results: try live.results(for: queries[index].descriptor)))
+            lists.append(LiveList(query: index, results: try live.results(for: queries[index].descriptor), streamed: a / 7 % 2 == 1))
         } catch let error as StoreError where needsServer(error) {
             return
         }
@@ -325,8 +332,10 @@ extension Harness {
         let values = row(seed: b)
         let object = Item(key: nil, values: values)
         let row = reference.newRow()
-        note("insert \(row) (key by SQLite): \(values.dropFirst().map(\.describedExactly).joined(separator: ", "))")
-        try live.insert(object)
+        // Now and then as a sequence of one: the same insert, in a transaction of its own.
+        let asSequence = b % 5 == 0
+        note("insert\(asSequence ? "(contentsOf: [...])" : "") \(row) (key by SQLite): \(values.dropFirst().map(\.describedExactly).joined(separator: ", "))")
+        if asSequence { try live.insert(contentsOf: [object]) } else { try live.insert(object) }
         reference.insert(row, values: values)
         if case .new(let number) = row { newObjects[number] = object }
     }
@@ -529,6 +538,20 @@ extension Harness {
         try await flush(failing: nil)
     }
 
+    /// A flush, or, where the program holds an object whose key the database has yet to
+    /// assign, `committedKey(of:)` of it: a flush that answers the key the object then shows.
+    func flush(awaitingAKey: Bool) async throws {
+        guard awaitingAKey, let number = newObjects.keys.sorted().first(where: { isManaged(newObjects[$0]!) }), let object = newObjects[number] else {
+            return try await flush()
+        }
+        note("committedKey(of: \(Reference.RowID.new(number)))")
+        var key: Int64?
+        try await flush(failing: nil) {
+            key = try await $0.committedKey(of: object)
+        }
+        if let key, key != object.id { throw Divergence(message: "committedKey(of:) answered \(key), but the object shows \(object.id.map { "\($0)" } ?? "nil")") }
+    }
+
     /// A flush that the program does not await at once: its changes go to the worker, the
     /// program makes a few more (to objects whose insert is in flight too), then awaits it.
     ///
@@ -563,11 +586,11 @@ extension Harness {
         case atCommit
     }
 
-    private func flush(failing failure: Failure?) async throws {
+    private func flush(failing failure: Failure?, by flushing: (ModelStore) async throws -> Void = { try await $0.flush() }) async throws {
         let store = try live
         let before = store.pendingChanges
         var thrown: (any Error)?
-        do { try await store.flush() } catch { thrown = error }
+        do { try await flushing(store) } catch { thrown = error }
         // A change the flush committed can no longer be discarded: refused, saying so.
         if let committed = before.first(where: { change in !store.pendingChanges.contains { $0.id == change.id } }) {
             do {
@@ -597,17 +620,34 @@ extension Harness {
     func bulkInsert(_ a: UInt64, _ b: UInt64) async throws {
         let store = try live
         var random = Xoshiro(seed: a ^ (b << 3))
-        let rows = (0..<Int(random.next() % 4)).map { _ in
+        // Now and then more rows than a few chunks hold (the sender waits for the worker), of
+        // keys no row has and values the table takes, so that they commit.
+        let many = a % 32 == 5
+        let rows = many ? manyAcceptedRows(&random) : (0..<Int(random.next() % 4)).map { _ in
             var values = row(seed: random.next() % 1_000_000)
             values[0] = .integer(insertedKey(seed: random.next() % 1_000_000))
             return values
         }
-        note("bulkInsert \(rows.map { "(\($0.map(\.describedExactly).joined(separator: ", ")))" }.joined(separator: " "))")
+        // And now and then cancelled as soon as it starts: it rolls back, or it was done.
+        let cancelled = a % 8 == 3
+        note("bulkInsert\(cancelled ? ", cancelled at once," : "") \(many ? "\(rows.count) rows" : rows.map { "(\($0.map(\.describedExactly).joined(separator: ", ")))" }.joined(separator: " "))")
+        let items = try rows.map { values in Item(key: try Int64(sqlValue: values[0]), values: values) }
         var thrown: (any Error)?
         do {
-            try await store.bulkInsert(contentsOf: rows.map { values in Item(key: try Int64(sqlValue: values[0]), values: values) })
+            if cancelled {
+                let insert = Task { try await store.bulkInsert(contentsOf: items) }
+                insert.cancel()
+                try await insert.value
+            } else {
+                try await store.bulkInsert(contentsOf: items)
+            }
         } catch {
             thrown = error
+        }
+        if thrown is CancellationError {
+            guard cancelled else { throw Divergence(message: "bulkInsert threw CancellationError, but its task was not cancelled") }
+            note("cancelled: nothing committed, every pending change stays pending")
+            return
         }
         var trial = reference
         let refusal = trial.bulkInsert(rows, fileKeys: try await fileKeys()) { number in newObjects[number]?.id }
@@ -621,6 +661,18 @@ extension Harness {
         guard refusal == nil else { return }
         nameNewRows()
         mayReset = true
+    }
+
+    /// Two more rows than four full chunks of a bulk insert, each of a key past every key a
+    /// program makes, with values the table takes.
+    private func manyAcceptedRows(_ random: inout Xoshiro) -> [[SQLValue]] {
+        let first = 1 << 40 + Int64(random.next() % 1_000) * 10_000
+        return (0..<Int64(4 * 2_048 + 2)).map { offset in
+            let seeds = (0..<8).map { _ in random.next() % 1_000_000 }
+            var values = seeds.lazy.map { self.row(seed: $0) }.first { self.reference.refusal(of: $0) == nil } ?? row(seed: seeds[0])
+            values[0] = .integer(first + offset)
+            return values
+        }
     }
 
     /// Whether a bulk insert was refused for a row whose key PostgreSQL's sequence gave an

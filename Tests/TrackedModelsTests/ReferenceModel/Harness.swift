@@ -70,21 +70,46 @@ final class Harness {
 
     /// A live list of one of the program's queries, and its keys as its `onChange` differences
     /// tell them: applied one after another to the keys it had when made, they must give the
-    /// keys it holds.
-    final class LiveList {
+    /// keys it holds. Every other list also follows its `differences` stream, which must tell
+    /// the same.
+    @MainActor final class LiveList {
         let query: Int
         let results: FetchedResults<Item>
         /// nil once a difference did not apply to the keys told before.
         private(set) var toldKeys: [Int64?]?
+        /// The keys the `differences` stream told, applied in turn; nil for a list not streamed.
+        private(set) var streamedKeys: [Int64?]??
         private var subscription: FetchedResults<Item>.Subscription?
+        private var streaming: Task<Void, Never>?
 
-        init(query: Int, results: FetchedResults<Item>) {
+        init(query: Int, results: FetchedResults<Item>, streamed: Bool) {
             self.query = query
             self.results = results
             toldKeys = results.keys
             subscription = results.onChange { [unowned self] difference in
                 toldKeys = toldKeys?.applying(difference)
             }
+            guard streamed else { return }
+            streamedKeys = .some(results.keys)
+            let differences = results.differences
+            streaming = Task { [weak self] in
+                for await difference in differences {
+                    guard let self else { return }
+                    streamedKeys = streamedKeys.map { $0?.applying(difference) }
+                }
+            }
+        }
+
+        deinit { streaming?.cancel() }
+    }
+
+    /// Lets tasks the program runs on the main actor (consumers of the store's streams) take
+    /// what was sent to them, until `done` holds or about a second has passed.
+    func letStreamsCatchUp(until done: () -> Bool) async {
+        var round = 0
+        while !done(), round < 1_200 {
+            if round < 200 { await Task.yield() } else { try? await Task.sleep(for: .milliseconds(1)) }
+            round += 1
         }
     }
 
@@ -118,6 +143,10 @@ final class Harness {
     let fault = FaultSlot()
     /// What the store logs (at every level, so that every message is made).
     let log = LogRecorder()
+    /// What the `writeErrors` streams of the program's stores published, in order.
+    var writeErrorsHeard: [StoreError] = []
+    /// The task that takes the open store's `writeErrors` into ``writeErrorsHeard``.
+    var writeErrorsListener: Task<Void, Never>?
     /// What the log lacked after the last step, if anything: the next check reports it.
     var logGap: String?
 
@@ -154,6 +183,8 @@ final class Harness {
         }(), matches: { $0[3] != .null && Values.compare($0[2], .integer(5)) <= 0 }, sort: [(4, true)]),
         Query(name: "payload == nil || flag, by count descending, then title", descriptor: FetchDescriptor(predicate: #Predicate { $0.payload == nil || $0.flag }, sortBy: [SortDescriptor(\.count, order: .reverse), SortDescriptor(\.title)]),
               matches: { $0[5] == .null || $0[6] != .integer(0) }, sort: [(2, false), (1, true)]),
+        Query(name: "count < 0 || note == nil, by title (.lexical) descending", descriptor: FetchDescriptor(predicate: #Predicate { $0.count < 0 || $0.note == nil }, sortBy: [SortDescriptor(\.title, comparator: .lexical, order: .reverse)]),
+              matches: { Values.compare($0[2], .integer(0)) < 0 || $0[3] == .null }, sort: [(1, false)]),
         Query(name: "score >= -1e300, all, by id descending", descriptor: FetchDescriptor(predicate: #Predicate { $0.score >= -1e300 }, sortBy: [SortDescriptor(\.id, order: .reverse)]),
               matches: { !isNaN($0[4]) && Values.compare($0[4], .real(-1e300)) >= 0 }, sort: [(0, false)]),
     ]
@@ -226,13 +257,17 @@ final class Harness {
             return false
         }
         guard let store else { return false }
+        let errors = store.writeErrors
+        writeErrorsListener = Task { [weak self] in
+            for await error in errors { self?.writeErrorsHeard.append(error) }
+        }
         token = try store.subscribe(to: .table(Item.self)) { [weak self] event in self?.events.append(event) }
         lists = []
         feeds = []
         // A third of the programs start without the fixed queries' lists: those keep an object
         // for nearly every row, and rows no object shows take paths of their own.
         for (index, query) in queries.enumerated() where reference.declaration.seed % 3 != 0 {
-            lists.append(LiveList(query: index, results: engine == .sqlite ? try store.results(for: query.descriptor) : try await store.async.results(for: query.descriptor)))
+            lists.append(LiveList(query: index, results: engine == .sqlite ? try store.results(for: query.descriptor) : try await store.async.results(for: query.descriptor), streamed: index % 2 == 1))
         }
         generatedLists = []
         for query in generatedQueries {
