@@ -179,14 +179,14 @@ indirect enum QueryExpression: Hashable, Sendable {
             }
         case (.null, _), (_, .null):
             return .null
-        case (let left, let right):
+        case (let x, let y):
             if operation == .remainder {
-                // SQLite takes both sides as integers (a real truncated and clamped) and
-                // answers a real.
+                // SQLite takes both sides as integers (a real truncated and clamped, text by
+                // its whole-number prefix) and answers a real.
                 guard let a = integer(left), let b = integer(right), b != 0 else { return .null }
                 return .real(b == -1 ? 0 : Double(a % b))
             }
-            guard let x = real(left), let y = real(right) else { return .null }
+            guard let x = real(x), let y = real(y) else { return .null }
             switch operation {
             case .add: return realResult(x + y)
             case .subtract: return realResult(x - y)
@@ -250,9 +250,15 @@ indirect enum QueryExpression: Hashable, Sendable {
         }
     }
 
-    /// A number as an integer, a real truncated and clamped to Int64's range, as SQLite
-    /// converts one; nil for NULL.
+    /// A number as an integer, as SQLite converts one: a real truncated and clamped to Int64's
+    /// range, text and bytes by the whole number they begin with (`' -3.5e2x'` is -3, not
+    /// -350); nil for NULL.
     private static func integer(_ value: SQLValue) -> Int64? {
+        switch value {
+        case .text(let text): return integerPrefix(of: Array(text.utf8))
+        case .blob(let bytes): return integerPrefix(of: Array(bytes))
+        default: break
+        }
         switch numeric(value) {
         case .integer(let number): return number
         case .real(let number):
@@ -261,6 +267,24 @@ indirect enum QueryExpression: Hashable, Sendable {
             return Int64(number)
         default: return nil
         }
+    }
+
+    /// The whole number UTF-8 text begins with: ASCII blanks, a sign and digits, clamped to
+    /// Int64's range; 0 for none.
+    private static func integerPrefix(of bytes: [UInt8]) -> Int64 {
+        var index = bytes.firstIndex { ![0x20, 0x09, 0x0A, 0x0B, 0x0C, 0x0D].contains($0) } ?? bytes.count
+        let isNegative = index < bytes.count && bytes[index] == 0x2D
+        if index < bytes.count, bytes[index] == 0x2B || bytes[index] == 0x2D { index += 1 }
+        var magnitude: UInt64 = 0
+        while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 {
+            let (times, overflow) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, carry) = times.addingReportingOverflow(UInt64(bytes[index] - 0x30))
+            guard !overflow, !carry else { return isNegative ? .min : .max }
+            magnitude = sum
+            index += 1
+        }
+        if isNegative { return magnitude > UInt64(Int64.max) ? .min : -Int64(magnitude) }
+        return magnitude > UInt64(Int64.max) ? .max : Int64(magnitude)
     }
 
     private static func realResult(_ value: Double) -> SQLValue {

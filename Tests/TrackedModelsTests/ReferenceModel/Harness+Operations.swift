@@ -620,17 +620,14 @@ extension Harness {
     func bulkInsert(_ a: UInt64, _ b: UInt64) async throws {
         let store = try live
         var random = Xoshiro(seed: a ^ (b << 3))
-        // Now and then more rows than a few chunks hold (the sender waits for the worker), of
-        // keys no row has and values the table takes, so that they commit.
-        let many = a % 32 == 5
-        let rows = many ? manyAcceptedRows(&random) : (0..<Int(random.next() % 4)).map { _ in
+        let rows = (0..<Int(random.next() % 4)).map { _ in
             var values = row(seed: random.next() % 1_000_000)
             values[0] = .integer(insertedKey(seed: random.next() % 1_000_000))
             return values
         }
         // And now and then cancelled as soon as it starts: it rolls back, or it was done.
         let cancelled = a % 8 == 3
-        note("bulkInsert\(cancelled ? ", cancelled at once," : "") \(many ? "\(rows.count) rows" : rows.map { "(\($0.map(\.describedExactly).joined(separator: ", ")))" }.joined(separator: " "))")
+        note("bulkInsert\(cancelled ? ", cancelled at once," : "") \(rows.map { "(\($0.map(\.describedExactly).joined(separator: ", ")))" }.joined(separator: " "))")
         let items = try rows.map { values in Item(key: try Int64(sqlValue: values[0]), values: values) }
         var thrown: (any Error)?
         do {
@@ -661,18 +658,6 @@ extension Harness {
         guard refusal == nil else { return }
         nameNewRows()
         mayReset = true
-    }
-
-    /// Two more rows than four full chunks of a bulk insert, each of a key past every key a
-    /// program makes, with values the table takes.
-    private func manyAcceptedRows(_ random: inout Xoshiro) -> [[SQLValue]] {
-        let first = 1 << 40 + Int64(random.next() % 1_000) * 10_000
-        return (0..<Int64(4 * 2_048 + 2)).map { offset in
-            let seeds = (0..<8).map { _ in random.next() % 1_000_000 }
-            var values = seeds.lazy.map { self.row(seed: $0) }.first { self.reference.refusal(of: $0) == nil } ?? row(seed: seeds[0])
-            values[0] = .integer(first + offset)
-            return values
-        }
     }
 
     /// Whether a bulk insert was refused for a row whose key PostgreSQL's sequence gave an

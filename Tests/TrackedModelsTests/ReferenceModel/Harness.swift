@@ -213,7 +213,7 @@ final class Harness {
         reference = Reference(declaration: declaration)
         var random = Xoshiro(seed: declaration.seed)
         queries = Array(Self.queries.shuffled(using: &random).prefix(4))
-        var generator = ExpressionGenerator(seed: random.next(), rows: [], linked: true)
+        var generator = ExpressionGenerator(seed: random.next(), rows: [], linked: true, mixesKinds: declaration.engine == .sqlite)
         let predicate = generator.boolean(depth: 2)
         var sort = generator.sort()
         let width = Item._$schema.columns.count
@@ -222,7 +222,7 @@ final class Harness {
             sort.insert(CompiledQuery.SortTerm(column: width + Item.Column.count.rawValue, ascending: random.chance(1, in: 2)), at: 0)
         }
         // Two more, deeper, that may read through `link` or not.
-        var more = ExpressionGenerator(seed: random.next(), rows: [], linked: true)
+        var more = ExpressionGenerator(seed: random.next(), rows: [], linked: true, mixesKinds: declaration.engine == .sqlite)
         generatedQueries = [ExpressionGenerator.query(predicate: predicate, sort: sort)]
             + (0..<2).map { _ in ExpressionGenerator.query(predicate: more.boolean(depth: 3), sort: more.sort()) }
         scratch = try Connection(filename: Connection.inMemoryFilename(), mode: .readWriteCreate, busyTimeout: .seconds(1))

@@ -19,6 +19,22 @@ import Testing
         }
     }
 
+    /// Found by the generator (arithmetic with text, which a column of another affinity can
+    /// hold): SQLite's `%` takes text by the whole number it begins with, not by the real it
+    /// spells, on either side.
+    @Test func aRemainderTakesTextByItsWholeNumberPrefix() {
+        let cases: [(SQLValue, SQLValue, SQLValue)] = [
+            (.text(" -3.5e2x"), .real(-16.09375), .real(-3)),   // SQLite: -3.0, not -350 % -16
+            (.real(45.25), .text("2E-2z"), .real(1)),           // SQLite: 1.0, not NULL (0.02 as 0)
+            (.text("12abc"), .integer(5), .integer(2)),
+            (.blob(Data("-9223372036854775809".utf8)), .integer(7), .real(-1)),
+        ]
+        for (left, right, expected) in cases {
+            let value = QueryExpression.arithmetic(.remainder, .value(left), .value(right)).evaluate([])
+            #expect(value == expected, "\(left) % \(right) is \(value); SQLite says \(expected)")
+        }
+    }
+
     static func check(querySeed: UInt64, rowSeed: UInt64) throws {
         let schema = Item._$schema
         let rows = generatedRows(seed: rowSeed)
@@ -27,7 +43,7 @@ import Testing
         let insert = try connection.makeStatement("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
         for row in rows { try insert.run(row) }
 
-        var generator = ExpressionGenerator(seed: querySeed, rows: rows, linked: true)
+        var generator = ExpressionGenerator(seed: querySeed, rows: rows, linked: true, mixesKinds: true)
         let predicate = generator.boolean(depth: 3)
         let query = ExpressionGenerator.query(predicate: predicate, sort: generator.sort())
         // Each row as the query reads it: its columns, then those of the row it links to.
@@ -91,12 +107,22 @@ struct ExpressionGenerator {
     /// Whether columns may be read through `link` (`$0.link?.title`): positions past the
     /// table's columns, those of the linked row.
     private let linked: Bool
+    /// Whether arithmetic may take text and bytes, as a column of another affinity can hold
+    /// them (a row another program wrote): SQLite computes with the number their text starts
+    /// with, or 0, where PostgreSQL refuses the query.
+    private let mixesKinds: Bool
 
-    init(seed: UInt64, rows: [[SQLValue]], linked: Bool = false) {
+    init(seed: UInt64, rows: [[SQLValue]], linked: Bool = false, mixesKinds: Bool = false) {
         random = Xoshiro(seed: seed)
         self.rows = rows
         self.linked = linked
+        self.mixesKinds = mixesKinds
     }
+
+    /// Text that spells a number SQLite reads, in part, or not at all.
+    private static let numericTexts = [
+        "12", " -3.5e2x", "+.5", "abc", "1e", "1e+", "2E-2z", "9223372036854775808", "-9223372036854775809", "0x1A", "\t7", "-", ".", "5.", "  +", "1.5e400", "007",
+    ]
 
     /// A column of the row, or, a third of the time when linked, of the row it links to.
     private mutating func column(_ column: Item.Column) -> QueryExpression {
@@ -174,6 +200,18 @@ struct ExpressionGenerator {
             let operations: [QueryExpression.Arithmetic] = kind == .integer ? [.add, .subtract, .multiply, .divide, .remainder] : [.add, .subtract, .multiply, .realDivide]
             return .arithmetic(operations[Int(random.next() % UInt64(operations.count))], expression(kind, depth: depth - 1), expression(kind, depth: depth - 1))
         case (.integer, 3), (.real, 3): return .negate(expression(kind, depth: depth - 1))
+        case (.integer, 5) where mixesKinds, (.real, 5) where mixesKinds:
+            // A number computed with text or bytes.
+            let operations: [QueryExpression.Arithmetic] = [.add, .subtract, .multiply, .divide, .remainder, .realDivide]
+            let other: QueryExpression = switch random.next() % 4 {
+            case 0: column(.title)
+            case 1: column(.payload)
+            case 2: .value(.blob(Data(Self.numericTexts[Int(random.next() % UInt64(Self.numericTexts.count))].utf8)))
+            default: .value(.text(Self.numericTexts[Int(random.next() % UInt64(Self.numericTexts.count))]))
+            }
+            let number = expression(kind, depth: depth - 1)
+            let operation = operations[Int(random.next() % UInt64(operations.count))]
+            return random.chance(1, in: 2) ? .arithmetic(operation, other, number) : .arithmetic(operation, number, other)
         case (.text, 2): return .coalesce(column(.note), expression(.text, depth: depth - 1))
         case (_, 4): return .conditional(boolean(depth: depth - 1), expression(kind, depth: depth - 1), expression(kind, depth: depth - 1))
         default: return random.chance(1, in: 2) ? column(Self.column[kind]!) : literal(kind)
