@@ -173,7 +173,7 @@ struct QueryRow: ShownRead {
     func needs(given answers: ReadAnswers, into needs: inout ReadNeeds) {
         let row = RowReference(table: plan.table, key: key)
         shown.needsCurrentValues(of: row, given: answers, into: &needs)
-        guard case .some(.some(let values)) = shown.knownCurrentValues(of: row, given: answers) else { return }
+        guard !plan.joins.isEmpty, case .some(.some(let values)) = shown.knownCurrentValues(of: row, given: answers) else { return }
         for join in plan.joins where values[join.column] != .null {
             shown.needsCurrentValues(of: RowReference(table: join.targetTable, key: values[join.column]), given: answers, into: &needs)
         }

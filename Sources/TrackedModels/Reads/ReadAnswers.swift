@@ -57,6 +57,9 @@ struct ReadNeeds {
         keys[row.table, default: []].append(row.key)
     }
 
+    /// Whether nothing is listed: the read is composed from what the store holds.
+    var isEmpty: Bool { reads.isEmpty && listed.isEmpty }
+
     /// Every read listed, the rows by key last, one read per table.
     var all: [DatabaseRead] {
         reads + keys.keys.sorted().map { DatabaseRead.rows(table: $0, keys: keys[$0] ?? []) }

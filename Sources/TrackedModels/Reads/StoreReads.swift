@@ -126,6 +126,8 @@ final class StoreReads {
         for _ in 0..<Self.maximumRounds {
             var needs = ReadNeeds()
             try read.needs(given: answers, into: &needs)
+            // Most reads of a live list's row need nothing from the database (its object shows it).
+            if needs.isEmpty { return try read.compose(answers) }
             let missing = needs.all.filter { !answers.has($0) }
             if missing.isEmpty { return try read.compose(answers) }
             guard readingAtOnce else { return nil }
@@ -152,6 +154,8 @@ final class StoreReads {
         for _ in 0..<Self.maximumRounds {
             var needs = ReadNeeds()
             try read.needs(given: answers, into: &needs)
+            // Most reads of a live list's row need nothing from the database (its object shows it).
+            if needs.isEmpty { return try read.compose(answers) }
             let missing = needs.all.filter { !answers.has($0) }
             if missing.isEmpty { return try read.compose(answers) }
             try Task.checkCancellation()
