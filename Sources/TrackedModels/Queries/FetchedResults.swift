@@ -415,7 +415,6 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         isPublishScheduled = false
         var recorded = changes
         changes = ListChanges()
-        recorded.settle { rows.keys(in: 0..<rows.count) }
         var window: (before: [SQLValue], after: [SQLValue])?
         if let before = windowBefore {
             // A window is short: compare its keys before and after.
@@ -424,6 +423,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
             guard keys != before else { return }
             window = (before, keys)
         } else {
+            recorded.settle { rows.keys(in: 0..<rows.count) }
             guard !recorded.isEmpty else { return }
         }
         observation.withMutation(of: self, keyPath: revisionKeyPath) { revision += 1 }

@@ -20,11 +20,13 @@ struct MatchingRows: ShownRead {
     /// keys are those inserts: they show once, by their placeholders).
     private struct Changed {
         var rows: (keys: Set<SQLValue>, deletesEveryRow: Bool)
+        /// Listed only where the predicate or the order reads through the joins (the rows
+        /// pointing at them are judged here); empty otherwise.
         var targets: [(keys: Set<SQLValue>, deletesEveryRow: Bool)]
+        var hasChangedTargets: Bool
         var unkeyed: [RowReference]
         var assignedAhead: Set<SQLValue>
 
-        var hasChangedTargets: Bool { targets.contains { !$0.keys.isEmpty || $0.deletesEveryRow } }
         /// How many rows of the database's answer the rows judged here may take the place of.
         /// (The keys assigned ahead are a moving subset of the inserts still to key, published
         /// by the worker's thread: their count bounds them, and stays the same through a read.)
@@ -33,9 +35,13 @@ struct MatchingRows: ShownRead {
 
     private func changed() -> Changed {
         let unkeyed = shown.registrar.unkeyedRows(table: plan.table)
+        let targets = plan.readsThroughJoins ? plan.joins.map { shown.writeBehind.uncommittedRows(table: $0.targetTable) } : []
         return Changed(
             rows: shown.writeBehind.uncommittedRows(table: plan.table),
-            targets: plan.joins.map { shown.writeBehind.uncommittedRows(table: $0.targetTable) },
+            targets: targets,
+            hasChangedTargets: plan.readsThroughJoins
+                ? targets.contains { !$0.keys.isEmpty || $0.deletesEveryRow }
+                : plan.joins.contains { shown.writeBehind.hasUncommittedRows(table: $0.targetTable) },
             unkeyed: unkeyed,
             assignedAhead: unkeyed.isEmpty ? [] : shown.writeBehind.keysAssignedAhead(table: plan.table)
         )

@@ -58,6 +58,18 @@ extension PendingChanges {
             return deletesEveryRow
         }
 
+        /// Whether the unit writes a keyed row of the table, or every row of it: what
+        /// ``collectRows(of:into:)`` finds, less the rows named by their keys' placeholders.
+        func changesKeyedRows(of table: Int) -> Bool {
+            func isKeyed(_ row: RowReference?) -> Bool { row.map { KeyPlaceholder.request(in: $0.key) == nil } ?? false }
+            if let updatedRow { return updatedRow.table == table && isKeyed(updatedRow) }
+            return operations.contains { operation in
+                guard operation.table == table else { return false }
+                if case .deleteAll = operation { return true }
+                return isKeyed(operation.row)
+            }
+        }
+
         /// Puts the keys `keys` holds in place of their placeholders (see ``KeyPlaceholder``);
         /// returns the links that took one.
         ///

@@ -3,9 +3,42 @@
 /// for single cells is ``WriteBehind/overlay(_:for:)``.
 extension WriteBehind {
 
-    /// Every unit not yet committed, in program order: in flight, then pending.
-    var queuedUnits: [WriteUnit] {
-        inFlight.flatMap(\.units).map(\.unit) + pending.all.map(\.unit)
+    /// Every unit not yet committed, in program order: in flight, then pending (walked where
+    /// they lie: a read of one row asks several times, and copying them each time cost more
+    /// than the walk).
+    var queuedUnits: QueuedUnits {
+        QueuedUnits(inFlight: inFlight, pending: pending.all)
+    }
+
+    /// The units of batches in flight, then the pending ones, as one sequence.
+    struct QueuedUnits: Sequence {
+        let inFlight: [InFlight]
+        let pending: [PendingChanges.Unit]
+
+        struct Iterator: IteratorProtocol {
+            let inFlight: [InFlight]
+            let pending: [PendingChanges.Unit]
+            var batch = 0
+            var unit = 0
+
+            mutating func next() -> WriteUnit? {
+                while batch < inFlight.count {
+                    if unit < inFlight[batch].units.count {
+                        unit += 1
+                        return inFlight[batch].units[unit - 1].unit
+                    }
+                    batch += 1
+                    unit = 0
+                }
+                guard unit < pending.count else { return nil }
+                unit += 1
+                return pending[unit - 1].unit
+            }
+        }
+
+        func makeIterator() -> Iterator {
+            Iterator(inFlight: inFlight, pending: pending)
+        }
     }
 
     /// What a row holds once this store's changes not yet committed (in flight, then pending,
@@ -195,7 +228,14 @@ extension WriteBehind {
         pending.all.forEach(collect)
         // A change of a row whose insert is in flight is that insert's row, which the
         // database has not shown yet.
-        keys = keys.filter { KeyPlaceholder.request(in: $0) == nil }
+        if keys.contains(where: { KeyPlaceholder.request(in: $0) != nil }) { keys = keys.filter { KeyPlaceholder.request(in: $0) == nil } }
         return (keys, deletesEveryRow)
+    }
+
+    /// Whether ``uncommittedRows(table:)`` finds a row or deletes every row, found without
+    /// listing the rows.
+    func hasUncommittedRows(table: Int) -> Bool {
+        guard hasChanges else { return false }
+        return inFlight.contains { $0.units.contains { $0.changesKeyedRows(of: table) } } || pending.all.contains { $0.changesKeyedRows(of: table) }
     }
 }

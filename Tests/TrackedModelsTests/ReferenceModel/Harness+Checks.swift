@@ -192,10 +192,10 @@ extension Harness {
                 guard list.toldKeys == live else {
                     throw Divergence(message: "the live list (\(entry.name)) holds \(live); its onChange differences, applied in turn, give \(list.toldKeys.map { "\($0)" } ?? "a difference that does not apply")")
                 }
-                if let streamed = list.streamedKeys {
+                if list.streamedKeys != nil {
                     await letStreamsCatchUp { list.streamedKeys.flatMap { $0 } == live }
-                    guard list.streamedKeys.flatMap({ $0 }) == live else {
-                        throw Divergence(message: "the live list (\(entry.name)) holds \(live); its differences stream, applied in turn, gives \(streamed.map { "\($0)" } ?? "a difference that does not apply")")
+                    guard let streamed = list.streamedKeys, streamed == live else {
+                        throw Divergence(message: "the live list (\(entry.name)) holds \(live); its differences stream, applied in turn, gives \(list.streamedKeys.flatMap { $0 }.map { "\($0)" } ?? "a difference that does not apply")")
                     }
                 }
                 // Its elements are the objects of those rows: the program's own where it holds one.

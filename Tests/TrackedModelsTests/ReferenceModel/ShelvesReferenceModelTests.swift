@@ -128,7 +128,13 @@ final class ShelvesHarness {
     private var insertedMany = false
     /// More books than SQLite binds parameters in one statement (32,766 by default).
     private static let many = 33_000
-    private var live: FetchedResults<Book>?
+    private var live: FetchedResults<Book>? {
+        didSet { told = live?.keys; listening = live?.onChange { [unowned self] in told = told?.applying($0) } }
+    }
+    /// The live list's keys as its `onChange` differences tell them, applied in turn from its
+    /// keys when made (nil once one does not apply): a burst of thousands of rows included.
+    private var told: [Int64?]?
+    private var listening: FetchedResults<Book>.Subscription?
     private(set) var transcript: [String] = []
     private static let names = ["A", "B", "C"]
 
@@ -495,6 +501,9 @@ final class ShelvesHarness {
         if let live {
             guard live.count == fetched.count, zip(live, fetched).allSatisfy({ $0 === $1 }) else {
                 throw Divergence(message: "the live list of the books on shelves named A holds \(Self.brief(refs(Array(live)))); a fetch returns \(Self.brief(refs(fetched)))")
+            }
+            guard told == live.keys else {
+                throw Divergence(message: "the live list of the books on shelves named A holds \(live.count) rows; its onChange differences, applied in turn, give \(told.map { "\($0.count) rows" } ?? "a difference that does not apply")")
             }
             live.checkInvariants()
         }
