@@ -575,7 +575,23 @@ extension Harness {
         madeSeveralChanges = changes > 1
         for _ in 0..<changes {
             let x = random.next() % 1_000_000, y = random.next() % 1_000_000
-            if random.chance(1, in: 3) { try increment(x, y) } else { try assign(x, y) }
+            switch random.next() % 8 {
+            case 0, 1: try increment(x, y)
+            case 2 where !leavesNewObjectsAlone: try insertNew(y)
+            case 3: try transaction(x, y, depth: 0)
+            default: try assign(x, y)
+            }
+        }
+        // And now and then it gives up on what it changed meanwhile: subscribers hear the
+        // change, then that it is undone.
+        switch random.next() % 8 {
+        case 0:
+            madeSeveralChanges = true
+            try discardLast()
+        case 1:
+            madeSeveralChanges = true
+            try discardPending()
+        default: break
         }
         note("(the flush is awaited)")
         try await flush(failing: nil)
