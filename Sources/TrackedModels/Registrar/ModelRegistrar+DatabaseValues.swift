@@ -239,7 +239,15 @@ extension ModelRegistrar {
     /// once a change made to it while the insert was in flight is discarded.
     func reshowInsert(_ request: UInt64) {
         guard let (object, table) = unkeyedInserts[request], let stored = writeBehind.storedValues(ofInsert: request, table: table) else { return }
-        for (column, (now, then)) in zip(object._$values(), stored).enumerated() where column != primaryKeyColumns[table] {
+        let before = object._$values()
+        defer {
+            // The parents it pointed at and points at now hear it (their to-manys list it).
+            if let memberships, memberships.hasParents(table: table) {
+                let after = object._$values()
+                memberships.childChanged(table: table, key: .null, old: { before[$0] }, new: { after[$0] })
+            }
+        }
+        for (column, (now, then)) in zip(before, stored).enumerated() where column != primaryKeyColumns[table] {
             if schemas[table].relationshipColumns.contains(column), then == .null || KeyPlaceholder.request(in: then) != nil {
                 // A link to a new object shows NULL until that object has its key; the object
                 // points at it, or at nothing.

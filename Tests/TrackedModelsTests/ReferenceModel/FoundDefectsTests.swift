@@ -183,6 +183,14 @@ import Testing
         try await replay(table: 12, on: engine, [(33, 11, 0), (42, 0, 0), (114, 0, 0), (108, 0, 0)])
     }
 
+    /// Found by changes made while a flush is in flight, then discarded (10x soak, seed
+    /// 121409817): an item whose insert the database refused (count 13 under a CHECK) was
+    /// related in flight to a new item; discarding that change pointed it back at nothing, but
+    /// the new item's to-many (keyed by then) still listed it.
+    @Test func discardingARelationOfAnItemWaitingForItsKeyTakesItOutOfTheTargetsToMany() async throws {
+        try await replay(table: 0, on: .sqlite, [(61, 0, 378_679_844_033), (38, 0, 460), (61, 193_016_445_284, 208_814_327_598), (114, 0, 0)])
+    }
+
     /// Found by graph inserts: an item given children before it was stored, deleted (with
     /// them) by a deleteAll, then inserted again by a relation to it, inserted its old children
     /// again too, and listed them.
