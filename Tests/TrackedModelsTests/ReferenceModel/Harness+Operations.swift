@@ -583,8 +583,9 @@ extension Harness {
             }
         }
         // And now and then it gives up on what it changed meanwhile: subscribers hear the
-        // change, then that it is undone.
-        switch random.next() % 8 {
+        // change, then that it is undone. (Not while a change refused for good is pending: the
+        // flush leaves it behind, and the reference counts it among those taken.)
+        switch reference.units.contains(where: \.isRefusedForGood) ? 7 : random.next() % 8 {
         case 0, 2:
             madeSeveralChanges = true
             try discardLast()
