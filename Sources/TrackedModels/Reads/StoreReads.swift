@@ -127,8 +127,7 @@ final class StoreReads {
             var needs = ReadNeeds()
             try read.needs(given: answers, into: &needs)
             // Most reads of a live list's row need nothing from the database (its object shows it).
-            if needs.isEmpty { return try read.compose(answers) }
-            let missing = needs.all.filter { !answers.has($0) }
+            let missing = needs.isEmpty ? [] : needs.all.filter { !answers.has($0) }
             if missing.isEmpty { return try read.compose(answers) }
             guard readingAtOnce else { return nil }
             if prepared != nil, !engine.answersAtOnce { missedWhilePrepared += missing }
@@ -155,8 +154,7 @@ final class StoreReads {
             var needs = ReadNeeds()
             try read.needs(given: answers, into: &needs)
             // Most reads of a live list's row need nothing from the database (its object shows it).
-            if needs.isEmpty { return try read.compose(answers) }
-            let missing = needs.all.filter { !answers.has($0) }
+            let missing = needs.isEmpty ? [] : needs.all.filter { !answers.has($0) }
             if missing.isEmpty { return try read.compose(answers) }
             try Task.checkCancellation()
             let askedAt = deliveries
