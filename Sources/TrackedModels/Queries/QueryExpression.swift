@@ -179,14 +179,14 @@ indirect enum QueryExpression: Hashable, Sendable {
             }
         case (.null, _), (_, .null):
             return .null
-        case (let x, let y):
+        case (let leftNumber, let rightNumber):
             if operation == .remainder {
                 // SQLite takes both sides as integers (a real truncated and clamped, text by
                 // its whole-number prefix) and answers a real.
                 guard let a = integer(left), let b = integer(right), b != 0 else { return .null }
                 return .real(b == -1 ? 0 : Double(a % b))
             }
-            guard let x = real(x), let y = real(y) else { return .null }
+            guard let x = real(leftNumber), let y = real(rightNumber) else { return .null }
             switch operation {
             case .add: return realResult(x + y)
             case .subtract: return realResult(x - y)
@@ -217,7 +217,7 @@ indirect enum QueryExpression: Hashable, Sendable {
             while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 { index += 1 }
             return index - start
         }
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0B, 0x0C, 0x0D].contains(bytes[index]) { index += 1 }
+        while index < bytes.count, isBlank(bytes[index]) { index += 1 }
         let start = index
         if index < bytes.count, bytes[index] == 0x2B || bytes[index] == 0x2D { index += 1 }
         var digits = skipDigits()
@@ -272,7 +272,7 @@ indirect enum QueryExpression: Hashable, Sendable {
     /// The whole number UTF-8 text begins with: ASCII blanks, a sign and digits, clamped to
     /// Int64's range; 0 for none.
     private static func integerPrefix(of bytes: [UInt8]) -> Int64 {
-        var index = bytes.firstIndex { ![0x20, 0x09, 0x0A, 0x0B, 0x0C, 0x0D].contains($0) } ?? bytes.count
+        var index = bytes.firstIndex { !isBlank($0) } ?? bytes.count
         let isNegative = index < bytes.count && bytes[index] == 0x2D
         if index < bytes.count, bytes[index] == 0x2B || bytes[index] == 0x2D { index += 1 }
         var magnitude: UInt64 = 0
@@ -285,6 +285,11 @@ indirect enum QueryExpression: Hashable, Sendable {
         }
         if isNegative { return magnitude > UInt64(Int64.max) ? .min : -Int64(magnitude) }
         return magnitude > UInt64(Int64.max) ? .max : Int64(magnitude)
+    }
+
+    /// Whether a byte is one of the ASCII blanks SQLite skips before a number.
+    private static func isBlank(_ byte: UInt8) -> Bool {
+        byte == 0x20 || (0x09...0x0D).contains(byte)
     }
 
     private static func realResult(_ value: Double) -> SQLValue {

@@ -645,7 +645,8 @@ extension Harness {
             values[0] = .integer(insertedKey(seed: random.next() % 1_000_000))
             return values
         }
-        // And now and then cancelled as soon as it starts: it rolls back, or it was done.
+        // And now and then cancelled before it starts (its task waits for the main actor): it
+        // sends no row, rolls back, and leaves every pending change pending.
         let cancelled = a % 8 == 3
         note("bulkInsert\(cancelled ? ", cancelled at once," : "") \(rows.map { "(\($0.map(\.describedExactly).joined(separator: ", ")))" }.joined(separator: " "))")
         let items = try rows.map { values in Item(key: try Int64(sqlValue: values[0]), values: values) }
