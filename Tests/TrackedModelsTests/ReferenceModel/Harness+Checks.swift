@@ -224,8 +224,11 @@ extension Harness {
         try scratch.execute("DELETE FROM items")
         let insert = try scratch.cachedStatement("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
         let new = newRowsShown()
-        // Past every key and every key a link names (a link to no row must reach none).
-        let linked = shown.values.compactMap { values -> Int64? in if case .integer(let key) = values[Item.Column.link.rawValue] { key } else { nil } }
+        // Past every key and every key a link names, a waiting row's too (a link to no row must
+        // reach none).
+        let linked = (Array(shown.values) + new.map(\.values)).compactMap { values -> Int64? in
+            if case .integer(let key) = values[Item.Column.link.rawValue] { key } else { nil }
+        }
         let largest = (Array(shown.keys) + linked).max() ?? 0
         guard largest <= Int64.max - Int64(new.count) else { return }
         var scratchKeyOfRequest: [UInt64: Int64] = [:]
