@@ -493,7 +493,8 @@ extension RelationshipTests {
         let (store, _) = try await listsAndAnEntry(.sqlite, in: directory)
         let milk = try #require(try store.find(Entry.self, key: 1))
         let groceries = try #require(milk.list)
-        milk.list = try #require(try store.find(TodoList.self, key: 2))
+        let other = try #require(try store.find(TodoList.self, key: 2))
+        milk.list = other
         store.discardPendingChanges()
         #expect(milk.list === groceries)
         #expect(groceries.entries.map(\.id) == [1])

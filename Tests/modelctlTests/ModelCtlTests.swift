@@ -190,7 +190,10 @@ import Testing
         #expect(flushRate <= rawRate * 1.2, "flush \(flushRate) rows/s against the raw loop's \(rawRate)")
         let latency = try #require(report["latency"] as? [String: Any])
         #expect(latency["commits"] as? Int == 5)
-        #expect(latency["events_per_commit"] as? Double == 1)
+        // One event per commit at most: commits the store hears in one poll (a loaded machine
+        // delays the watcher) are one event, with the latest value.
+        let eventsPerCommit = try #require(latency["events_per_commit"] as? Double)
+        #expect(eventsPerCommit > 0 && eventsPerCommit <= 1)
         let lower = try #require(latency["lower_bound_median_ms"] as? Double)
         let upper = try #require(latency["median_ms"] as? Double)
         #expect(lower >= 0 && lower <= upper)

@@ -63,13 +63,11 @@ struct PostgresCommandTests {
         let url = try await PostgresServer.makeDatabase()
         #expect(try await workspace.modelctl.run("seed", "--rows", "50", "--db", url).status == 0)
         let output = Pipe()
-        let watch = try workspace.modelctl.start(["watch", "--db", url, "--row", "7", "--format", "json", "--count", "1", "--timeout", "20"], stdout: output)
-        // Open once it has registered as a reader of the change log: no later commit slips by.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await PostgresServer.psql(url, "SELECT count(*) FROM trackedmodels_readers") == "0", ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        try await Task.sleep(for: .milliseconds(200))
+        let errors = Pipe()
+        let watch = try workspace.modelctl.start(["watch", "--db", url, "--row", "7", "--format", "json", "--count", "1", "--timeout", "20"], stdout: output, stderr: errors)
+        // Once it says it is watching, no later commit slips by.
+        let said = await Task.detached { errors.fileHandleForReading.availableData }.value
+        #expect(String(decoding: said, as: UTF8.self).hasPrefix("watching postgres://"))
         #expect(try await workspace.modelctl.run("bump", "8", "--db", url).status == 0)
         #expect(try await workspace.modelctl.run("bump", "7", "--by", "5", "--db", url).status == 0)
         let printed = await Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value

@@ -26,25 +26,13 @@ import Testing
         }
     }
 
-    /// Starts `modelctl watch` and waits until it has opened the database: from then on, no
-    /// commit can slip past it (it reads the change log from the position it opened at).
+    /// Starts `modelctl watch` and waits until it says, on stderr, that it is watching: from
+    /// then on no commit can slip past it. (Its file being open is too early a sign: it reads
+    /// the file before its store opens the change log.)
     private func startWatch(_ workspace: Workspace, _ arguments: [String], output: Pipe, errors: Pipe = Pipe()) async throws -> Process {
         let process = try workspace.modelctl.start(["watch"] + arguments, stdout: output, stderr: errors)
-        let database = workspace.modelctl.path("model.sqlite")
-        let descriptors = "/proc/\(process.processIdentifier)/fd"
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline {
-            let open = (try? FileManager.default.contentsOfDirectory(atPath: descriptors))?.contains { descriptor in
-                (try? FileManager.default.destinationOfSymbolicLink(atPath: descriptors + "/" + descriptor)) == database
-            }
-            guard let open else {
-                // No /proc (not Linux): give it time instead.
-                try await Task.sleep(for: .seconds(1))
-                break
-            }
-            if open { break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        let said = await read(errors, lines: 1)
+        #expect(said == "watching model.sqlite\n")
         return process
     }
 
@@ -82,6 +70,7 @@ import Testing
         kill(interrupted.processIdentifier, SIGINT)
         #expect(await wait(interrupted) == 0)
         #expect(interrupted.terminationReason == .exit)
+        // Nothing more than that it watched.
         #expect(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).isEmpty)
     }
 

@@ -60,10 +60,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// The window's keys as last published, while a change is waiting to be published.
     private var windowBefore: [SQLValue]?
     private var isPublishScheduled = false
-    /// ``onChange(_:)`` handlers, in the order they were registered.
-    private var handlers: [(id: UInt64, handler: (Difference) -> Void)] = []
-    private var streams: [AsyncStream<Difference>.Continuation] = []
-    private var lastHandler: UInt64 = 0
+    private let observers = DifferenceObservers<Difference>()
 
     /// Results of a plan, starting from the rows it matches now (``MatchingRows``, not
     /// windowed).
@@ -199,23 +196,6 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     // MARK: - Observing changes
 
-    /// A registration of ``onChange(_:)``; cancelled by ``cancel()`` or when released.
-    public final class Subscription {
-        private var onCancel: (() -> Void)?
-
-        init(onCancel: @escaping () -> Void) {
-            self.onCancel = onCancel
-        }
-
-        deinit { cancel() }
-
-        /// Stops the calls. Calling it again does nothing.
-        public func cancel() {
-            onCancel?()
-            onCancel = nil
-        }
-    }
-
     /// Calls `handler` with each change of the results, as insertions and removals with
     /// offsets (a move is a removal and an insertion associated with each other), once the
     /// burst of changes that caused it has been delivered.
@@ -226,10 +206,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// }
     /// ```
     public func onChange(_ handler: @escaping (Difference) -> Void) -> Subscription {
-        lastHandler += 1
-        let id = lastHandler
-        handlers.append((id, handler))
-        return Subscription { [weak self] in self?.handlers.removeAll { $0.id == id } }
+        let id = observers.add(handler)
+        return Subscription { [weak self] in self?.observers.remove(id) }
     }
 
     /// Each change of the results, as an `AsyncSequence`. Each access makes a new stream; it
@@ -239,9 +217,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// for await difference in results.differences { apply(difference) }
     /// ```
     public var differences: AsyncStream<Difference> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Difference.self)
-        streams.append(continuation)
-        return stream
+        observers.makeStream()
     }
 
     // MARK: - Keeping current
@@ -428,33 +404,18 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         }
         observation.withMutation(of: self, keyPath: revisionKeyPath) { revision += 1 }
         // The difference is made only for those who take it.
-        guard !handlers.isEmpty || !streams.isEmpty else { return }
+        guard !observers.isEmpty else { return }
         // Made on the stored keys, which tell rows waiting for their keys apart (their typed
         // keys are all nil).
         let difference = window.map { Self.typed($0.after.difference(from: $0.before).inferringMoves(), typedKey) }
             ?? recorded.difference(typedKey)
-        for (_, handler) in handlers { handler(difference) }
-        streams.removeAll { continuation in
-            if case .terminated = continuation.yield(difference) { true } else { false }
-        }
+        observers.send(difference)
     }
 
     /// Whether the results keep an object for a row (a member read since it joined, in the
     /// window or not); for tests.
     func holdsObject(ofKey key: SQLValue) -> Bool {
         objects[key] != nil
-    }
-
-    /// A difference of stored keys as one of typed keys, offsets and associations kept.
-    private static func typed(_ difference: CollectionDifference<SQLValue>, _ typedKey: (SQLValue) -> Model.PrimaryKeyValue?) -> Difference {
-        let changes = difference.map { change -> Difference.Change in
-            switch change {
-            case .insert(let offset, let key, let associated): .insert(offset: offset, element: typedKey(key), associatedWith: associated)
-            case .remove(let offset, let key, let associated): .remove(offset: offset, element: typedKey(key), associatedWith: associated)
-            }
-        }
-        guard let typed = Difference(changes) else { preconditionFailure("a difference's changes form a difference") }
-        return typed
     }
 
     /// Checks the order and counts of the rows; for tests.

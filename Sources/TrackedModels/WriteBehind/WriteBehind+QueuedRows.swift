@@ -41,6 +41,28 @@ extension WriteBehind {
         }
     }
 
+    /// Calls `body` with each queued operation that touches `row` (names it, or deletes every
+    /// row of its table), in program order: the first lookup since the queued units changed
+    /// walks them; the lookups that follow it go through a ``QueuedRowIndex`` built then, where
+    /// the units hold many operations.
+    private func forEachQueuedOperation(touching row: RowReference, _ body: (WriteOperation) -> Void) {
+        switch queuedRowIndex {
+        case .built(let index):
+            index.forEachOperation(touching: row, body)
+        case .walked(let operations) where operations >= QueuedRowIndex.Slot.walkedBelow:
+            let index = QueuedRowIndex(queuedUnits)
+            queuedRowIndex = .built(index)
+            index.forEachOperation(touching: row, body)
+        case .unused, .walked:
+            var operations = 0
+            for unit in queuedUnits {
+                operations += unit.operations.count
+                for operation in unit.operations where operation.touches(row) { body(operation) }
+            }
+            queuedRowIndex = .walked(operations: operations)
+        }
+    }
+
     /// What a row holds once this store's changes not yet committed (in flight, then pending,
     /// in program order) are applied to what is committed; `nil` when there is no row then.
     /// A to-one column written with a ``KeyPlaceholder`` shows NULL, as its object does.
@@ -56,11 +78,9 @@ extension WriteBehind {
     func showsCommittedValues(of row: RowReference) -> Bool {
         guard hasChanges else { return true }
         var shows = true
-        for unit in queuedUnits {
-            for operation in unit.operations where operation.touches(row) {
-                if case .update = operation { continue }
-                shows = false
-            }
+        forEachQueuedOperation(touching: row) { operation in
+            if case .update = operation { return }
+            shows = false
         }
         return shows
     }
@@ -92,13 +112,11 @@ extension WriteBehind {
     func lastStoredValue(of cell: CellReference) -> SQLValue? {
         guard hasChanges else { return nil }
         var last: SQLValue?
-        for unit in queuedUnits {
-            for operation in unit.operations where operation.touches(cell.row) {
-                switch operation {
-                case .insert(let insert): last = insert.values[cell.column]
-                case .update(_, let cells): if case .set(let value)? = cells.first(where: { $0.column == cell.column })?.write { last = value }
-                case .delete, .deleteAll: last = nil
-                }
+        forEachQueuedOperation(touching: cell.row) { operation in
+            switch operation {
+            case .insert(let insert): last = insert.values[cell.column]
+            case .update(_, let cells): if case .set(let value)? = cells.first(where: { $0.column == cell.column })?.write { last = value }
+            case .delete, .deleteAll: last = nil
             }
         }
         return last
@@ -147,16 +165,14 @@ extension WriteBehind {
 
     private func writtenValues(of row: RowReference, over committed: [SQLValue]?) -> [SQLValue]? {
         var values = committed
-        for unit in queuedUnits {
-            for operation in unit.operations where operation.touches(row) {
-                switch operation {
-                case .insert(let request): values = request.values
-                case .update(_, let cells):
-                    guard var current = values else { continue }
-                    for cell in cells { current[cell.column] = cell.write.applied(to: current[cell.column]) }
-                    values = current
-                case .delete, .deleteAll: values = nil
-                }
+        forEachQueuedOperation(touching: row) { operation in
+            switch operation {
+            case .insert(let request): values = request.values
+            case .update(_, let cells):
+                guard var current = values else { return }
+                for cell in cells { current[cell.column] = cell.write.applied(to: current[cell.column]) }
+                values = current
+            case .delete, .deleteAll: values = nil
             }
         }
         return values
@@ -191,13 +207,11 @@ extension WriteBehind {
     func decidesExistence(of row: RowReference) -> Bool? {
         guard hasChanges else { return nil }
         var exists: Bool?
-        for unit in queuedUnits {
-            for operation in unit.operations where operation.touches(row) {
-                switch operation {
-                case .insert: exists = true
-                case .delete, .deleteAll: exists = false
-                case .update: break
-                }
+        forEachQueuedOperation(touching: row) { operation in
+            switch operation {
+            case .insert: exists = true
+            case .delete, .deleteAll: exists = false
+            case .update: break
             }
         }
         return exists

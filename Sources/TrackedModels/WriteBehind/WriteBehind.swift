@@ -41,8 +41,10 @@ final class WriteBehind {
 
     // Unchecked exclusivity: only this class's methods access it, and none of them calls out
     // (to handlers, the registrar or the store) while an access is open.
-    @exclusivity(unchecked) private(set) var pending = PendingChanges()
-    private(set) var inFlight: [InFlight] = []
+    @exclusivity(unchecked) private(set) var pending = PendingChanges() { didSet { queuedRowIndex = .unused } }
+    private(set) var inFlight: [InFlight] = [] { didSet { queuedRowIndex = .unused } }
+    /// Where each row's queued operations lie, for a burst of reads (WriteBehind+QueuedRows.swift).
+    var queuedRowIndex = QueuedRowIndex.Slot.unused
     private var waiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
     /// Bulk inserts waiting for their batch's outcome, by sequence; and outcomes that came
     /// before their bulk insert waited (while it was still sending rows).

@@ -9,6 +9,7 @@ struct WatchCommand: AsyncParsableCommand {
         discussion: """
             One line per event. --format json prints JSON lines such as
             {"table": "rows", "row": 42, "kind": "update", "origin": "external", "columns": {"count": {"old": 0, "new": 1}}}
+            Once every later commit will be heard, it prints "watching PATH" on stderr.
             Ctrl-C ends it cleanly (exit 0).
 
             Example: modelctl watch --row 42 --columns count --count 1 --timeout 10
@@ -109,6 +110,9 @@ struct WatchCommand: AsyncParsableCommand {
         } else {
             for id in rows { tokens.append(try store.subscribe(to: .row(id, of: Row.self), forward)) }
         }
+        // From here on no commit slips past (the store reads the change log from where it
+        // opened it): a script may start writing once it reads this line.
+        FileHandle.standardError.write(Data("watching \(options.path)\n".utf8))
 
         let timer = timeout.map { seconds in
             Task { try await Task.sleep(for: .seconds(seconds)); sink.yield(.stop) }
