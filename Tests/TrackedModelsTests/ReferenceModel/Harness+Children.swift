@@ -37,8 +37,20 @@ extension Harness {
         }
         let value = linkValue(of: parentRow)
         let current = rows(linkingToValue: value)
-        note("set \(parentRow).linkedFrom = [\(chosenRows.map(\.description).joined(separator: ", "))]")
-        parent.linkedFrom = chosen
+        // And now and then a copy of a managed item (its key, not its object) among them: the
+        // store refuses it (another object has its key), publishes why, and it stays out,
+        // pointing nowhere.
+        let copy = b % 5 == 4 ? objects.filter { isManaged($0.value) }.keys.min().map { Item(key: $0, values: row(seed: b)) } : nil
+        note("set \(parentRow).linkedFrom = [\((chosenRows.map(\.description) + (copy.map { ["a copy of \($0.id ?? 0)"] } ?? [])).joined(separator: ", "))]")
+        let errorsBefore = writeErrorsHeard.count
+        parent.linkedFrom = chosen + (copy.map { [$0] } ?? [])
+        if let copy {
+            guard !copy._$tracking.isAttached, copy.link == nil else { throw Divergence(message: "a copy of a managed item joined a to-many: attached \(copy._$tracking.isAttached), pointing at \(String(describing: copy.link?.id))") }
+            await letStreamsCatchUp { writeErrorsHeard.count > errorsBefore }
+            guard writeErrorsHeard.dropFirst(errorsBefore).contains(where: { $0.code == .duplicateKey }) else {
+                throw Divergence(message: "a copy of a managed item put in a to-many was refused, but writeErrors did not say so")
+            }
+        }
         let link = Item.Column.link.rawValue
         for row in current where !chosenRows.contains(row) {
             reference.write(.set(.null), column: link, of: row)

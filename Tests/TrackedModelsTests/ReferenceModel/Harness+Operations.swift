@@ -60,7 +60,8 @@ extension Harness {
         case 110..<113: try insertGraph(step.a, step.b)
         case 113: try await relateToAnotherStore(step.a)
         case 114..<117: try discardLast()
-        default: try await fetchWithUntranslatableDescriptor(step.a)
+        case 117: try await fetchWithUntranslatableDescriptor(step.a)
+        default: try await externalReset(step.a, step.b)
         }
         syncAttachment()
         // And each is published on writeErrors.

@@ -1,0 +1,52 @@
+import PropertyBased
+@testable import TrackedModels
+
+/// Another connection's changes that the store hears only as a whole table: rows inserted in
+/// bulk on SQLite, the way another store's bulk insert writes them (no log entry per row, one
+/// for the table), and a `TRUNCATE` followed by inserts on PostgreSQL. The store reloads what
+/// it holds and announces a reset.
+extension Harness {
+    func externalReset(_ a: UInt64, _ b: UInt64) async throws {
+        var random = Xoshiro(seed: a ^ (b << 5))
+        let rows = (0..<Int(random.next() % 3)).map { _ in
+            var values = row(seed: random.next() % 1_000_000)
+            values[0] = .integer(insertedKey(seed: random.next() % 1_000_000))
+            return values
+        }
+        let truncates = engine == .postgres
+        let listed = rows.map { "(\($0.map(\.describedExactly).joined(separator: ", ")))" }.joined(separator: " ")
+        note("other connection: \(truncates ? "TRUNCATE items, then INSERT" : "INSERT in bulk (one log entry for the table)") \(listed)")
+        mayReset = true
+        let keys = try rows.map { try Int64(sqlValue: $0[0]) }
+        let declaration = reference.declaration
+        let expected = reference.external(inserting: keys.max()) { file in
+            if truncates { file.removeAll() }
+            for (key, values) in zip(keys, rows) {
+                guard file[key] == nil else { return false }
+                file[key] = declaration.stored(values)
+            }
+            return true
+        }
+        let insert = "INSERT INTO items (id, title, count, note, score, payload, flag, link_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        let committed = switch other {
+        case .sqlite(let connection): (try? Self.insertInBulk(rows, with: insert, on: connection)) != nil
+        case .postgres: (try? await other.commit([("TRUNCATE items", [])] + rows.map { (insert, $0) })) != nil
+        }
+        if committed != expected { throw Divergence(message: "the other connection's rows \(committed ? "committed" : "failed"); the reference expected otherwise") }
+    }
+
+    /// Inserts rows as another store's bulk insert does (the table's insert trigger dropped
+    /// meanwhile, one log entry for the whole table), all or nothing.
+    private static func insertInBulk(_ rows: [[SQLValue]], with insert: String, on connection: Connection) throws {
+        try connection.execute("BEGIN IMMEDIATE")
+        do {
+            try ChangeLog.insertingInBulk(into: "items", on: connection) {
+                for values in rows { try connection.makeStatement(insert).run(values) }
+            }
+            try connection.execute("COMMIT")
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+}
