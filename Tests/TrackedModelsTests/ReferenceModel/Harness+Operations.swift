@@ -61,7 +61,8 @@ extension Harness {
         case 113: try await relateToAnotherStore(step.a)
         case 114..<117: try discardLast()
         case 117: try await fetchWithUntranslatableDescriptor(step.a)
-        default: try await externalReset(step.a, step.b)
+        case 118: try await externalReset(step.a, step.b)
+        default: try insertManyKeyed(step.a, step.b)
         }
         syncAttachment()
         // And each is published on writeErrors.
@@ -322,6 +323,33 @@ extension Harness {
         } catch let error as StoreError where error.code == .duplicateKey {
             if !hasObject { throw Divergence(message: "insert \(key) threw duplicateKey, but no object of that key is held") }
         }
+    }
+
+    /// More keyed rows than a read walks one by one (``QueuedRowIndex/Slot/walkedBelow``
+    /// operations), in a range of keys of their own, as one `insert(contentsOf:)`: a
+    /// transaction's unit, whose rows every later read finds through the index while they are
+    /// pending.
+    func insertManyKeyed(_ a: UInt64, _ b: UInt64) throws {
+        let store = try live
+        let count = QueuedRowIndex.Slot.walkedBelow + Int(a % 32)
+        let first = (Int64(1) << 30) + Int64(transcript.count) * 1_000
+        let keys = (0..<Int64(count)).map { first + $0 }
+        guard !keys.contains(where: { objects[$0] != nil || store.registrar.object(table: 0, key: .integer($0)) != nil }) else { return }
+        let rows = keys.enumerated().map { offset, key in
+            var values = row(seed: b &+ UInt64(offset))
+            values[0] = .integer(key)
+            return values
+        }
+        note("insert(contentsOf:) \(count) rows, keys \(first)…\(first + Int64(count) - 1)")
+        let items = zip(keys, rows).map { Item(key: $0, values: $1) }
+        try store.insert(contentsOf: items)
+        let snapshot = reference.beginTransaction()
+        for (key, values) in zip(keys, rows) {
+            if reference.shown(.key(key)) != nil { collidingKeys.insert(key) }
+            reference.insert(.key(key), values: values)
+        }
+        reference.endTransaction(succeeded: true, restoring: snapshot)
+        for (key, item) in zip(keys, items) { objects[key] = item }
     }
 
     /// A key the program or another connection inserts. On PostgreSQL not the largest two:
