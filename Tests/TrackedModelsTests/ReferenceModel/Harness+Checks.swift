@@ -189,7 +189,9 @@ extension Harness {
                 guard live == expected else {
                     throw Divergence(message: "the live list (\(entry.name)) holds \(live); a fresh fetch returns \(expected)")
                 }
-                guard list.toldKeys == live else {
+                if let told = list.toldWhenCancelled {
+                    guard list.toldKeys == told else { throw Divergence(message: "the live list (\(entry.name)) called an onChange handler after its subscription was cancelled") }
+                } else if list.toldKeys != live {
                     throw Divergence(message: "the live list (\(entry.name)) holds \(live); its onChange differences, applied in turn, give \(list.toldKeys.map { "\($0)" } ?? "a difference that does not apply")")
                 }
                 if list.streamedKeys != nil {

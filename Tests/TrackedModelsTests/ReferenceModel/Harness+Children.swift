@@ -172,6 +172,18 @@ extension Harness {
             if new._$tracking.isAttached { throw Divergence(message: "a refused insert left the item attached") }
         }
         try await foreignStore.close()
+        // And a copy of a managed item (its key, not its object): the store would have to insert
+        // it, and refuses, saying why on writeErrors; the link stays as it was.
+        guard let key = objects.filter({ isManaged($0.value) }).keys.min() else { return }
+        let copy = Item(key: key, values: row(seed: a))
+        note("relate \(row(of: object).map(\.description) ?? "?").link to a copy of \(key) (refused)")
+        let errorsBefore = writeErrorsHeard.count
+        object.link = copy
+        guard object.link === before, !copy._$tracking.isAttached else { throw Divergence(message: "relating to a copy of a managed item was accepted") }
+        await letStreamsCatchUp { writeErrorsHeard.count > errorsBefore }
+        guard writeErrorsHeard.dropFirst(errorsBefore).contains(where: { $0.code == .duplicateKey }) else {
+            throw Divergence(message: "relating to a copy of a managed item was refused, but writeErrors did not say so")
+        }
     }
 }
 

@@ -70,8 +70,8 @@ final class Harness {
 
     /// A live list of one of the program's queries, and its keys as its `onChange` differences
     /// tell them: applied one after another to the keys it had when made, they must give the
-    /// keys it holds. Every other list also follows its `differences` stream, which must tell
-    /// the same.
+    /// keys it holds, until the program cancels that subscription (then it must tell nothing
+    /// more). Every other list also follows its `differences` stream, which must tell the same.
     @MainActor final class LiveList {
         let query: Int
         let results: FetchedResults<Item>
@@ -80,6 +80,8 @@ final class Harness {
         /// The keys the `differences` stream told, applied in turn; nil for a list not streamed.
         private(set) var streamedKeys: [Int64?]??
         private var subscription: FetchedResults<Item>.Subscription?
+        /// What ``toldKeys`` was when the program cancelled the `onChange` subscription.
+        private(set) var toldWhenCancelled: [Int64?]??
         private var streaming: Task<Void, Never>?
 
         init(query: Int, results: FetchedResults<Item>, streamed: Bool) {
@@ -98,6 +100,12 @@ final class Harness {
                     streamedKeys = streamedKeys.map { $0?.applying(difference) }
                 }
             }
+        }
+
+        /// Cancels the `onChange` subscription: ``toldKeys`` stays what it was told until now.
+        func stopTelling() {
+            subscription?.cancel()
+            toldWhenCancelled = .some(toldKeys)
         }
 
         deinit { streaming?.cancel() }
