@@ -185,6 +185,12 @@ struct QueryRow: ShownRead {
         }
     }
 
+    /// A keyed row with an object, read by a query without joins: the object's values.
+    func composedFromObjects() -> [SQLValue]?? {
+        guard plan.joins.isEmpty, let object = shown.registrar.identityMap.object(table: plan.table, key: key) else { return nil }
+        return .some(object._$values())
+    }
+
     func compose(_ answers: ReadAnswers) -> [SQLValue]? {
         let isUnkeyed = KeyPlaceholder.request(in: key) != nil
         return shown.currentValues(of: RowReference(table: plan.table, key: key), given: answers).map { values in

@@ -20,6 +20,15 @@ protocol ShownRead<Result>: SendableMetatype {
     /// What the store shows, from the answers to every read ``needs(given:into:)`` listed and
     /// from the store as it is now.
     func compose(_ answers: ReadAnswers) throws -> Result
+
+    /// The result in one pass where the store's objects alone show it (no answer of the
+    /// database could change it): the common read of a live list's row, on every change. nil
+    /// where the read must be made in stages.
+    func composedFromObjects() -> Result?
+}
+
+extension ShownRead {
+    func composedFromObjects() -> Result? { nil }
 }
 
 /// What the store holds besides the database, which every read lays over what is committed:

@@ -122,6 +122,7 @@ final class StoreReads {
     /// Runs a read on the caller's thread; nil where it needs the database and `readingAtOnce`
     /// is false.
     private func run<Read: ShownRead>(_ read: Read, readingAtOnce: Bool) throws -> Read.Result? {
+        if let result = read.composedFromObjects() { return result }
         var answers = prepared ?? ReadAnswers()
         for _ in 0..<Self.maximumRounds {
             var needs = ReadNeeds()

@@ -25,10 +25,13 @@ struct TableRows: ShownRead {
 
     func needs(given answers: ReadAnswers, into needs: inout ReadNeeds) {
         let changed = changed
-        for key in changed.keys {
-            shown.needsCurrentValues(of: RowReference(table: table, key: key), given: answers, into: &needs)
+        guard let read = read(changed, answers) else {
+            for key in changed.keys {
+                shown.needsCurrentValues(of: RowReference(table: table, key: key), given: answers, into: &needs)
+            }
+            return
         }
-        if let read = read(changed, answers) { needs.add(read) }
+        needs.add(read)
     }
 
     func compose(_ answers: ReadAnswers) -> [[SQLValue]] {
