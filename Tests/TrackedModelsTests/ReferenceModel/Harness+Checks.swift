@@ -266,12 +266,40 @@ extension Harness {
             guard fetched == expected else {
                 throw Divergence(message: "a fetch of the generated query \(name) returned \(fetched); SQLite over the rows the program shows returns \(expected)")
             }
+            // The same SQL as a raw fetch over the real table (where it reads no other table):
+            // `?NNN` parameters, and comparisons with the real columns' affinities. Raw SQL sees
+            // the rows that have their keys (the README's documented limit).
+            if engine == .sqlite, query.joins.isEmpty, let clauses = Self.clauses(of: select.sql) {
+                let raw = try store.fetch(Item.self, where: clauses.condition, select.arguments.map(Self.columnValue), orderBy: clauses.ordering).map(\.id)
+                guard raw == expected.compactMap({ $0 }) else {
+                    throw Divergence(message: "a raw fetch where \(clauses.condition) order by \(clauses.ordering) with \(select.arguments) returned \(raw); SQLite over the rows the program shows returns \(expected)")
+                }
+            }
             guard index < generatedLists.count, let list = generatedLists[index] else { continue }
             let live = list.keys
             guard live == expected else {
                 throw Divergence(message: "the live list of the generated query \(name) holds \(live); SQLite over the rows the program shows returns \(expected)")
             }
         }
+    }
+
+    /// A value bound as itself, through the column value type that stores it.
+    private static func columnValue(_ value: SQLValue) -> any ColumnValue {
+        switch value {
+        case .null: Int64?.none
+        case .integer(let integer): integer
+        case .real(let real): real
+        case .text(let text): text
+        case .blob(let data): data
+        }
+    }
+
+    /// The condition and the ordering of a generated query's SELECT, for a raw fetch.
+    private static func clauses(of sql: String) -> (condition: String, ordering: String)? {
+        guard let orderBy = sql.range(of: " ORDER BY ", options: .backwards) else { return nil }
+        let ordering = String(sql[orderBy.upperBound...])
+        guard let whereClause = sql.range(of: " WHERE ") else { return ("1", ordering) }
+        return (String(sql[whereClause.upperBound..<orderBy.lowerBound]), ordering)
     }
 
     /// Replays the events heard since the last step onto what subscribers knew: each must be a
