@@ -148,9 +148,14 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
             let row = RowReference(table: plan.table, key: key)
             if let current = try store.reads.now(store.reads.current(row)) {
                 values = current
+            } else if let deleted = store.registrar.objectDeleted(inTransaction: row) as? Model {
+                // Deleted by the open transaction, whose events the results take at its end:
+                // the element is the row's object, detached, as it was then.
+                objects[key] = deleted
+                return deleted
             } else if let committed = try store.reads.now(store.reads.committed(row)) {
-                // Deleted by this store, in a transaction or a delivery whose event the results
-                // have yet to take: the element shows the row as committed, detached.
+                // Deleted by this store, in a delivery whose event the results have yet to
+                // take: the element shows the row as committed, detached.
                 values = committed
                 isGone = true
             } else {

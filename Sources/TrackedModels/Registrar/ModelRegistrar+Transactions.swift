@@ -66,6 +66,22 @@ extension ModelRegistrar {
         )
     }
 
+    /// The object of a row the open transaction deleted (detached since), by the row's key:
+    /// what a live list that hears the transaction at its end shows for the row meanwhile.
+    func objectDeleted(inTransaction row: RowReference) -> (any TrackedModel)? {
+        for step in undoLog.reversed() {
+            switch step {
+            case .deleted(let object, let table, let key, _, _) where table == row.table && key == row.key:
+                return object
+            case .deletedAll(let objects, _, let table) where table == row.table:
+                if let entry = objects.first(where: { $0.key == row.key }) { return entry.object }
+            default:
+                continue
+            }
+        }
+        return nil
+    }
+
     func beginTransaction() {
         if transactionLevels.isEmpty {
             writeBehind.beginTransaction()

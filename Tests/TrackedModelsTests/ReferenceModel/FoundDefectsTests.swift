@@ -522,6 +522,25 @@ import Testing
         token.cancel()
     }
 
+    /// Found by the generator once it reads live lists inside transactions: the process
+    /// trapped ("in the results but no longer in the database"), for the row was neither shown
+    /// nor committed. The element is the row's object, detached, as the delete left it.
+    @Test func readingALiveListInsideATransactionThatDeletedARowNotYetCommittedDoesNotTrap() async throws {
+        let fixture = try Fixture(rows: 1)
+        let list = try fixture.store.results(for: FetchDescriptor<Item>(sortBy: [SortDescriptor(\.id)]))
+        let new = Item(key: 7, values: [.integer(7), .text("new"), .integer(0), .null, .real(0), .null, .integer(0), .null])
+        try fixture.store.insert(new)
+        try fixture.store.transaction {
+            try fixture.store.delete(new)
+            #expect(list.keys == [1, 7])
+            #expect(list[1] === new)
+            #expect(!new._$tracking.isAttached)
+        }
+        #expect(list.keys == [1])
+        try await fixture.store.flush()
+        #expect(try fixture.file("SELECT count(*) FROM items") == .integer(1))
+    }
+
     // MARK: - Found in review
 
     @Test func readingALiveListInsideATransactionThatDeletedItsRowsDoesNotTrap() async throws {

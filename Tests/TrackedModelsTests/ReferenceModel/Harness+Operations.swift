@@ -530,7 +530,7 @@ extension Harness {
         do {
             try store.transaction {
                 for _ in 0..<count {
-                    let inner = random.next() % 11
+                    let inner = random.next() % 12
                     let x = random.next() % 1_000_000, y = random.next() % 1_000_000
                     switch inner {
                     case 0..<4: try assign(x, y)
@@ -539,6 +539,7 @@ extension Harness {
                     case 7: try delete(x)
                     case 8: try deleteAll()
                     case 9: try (y % 2 == 0 ? makeLiveListWithoutWaiting(x) : subscribeFeed(x, y))
+                    case 10: try readListsInsideATransaction()
                     default: if depth < 2 { try transaction(x, y, depth: depth + 1) }
                     }
                     syncAttachment()
@@ -563,6 +564,26 @@ extension Harness {
             mayReset = deletedAll
         }
         note("\(String(repeating: "  ", count: depth))}")
+    }
+
+    /// Reads every element of every live list inside a transaction, as a view redrawn in one
+    /// would (SQLite's: reads there are answered at once). A list hears the transaction's
+    /// changes when it ends: an element is its row's object, or, for a row the transaction
+    /// deleted, a detached object of the row as it was.
+    private func readListsInsideATransaction() throws {
+        guard engine == .sqlite else { return }
+        note("read every live list's elements")
+        for results in lists.map(\.results) + generatedLists.compactMap({ $0 }) {
+            for (position, key) in results.keys.enumerated() {
+                let element = results[position]
+                guard let key else { continue }
+                guard element.id == key else { throw Divergence(message: "a live list's element \(position) is row \(element.id.map { "\($0)" } ?? "nil"), its keys say \(key)") }
+                let isShown = reference.shown(.key(key)) != nil
+                guard element._$tracking.isAttached == isShown else {
+                    throw Divergence(message: "a live list's element for row \(key) is \(isShown ? "detached, but the row is there" : "attached, but the transaction deleted the row")")
+                }
+            }
+        }
     }
 
     func flush() async throws {
