@@ -138,7 +138,14 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     }
 
     private func object(for key: SQLValue) -> Model {
-        if let object = objects[key], object._$tracking.isAttached || store.isClosed || !replace(detached: object, key: key) { return object }
+        if let object = objects[key] {
+            if object._$tracking.isAttached, store.registrar.rowKey(of: object) != key {
+                // Deleted and inserted again under another key: it is another row's now.
+                objects[key] = nil
+            } else if object._$tracking.isAttached || store.isClosed || !replace(detached: object, key: key) {
+                return object
+            }
+        }
         // A row waiting for its key is kept as its object from the start (see keepObject).
         precondition(KeyPlaceholder.request(in: key) == nil, "row \(key) of \(plan.schema.name) waits for its key but its object was not kept")
         // A member's row exists: its object is alive, or its committed values are readable.

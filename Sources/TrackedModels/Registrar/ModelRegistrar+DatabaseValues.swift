@@ -125,6 +125,9 @@ extension ModelRegistrar {
         for (key, values) in rows {
             let row = RowReference(table: table, key: key)
             guard let object = identityMap.object(table: table, key: key) else {
+                // Gone after another connection's changes heard as a whole table: the program's
+                // updates and deletes of it have no row left (as when a delete is heard row by row).
+                if announcingReset, values == nil { writeBehind.dropChanges(of: row) }
                 // No object shows it, but a parent may list it (a discarded change re-pointed it).
                 if let memberships, memberships.hasParents(table: table) {
                     let current = writeBehind.uncommittedValues(of: row, over: values)

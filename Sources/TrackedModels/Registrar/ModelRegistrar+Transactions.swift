@@ -66,20 +66,26 @@ extension ModelRegistrar {
         )
     }
 
-    /// The object of a row the open transaction deleted (detached since), by the row's key:
-    /// what a live list that hears the transaction at its end shows for the row meanwhile.
+    /// The object of a row the open transaction deleted, still detached and showing that key:
+    /// what a live list, which hears the transaction at its end, shows for the row meanwhile.
+    /// (An object deleted and inserted again, under this key or another, is another row's.)
     func objectDeleted(inTransaction row: RowReference) -> (any TrackedModel)? {
-        for step in undoLog.reversed() {
-            switch step {
-            case .deleted(let object, let table, let key, _, _) where table == row.table && key == row.key:
-                return object
-            case .deletedAll(let objects, _, let table) where table == row.table:
-                if let entry = objects.first(where: { $0.key == row.key }) { return entry.object }
-            default:
-                continue
+        if deletedInTransaction == nil {
+            var deleted: [RowReference: any TrackedModel] = [:]
+            for step in undoLog {
+                switch step {
+                case .deleted(let object, let table, let key, _, _):
+                    deleted[RowReference(table: table, key: key)] = object
+                case .deletedAll(let objects, _, let table):
+                    for entry in objects { deleted[RowReference(table: table, key: entry.key)] = entry.object }
+                default:
+                    continue
+                }
             }
+            deletedInTransaction = deleted
         }
-        return nil
+        guard let object = deletedInTransaction?[row], !object._$tracking.isAttached, object._$primaryKey == row.key else { return nil }
+        return object
     }
 
     func beginTransaction() {

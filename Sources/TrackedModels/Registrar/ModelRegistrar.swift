@@ -29,7 +29,10 @@ final class ModelRegistrar {
     // Unchecked exclusivity: read on every write; only begin/endTransaction mutate it, and
     // neither calls out while mutating it.
     @exclusivity(unchecked) var transactionLevels: [TransactionLevel] = []
-    var undoLog: [UndoStep] = []
+    var undoLog: [UndoStep] = [] { didSet { deletedInTransaction = nil } }
+    /// The objects of rows the open transaction deleted, by row, built from the undo log when
+    /// first asked (see ``objectDeleted(inTransaction:)``), dropped when the log changes.
+    var deletedInTransaction: [RowReference: any TrackedModel]?
     /// Loads a row's object through the store, for a to-one relationship read; set by the store.
     var loadObject: ((_ table: Int, _ key: SQLValue) -> (any TrackedModel)?)?
     /// Loads the objects of the rows of a table whose column holds a key, in key order, for a

@@ -289,7 +289,10 @@ extension ModelStore: MailboxTarget {
             registrar.applyExternal(batch)
             for table in batch.resetTables {
                 logger.notice("another connection's changes to the table are known only as a whole (rows inserted in bulk, or log entries pruned before this store read them); reloading the table and announcing a reset", metadata: ["table": "\(registrar.schemas[table].name)"])
-                worker.reload(table: table, keys: registrar.identityMap.objects(table: table).map(\.key), announcingReset: true)
+                // The rows it holds objects of, and those its changes not yet committed touch
+                // (the ones another connection removed have no row left for them).
+                let keys = registrar.identityMap.objects(table: table).map(\.key) + writeBehind.uncommittedRows(table: table).keys
+                worker.reload(table: table, keys: Array(Set(keys)), announcingReset: true)
             }
         case .worker(.rowsReloaded(let table, let rows, let announcingReset)):
             registrar.applyReloaded(table: table, rows: rows, announcingReset: announcingReset, origin: announcingReset ? .external : .local)

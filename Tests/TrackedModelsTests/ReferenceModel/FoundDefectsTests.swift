@@ -64,6 +64,14 @@ import Testing
         try await replay([(33, 0, 0), (42, 0, 0), (83, 0, 0), (108, 0, 0)])
     }
 
+    /// Found by the 10x soak once another connection's changes came as a whole table: a
+    /// pending delete of a row a `TRUNCATE` removed stayed pending (heard row by row, such a
+    /// delete is dropped: there is no row left for it).
+    @Test func aPendingDeleteOfARowATruncateRemovedIsDropped() async throws {
+        _ = try await TestEngine.postgres.makeDatabase(in: TemporaryDirectory())
+        try await replay(on: .postgres, [(33, 0, 0), (56, 0, 0), (42, 0, 0), (118, 24675711008, 147238873776)])
+    }
+
     /// Found next: an insert whose delete was discarded, then discarded itself, left the object
     /// `find` had made of the row meanwhile attached, showing a row that never existed.
     @Test(arguments: TestEngine.allCases)
@@ -554,6 +562,26 @@ import Testing
             #expect(list.first.map { !$0._$tracking.isAttached } == true)
         }
         #expect(list.keys.isEmpty)
+    }
+
+    /// An object deleted and inserted again under another key in one transaction is that
+    /// row's: a live list's element for its old row is not it, then or after.
+    @Test func aListDoesNotShowAnObjectInsertedAgainUnderAnotherKeyForItsOldRow() async throws {
+        let fixture = try Fixture(rows: 7)
+        let list = try fixture.store.results(for: FetchDescriptor<Item>(sortBy: [SortDescriptor(\.id)]))
+        let moved = try fixture.item(7)
+        let replacement = Item(key: 7, values: [.integer(7), .text("replacement"), .integer(0), .null, .real(0), .null, .integer(0), .null])
+        try fixture.store.transaction {
+            try fixture.store.delete(moved)
+            moved.id = 8
+            try fixture.store.insert(moved)
+            #expect(list[6] !== moved)
+            #expect(list[6].id == 7)
+            try fixture.store.insert(replacement)
+        }
+        #expect(list.keys == [1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(list[6] === replacement)
+        #expect(list[7] === moved)
     }
 
     @Test func undoingADeleteKeepsTheChangesMadeBeforeIt() async throws {
