@@ -64,6 +64,14 @@ import Testing
         try await replay([(33, 0, 0), (42, 0, 0), (83, 0, 0), (108, 0, 0)])
     }
 
+    /// Found by the 10x soak: a `find` while an insert was in flight read the row the commit
+    /// had just given that insert's key (published ahead of the store applying it) and made a
+    /// second object of it; when the key arrived, the insert's own object was detached, and a
+    /// live list kept the row by its placeholder.
+    @Test func aFindWhileAnInsertIsInFlightMakesNoSecondObjectOfItsRow() async throws {
+        try await replay([(38, 0, 0), (61, 1090985511327, 1049033199240)])
+    }
+
     /// Found by the 10x soak once another connection's changes came as a whole table: a
     /// pending delete of a row a `TRUNCATE` removed stayed pending (heard row by row, such a
     /// delete is dropped: there is no row left for it).
