@@ -53,7 +53,9 @@ enum ChangeLogEntries {
                 if !batch.resetTables.contains(entry.table) { batch.resetTables.append(entry.table) }
                 continue
             }
-            guard let kind = Kind(rawValue: entry.kind) else { continue }
+            // A table known only as a whole is reloaded as a whole: its rows' entries, before
+            // the reset or after it, would tell of rows the reset's reload tells of again.
+            guard let kind = Kind(rawValue: entry.kind), !batch.resetTables.contains(entry.table) else { continue }
             let row = RowReference(table: entry.table, key: entry.key)
             if let previous = merged[row] {
                 let kind: Kind = switch (previous.kind, kind) {
@@ -68,6 +70,7 @@ enum ChangeLogEntries {
                 merged[row] = (kind, entry.mask, false)
             }
         }
+        order.removeAll { batch.resetTables.contains($0.table) }
         var present: [Int: [SQLValue: [SQLValue]]] = [:]
         let reloaded = Dictionary(grouping: order.filter { merged[$0]!.kind != .delete }, by: \.table)
         for (table, rows) in reloaded {

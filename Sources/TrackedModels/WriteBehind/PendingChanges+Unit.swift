@@ -21,6 +21,10 @@ extension PendingChanges {
         /// Whether a rejected unit has been written since, so that the next commit tries it
         /// again, not only the next `flush()`.
         var isRetryDue = false
+        /// Where the unit's changes of rows that went away while it was rejected sit: they are
+        /// not part of ``unit`` (a row of the same key made later is another row), only of what
+        /// ``recorded`` describes.
+        private var goneOperations: Set<Int> = []
 
         init(id: UInt64, operation: WriteOperation?, isTransaction: Bool, object: AnyObject?) {
             self.id = id
@@ -35,8 +39,16 @@ extension PendingChanges {
             }
         }
 
-        /// The unit as the worker takes it.
+        /// The unit as the worker takes it and reads lay it over the database: without its
+        /// changes of rows gone while it was rejected.
         var unit: WriteUnit {
+            guard !goneOperations.isEmpty else { return recorded }
+            return WriteUnit(id: id, operations: recorded.operations.indices.filter { !goneOperations.contains($0) }.map { recorded.operations[$0] })
+        }
+
+        /// Every operation as the program made it, changes of rows since gone included: what
+        /// ``ModelStore/pendingChanges`` describes.
+        var recorded: WriteUnit {
             guard let updatedRow else { return WriteUnit(id: id, operations: operations) }
             return WriteUnit(id: id, operations: [.update(row: updatedRow, cells: cells)])
         }
@@ -151,11 +163,38 @@ extension PendingChanges {
             return true
         }
 
+        /// Sets aside a rejected unit's updates and deletes of a row that went away (another
+        /// connection deleted it or changed its key, or its insert was discarded), those before
+        /// the unit's own insert of the row, and marks the unit rejected for good: trying again
+        /// could only change another row of that key. Returns whether it had any.
+        mutating func setAsideChanges(ofGone row: RowReference) -> Bool {
+            let operations = recorded.operations
+            let end = operations.firstIndex { $0.inserts(row) } ?? operations.count
+            let gone = operations[..<end].indices.filter { position in
+                switch operations[position] {
+                case .update(row, _), .delete(row): !goneOperations.contains(position)
+                default: false
+                }
+            }
+            guard let first = gone.first else { return false }
+            goneOperations.formUnion(gone)
+            if rejection?.isForGood != true {
+                let error = StoreError(
+                    code: .rowNotFound,
+                    message: "row \(row.key) is no longer in the database (another connection deleted it or changed its key, or its insert was discarded), so this change to it cannot be stored"
+                )
+                rejection = Rejection(error: error, operation: first)
+            }
+            if isTransaction { indexRows() }
+            return true
+        }
+
         /// Rebuilds a transaction unit's ``operationByRow`` from its operations.
         mutating func indexRows() {
             operationByRow = Dictionary(
                 operations.enumerated().compactMap { position, operation in
                     if case .delete = operation { return nil }
+                    if goneOperations.contains(position) { return nil }
                     return operation.row.map { ($0, position) }
                 },
                 uniquingKeysWith: { _, last in last }

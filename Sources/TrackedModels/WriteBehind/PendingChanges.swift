@@ -329,17 +329,21 @@ struct PendingChanges {
     }
 
     /// Drops the pending updates and deletes of a row that another connection deleted (or gave
-    /// another key), or whose insert the program discarded, except those of rejected units,
-    /// which stay for the program to discard: they were made to a row that is gone, and a
-    /// later row of the same key (one SQLite gives an insert of this store's, say) is another
-    /// row. A unit left with nothing to do goes too.
+    /// another key), or whose insert the program discarded. A rejected unit's stay for the
+    /// program to discard, set aside (see ``Unit/setAsideChanges(ofGone:)``): they were made to
+    /// a row that is gone, and a later row of the same key (one SQLite gives an insert of this
+    /// store's, say) is another row. A unit left with nothing to do goes.
     mutating func dropChanges(of row: RowReference, from start: Int = 0) {
         guard transactionUnit == nil else { return }
         var changed = false
         for index in units.indices where index >= start {
             // What follows the program's own insert of the row is for that row: it stays.
             let inserts = units[index].unit.operations.firstIndex { $0.inserts(row) }
-            if units[index].rejection == nil { changed = units[index].dropChanges(of: row, before: inserts) || changed }
+            if units[index].rejection == nil {
+                changed = units[index].dropChanges(of: row, before: inserts) || changed
+            } else {
+                changed = units[index].setAsideChanges(ofGone: row) || changed
+            }
             if inserts != nil { break }
         }
         guard changed else { return }

@@ -21,7 +21,7 @@ extension WriteBehind {
     private func change(_ unit: PendingChanges.Unit, isInFlight: Bool) -> PendingChange {
         PendingChange(
             id: unit.id,
-            operations: unit.unit.operations.map { $0.description(tables: schemas) },
+            operations: unit.recorded.operations.map { $0.description(tables: schemas) },
             isInFlight: isInFlight,
             error: unit.rejection.map { _ in rejectionError(unit, among: 1) }
         )
@@ -31,7 +31,8 @@ extension WriteBehind {
     /// the database refused it.
     func rejectionError(_ unit: PendingChanges.Unit, among count: Int) -> StoreError {
         let rejection = unit.rejection!
-        let operation = unit.unit.operations[min(rejection.operation, unit.unit.operations.count - 1)]
+        let operations = unit.recorded.operations
+        let operation = operations[min(rejection.operation, operations.count - 1)]
         let others = count > 1 ? " (and \(count - 1) other change\(count == 2 ? "" : "s"))" : ""
         let discard = "discard the change (store.discard(_:) with an entry of store.pendingChanges)"
         return StoreError(

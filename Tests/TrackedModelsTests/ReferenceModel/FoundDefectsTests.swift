@@ -72,6 +72,14 @@ import Testing
         try await replay([(38, 0, 0), (61, 1090985511327, 1049033199240)])
     }
 
+    /// Found by the generator: another connection's `TRUNCATE` and inserts of keys the store
+    /// showed, in one transaction, were heard as inserts of rows that were there, then the
+    /// reset. A table known only as a whole is now heard only as the reset's reload.
+    @Test func rowsATruncateInsertedAgainAreHeardThroughTheResetAlone() async throws {
+        _ = try await TestEngine.postgres.makeDatabase(in: TemporaryDirectory())
+        try await replay(table: 1_073_907_228, on: .postgres, [(94, 417_717_930_334, 169_771_926_483), (118, 587_139_672_331, 829_344_709_174)])
+    }
+
     /// Found by the 10x soak once another connection's changes came as a whole table: a
     /// pending delete of a row a `TRUNCATE` removed stayed pending (heard row by row, such a
     /// delete is dropped: there is no row left for it).
@@ -719,5 +727,32 @@ import Testing
         #expect(heard.isEmpty, "\(heard)")
         #expect(item.score == 0)
         token.cancel()
+    }
+
+    /// Found by the generator: a change refused while its row was there stayed pending after
+    /// another connection deleted the row; a later insert that SQLite gave the same key must
+    /// not show it (it is another row), and the change is refused for good.
+    @Test func aRefusedChangeOfARowAnotherConnectionDeletedIsNotLaidOverALaterRowOfItsKey() async throws {
+        try await replay([(61, 0, 0), (0, 0, 4_479_254_018), (93, 0, 0), (87, 0, 0), (38, 0, 0)])
+    }
+
+    /// A refused transaction that changed a row another connection then deleted and inserted
+    /// again is refused for good: fixing its refused value must not commit its change of the
+    /// old row onto the new one.
+    @Test func aRefusedChangeOfARowDeletedMeanwhileIsNotRetriedOnItsSuccessor() async throws {
+        let fixture = try Fixture(rows: 2)
+        let refused = Item(id: 9, title: "refused", count: 13, note: nil, score: 0, payload: nil, flag: false)
+        try fixture.store.transaction {
+            try fixture.item(1).title = "for the old row 1"
+            try fixture.store.insert(refused)
+        }
+        await #expect(throws: StoreError.self) { try await fixture.store.flush() }
+        try await fixture.commit("DELETE FROM items WHERE id = 1; INSERT INTO items VALUES (1, 'another row', 0, 'n', 0.5, NULL, 0, NULL)")
+        refused.count = 0
+        let error = await #expect(throws: StoreError.self) { try await fixture.store.flush() }
+        #expect(error?.message.contains("trying again cannot help") == true, "\(String(describing: error))")
+        #expect(try fixture.file("SELECT title FROM items WHERE id = 1") == .text("another row"))
+        #expect(try fixture.store.find(Item.self, key: 1)?.title == "another row")
+        #expect(try fixture.store.fetchCount(FetchDescriptor<Item>(predicate: #Predicate { $0.title == "for the old row 1" })) == 0)
     }
 }

@@ -14,9 +14,10 @@ import TrackedModels
 /// - An object shows the committed row with every pending unit applied in order.
 /// - When another connection deletes a row (or changes its key, or deletes and inserts it
 ///   again), the program's updates and deletes of it that come before its own insert of that
-///   row are dropped, except in refused units: a later row of that key is another row. A unit
-///   refused because its row is gone is never tried again. Discarding an insert drops the later
-///   updates and deletes of its row.
+///   row are dropped: a later row of that key is another row. A refused unit's are set aside:
+///   it stays, refused for good, for the program to discard. A unit refused because its row is
+///   gone sets that row's changes aside too, and is never tried again. Discarding an insert
+///   drops the later updates and deletes of its row.
 struct Reference {
     enum RowID: Hashable, CustomStringConvertible {
         case key(Int64)
@@ -77,6 +78,36 @@ struct Reference {
         /// Refused because a row it updates is gone: no flush tries it again (a row of that key
         /// made later would be another row); it waits to be discarded.
         var isRefusedForGood = false
+        /// How many of its changes were set aside: they changed rows that went away while it was
+        /// refused. It stays while it has any, for the program to discard.
+        var setAside = 0
+
+        /// Marks the unit refused by `refusal`; a row it found gone is set aside.
+        mutating func refuse(_ refusal: String) {
+            isRefused = true
+            guard refusal.hasSuffix(Reference.gone) else { return }
+            isRefusedForGood = true
+            if let key = Reference.goneKey(in: refusal) { setAsideChanges(of: key) }
+        }
+
+        /// Sets aside a refused unit's updates and deletes of a row that went away (those
+        /// before its own insert of the row): a row of that key made later is another row, and
+        /// trying the unit again cannot help.
+        mutating func setAsideChanges(of key: Int64) {
+            let end = operations.firstIndex { if case .insert(.key(key), _) = $0 { true } else { false } } ?? operations.count
+            let before = operations.count
+            operations = operations.enumerated().filter { position, operation in
+                switch operation {
+                case .update(.key(key), _), .delete(.key(key)): position >= end
+                default: true
+                }
+            }.map(\.element)
+            guard operations.count < before else { return }
+            setAside += before - operations.count
+            isRefusedForGood = true
+        }
+
+        var isEmpty: Bool { operations.isEmpty && setAside == 0 }
 
         func touches(_ row: RowID) -> Bool { operations.contains { $0.touches(row) } }
 
@@ -380,7 +411,7 @@ struct Reference {
                 case .key(let key): key
                 case .new(let number): given[number] ?? keyOf(number)
                 }
-                guard let key = updated, var values = scratch[key] else { return "row \(row) \(Self.gone)" }
+                guard let key = updated, var values = scratch[key] else { return "row \(updated.map(String.init) ?? "\(row)") \(Self.gone)" }
                 for (column, write) in cells {
                     if case .add(let delta) = write, case .integer(let old) = values[column] {
                         let (sum, overflow) = old.addingReportingOverflow(delta)
@@ -478,8 +509,7 @@ struct Reference {
                         return (true, [])
                     }
                     if refusal.hasPrefix("no key") { problems.append(refusal) }
-                    unit.isRefused = true
-                    unit.isRefusedForGood = refusal.hasSuffix(Self.gone)
+                    unit.refuse(refusal)
                     staying.append((index, unit))
                 } else {
                     committed.append((index, unit))
@@ -523,10 +553,7 @@ struct Reference {
             guard let refusal = commit(units[index], onto: &scratch, largestKey: &largest, assigned: &assigned, keyOf: keyOf, fileKeys: fileKeys) else { continue }
             // The first unit the database refuses is marked, as a flush marks it; a commit that
             // fails whole (a full AUTOINCREMENT table) marks nothing.
-            if refusal != Self.full, !refusal.hasPrefix("no key") {
-                units[index].isRefused = true
-                units[index].isRefusedForGood = refusal.hasSuffix(Self.gone)
-            }
+            if refusal != Self.full, !refusal.hasPrefix("no key") { units[index].refuse(refusal) }
             return refusal
         }
         for values in rows {
@@ -546,6 +573,12 @@ struct Reference {
     /// give another row a key (SQLITE_FULL).
     static let full = "database or disk is full"
     static let gone = "is gone"
+
+    /// The key of the row a refusal for ``gone`` names.
+    static func goneKey(in refusal: String) -> Int64? {
+        let words = refusal.split(separator: " ")
+        return words.count > 1 ? Int64(words[1]) : nil
+    }
 
     /// A flush whose commit fails at its end (a full disk, an I/O error): what the database
     /// refused on the way is learned only when nothing is left to commit, for then no commit
@@ -613,7 +646,7 @@ struct Reference {
         for later in units.indices where later >= index && !units[later].isRefused {
             units[later].operations.removeAll { operation in operation.row.map(new.contains) == true }
         }
-        units.removeAll { $0.operations.isEmpty }
+        units.removeAll(where: \.isEmpty)
         return inserted
     }
 
@@ -641,23 +674,27 @@ struct Reference {
     private mutating func dropChanges(of keys: Set<Int64>, from start: Int = 0) {
         var keys = keys
         for index in units.indices where index >= start {
+            let inserted = Set(units[index].operations.compactMap { if case .insert(.key(let key), _) = $0 { key } else { nil } })
+            if units[index].isRefused {
+                for key in keys { units[index].setAsideChanges(of: key) }
+                keys.subtract(inserted)
+                continue
+            }
             var kept: [Operation] = []
-            var inserted: Set<Int64> = []
             for operation in units[index].operations {
                 switch operation {
                 case .update(.key(let key), _), .delete(.key(let key)):
-                    if units[index].isRefused || !keys.contains(key) { kept.append(operation) }
+                    if !keys.contains(key) { kept.append(operation) }
                 case .insert(.key(let key), _):
-                    inserted.insert(key)
+                    keys.remove(key)
                     kept.append(operation)
                 default:
                     kept.append(operation)
                 }
-                keys.subtract(inserted)
             }
             units[index].operations = kept
         }
-        units.removeAll { $0.operations.isEmpty }
+        units.removeAll(where: \.isEmpty)
     }
 
     // MARK: - Other connections
