@@ -80,6 +80,14 @@ import Testing
         try await replay(table: 1_073_907_228, on: .postgres, [(94, 417_717_930_334, 169_771_926_483), (118, 587_139_672_331, 829_344_709_174)])
     }
 
+    /// Found by the generator: a read over more pending rows than go as single parameters sent
+    /// them as an array whose NaN (a signaling one, as Swift writes it: `snan(0x…)`) PostgreSQL
+    /// cannot read, and every read failed. An array's elements are now sent as parameters are.
+    @Test func aNaNAmongManyPendingRowsIsReadOnPostgreSQL() async throws {
+        _ = try await TestEngine.postgres.makeDatabase(in: TemporaryDirectory())
+        try await replay(on: .postgres, [(119, 0, 233_345_019_251)])
+    }
+
     /// Found by the 10x soak once another connection's changes came as a whole table: a
     /// pending delete of a row a `TRUNCATE` removed stayed pending (heard row by row, such a
     /// delete is dropped: there is no row left for it).

@@ -588,7 +588,17 @@ extension Harness {
 
     func flush() async throws {
         note("flush")
+        let statistics = try live.writerStatistics
+        let file = reference.file
         try await flush(failing: nil)
+        // The worker's counts only grow, and a flush that changed the file committed rows.
+        let now = try live.writerStatistics
+        if now.commits < statistics.commits || now.rowStatements < statistics.rowStatements || now.rejectedChanges < statistics.rejectedChanges {
+            throw Divergence(message: "the writer's statistics went back: \(statistics) then \(now)")
+        }
+        if !Self.sameRows(file, reference.file), now.commits == statistics.commits || now.rowStatements == statistics.rowStatements {
+            throw Divergence(message: "the flush changed the file, but the writer's statistics count no commit of rows: \(statistics) then \(now)")
+        }
     }
 
     /// A flush, or, where the program holds an object whose key the database has yet to
@@ -795,8 +805,10 @@ extension Harness {
     /// its own (the store hands it to its worker as it goes away), what the database refuses is
     /// lost with it, and the objects never learn keys the database assigned. The program opens
     /// a store again once the worker is done. SQLite only: the reference cannot tell which keys
-    /// a PostgreSQL sequence gave rows whose objects never learned them.
+    /// a PostgreSQL sequence gave rows whose objects never learned them, nor which random keys
+    /// SQLite gave them once the largest key is taken (then the program closes the store).
     func releaseStore() async throws {
+        guard !reference.mayAssignRandomKeys else { return try await reopen() }
         note("let go of the store without close(), then open it again")
         let worker = try live.worker
         letGoOfTheStore()
@@ -913,9 +925,13 @@ extension Harness {
     // MARK: - Another connection's commits
 
     /// A key of the file: `a` picks among the rows there, or an absent key.
+    /// A key for another connection's change: mostly one the file holds, now and then one a
+    /// refused change is for (so that rows go away under refused changes), else any.
     private func fileKey(_ a: UInt64) -> Int64 {
         let keys = reference.file.keys.sorted()
         guard !keys.isEmpty, a % 8 != 7 else { return insertedKey(seed: a / 8) }
+        let refused = reference.units.filter(\.isRefused).flatMap(\.changedKeys).filter { reference.file[$0] != nil }
+        if a % 8 == 6, !refused.isEmpty { return refused[Int(a / 8 % UInt64(refused.count))] }
         return keys[Int(a / 8 % UInt64(keys.count))]
     }
 

@@ -234,8 +234,7 @@ final class Harness {
         generatedQueries = [ExpressionGenerator.query(predicate: predicate, sort: sort)]
             + (0..<2).map { _ in ExpressionGenerator.query(predicate: more.boolean(depth: 3), sort: more.sort()) }
         scratch = try Connection(filename: Connection.inMemoryFilename(), mode: .readWriteCreate, busyTimeout: .seconds(1))
-        // Without NOT NULL: a pending NaN (which the database would refuse) is NULL here.
-        try scratch.execute(Item._$schema.createTableSQL.replacingOccurrences(of: " NOT NULL", with: ""))
+        try scratch.execute(declaration.scratchSQL)
     }
 
     static var configuration: ModelStore.Configuration {

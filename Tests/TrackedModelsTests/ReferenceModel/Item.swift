@@ -190,6 +190,21 @@ struct TableDeclaration: CustomStringConvertible {
 
     var description: String { sql }
 
+    /// An in-memory table to hold the rows the store shows and ask SQLite about them: on
+    /// SQLite, the columns' declared types and collations (what a value is stored as, and how
+    /// it compares, follow them); on PostgreSQL, the model's own types. Without constraints:
+    /// it holds what the program shows, refused values and a pending NaN (NULL here) too.
+    var scratchSQL: String {
+        guard engine == .sqlite else { return Item._$schema.createTableSQL.replacingOccurrences(of: " NOT NULL", with: "") }
+        func collate(_ name: String?) -> String { name.map { " COLLATE \($0)" } ?? "" }
+        let columns = [
+            "\"id\" INTEGER PRIMARY KEY", "\"title\" \(titleType)\(collate(titleCollation))", "\"count\" \(countType)",
+            "\"note\" \(noteType)\(collate(noteCollation))", "\"score\" \(scoreType)", "\"payload\" \(payloadType)",
+            "\"flag\" \(flagType)", "\"link_id\" \(linkType)",
+        ]
+        return "CREATE TABLE \"items\" (\(columns.joined(separator: ", ")))"
+    }
+
     /// The plain declaration the model's own `createTableSQL` would make, with the constraints.
     static func plain(_ engine: TestEngine) -> TableDeclaration {
         switch engine {

@@ -109,6 +109,16 @@ struct Reference {
 
         var isEmpty: Bool { operations.isEmpty && setAside == 0 }
 
+        /// The keys of the rows it updates or deletes.
+        var changedKeys: [Int64] {
+            operations.compactMap { operation in
+                switch operation {
+                case .update(.key(let key), _), .delete(.key(let key)): key
+                default: nil
+                }
+            }
+        }
+
         func touches(_ row: RowID) -> Bool { operations.contains { $0.touches(row) } }
 
         func overlaps(_ other: Unit) -> Bool {
@@ -437,6 +447,13 @@ struct Reference {
 
     /// The rowid SQLite gives the next row inserted without a key, when it is not random (the
     /// largest key in use is the largest there is).
+    /// Whether SQLite may give a row inserted without a key a random key: the largest key is
+    /// taken, or a pending insert takes it (without AUTOINCREMENT, which then refuses).
+    var mayAssignRandomKeys: Bool {
+        guard declaration.engine == .sqlite, declaration.key != .autoincrement else { return false }
+        return file[.max] != nil || allUnits.contains { $0.operations.contains { if case .insert(.key(.max), _) = $0 { true } else { false } } }
+    }
+
     private func nextRowID(rows: [Int64: [SQLValue]], largest: Int64?) -> Int64? {
         // AUTOINCREMENT counts from the largest key ever, and from 0 when that is negative.
         let top = declaration.key == .autoincrement ? [rows.keys.max(), largest, 0].compactMap { $0 }.max() : rows.keys.max()

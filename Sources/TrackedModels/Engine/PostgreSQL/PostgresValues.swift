@@ -130,14 +130,8 @@ extension PostgresValues {
     /// its quotes and backslashes escaped, so that any text survives.
     static func arrayLiteral(_ values: [SQLValue]) -> SQLValue {
         let elements = values.map { value -> String in
-            let text: String = switch value {
-            case .null: "NULL"
-            case .integer(let integer): String(integer)
-            case .real(let real): "\(real)"
-            case .text(let string): string
-            case .blob(let data): "\\x" + data.map { String(format: "%02x", $0) }.joined()
-            }
-            if value == .null { return "NULL" }
+            // Each element as a parameter sends it: a NaN is NULL, an infinity `Infinity`.
+            guard let text = parameterText(value) else { return "NULL" }
             return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
         }
         return .text("{" + elements.joined(separator: ",") + "}")
