@@ -53,9 +53,7 @@ enum ChangeLogEntries {
                 if !batch.resetTables.contains(entry.table) { batch.resetTables.append(entry.table) }
                 continue
             }
-            // A table known only as a whole is reloaded as a whole: its rows' entries, before
-            // the reset or after it, would tell of rows the reset's reload tells of again.
-            guard let kind = Kind(rawValue: entry.kind), !batch.resetTables.contains(entry.table) else { continue }
+            guard let kind = Kind(rawValue: entry.kind) else { continue }
             let row = RowReference(table: entry.table, key: entry.key)
             if let previous = merged[row] {
                 let kind: Kind = switch (previous.kind, kind) {
@@ -70,7 +68,11 @@ enum ChangeLogEntries {
                 merged[row] = (kind, entry.mask, false)
             }
         }
-        order.removeAll { batch.resetTables.contains($0.table) }
+        // A table known only as a whole is reloaded as a whole: the inserts and updates its
+        // entries tell of, the reset's reload tells of again (an insert of a row it shows, say,
+        // where a TRUNCATE went unlogged row by row). A row they delete, or delete and insert
+        // again, is told as that: it is another row now, and the reload cannot tell.
+        order.removeAll { row in batch.resetTables.contains(row.table) && merged[row]!.kind != .delete && !merged[row]!.replaced }
         var present: [Int: [SQLValue: [SQLValue]]] = [:]
         let reloaded = Dictionary(grouping: order.filter { merged[$0]!.kind != .delete }, by: \.table)
         for (table, rows) in reloaded {

@@ -83,7 +83,7 @@ extension ModelRegistrar {
                 // store made of it, whatever others do to it meanwhile.
                 if isDeletedHere || writeBehind.decidesExistence(of: row) == true { continue }
                 // What subscribers hear is the row as this store shows it: with its changes still
-                // pending (a refused one, say, made to the row before another process replaced it).
+                // pending (a refused one, say, made to the row before another process changed it).
                 let values = writeBehind.uncommittedValues(of: row, over: change.values)
                 if let committed = change.values { deliveredRows[row] = committed }
                 switch change.kind {

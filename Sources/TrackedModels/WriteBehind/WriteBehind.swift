@@ -307,13 +307,13 @@ final class WriteBehind {
         return Finished()
     }
 
-    /// Marks a unit the database refused: it stays pending until replaced or discarded. A row
-    /// it found gone is set aside as when the store hears that it went.
+    /// Marks a unit the database refused: it stays pending until replaced or discarded. (One
+    /// that found its row gone keeps the row's later changes behind it until the store hears
+    /// the row went; then they are set aside or dropped.)
     private func markRefused(_ unit: inout PendingChanges.Unit, error: StoreError, operation index: Int) {
         let operation = unit.unit.operations[index]
         unit.rejection = PendingChanges.Rejection(error: error, operation: index)
         unit.isRetryDue = false
-        if unit.rejection?.isForGood == true, let row = operation.row { _ = unit.setAsideChanges(ofGone: row) }
         errors.publish(error)
         logger.warning("the database refused a change; it stays pending until replaced or discarded", metadata: [
             "table": "\(schemas[operation.table].name)",

@@ -16,8 +16,8 @@ import TrackedModels
 ///   again), the program's updates and deletes of it that come before its own insert of that
 ///   row are dropped: a later row of that key is another row. A refused unit's are set aside:
 ///   it stays, refused for good, for the program to discard. A unit refused because its row is
-///   gone sets that row's changes aside too, and is never tried again. Discarding an insert
-///   drops the later updates and deletes of its row.
+///   gone is never tried again. Discarding an insert drops the later updates and deletes of its
+///   row.
 struct Reference {
     enum RowID: Hashable, CustomStringConvertible {
         case key(Int64)
@@ -82,12 +82,11 @@ struct Reference {
         /// refused. It stays while it has any, for the program to discard.
         var setAside = 0
 
-        /// Marks the unit refused by `refusal`; a row it found gone is set aside.
+        /// Marks the unit refused by `refusal`. (One that found its row gone keeps the row's
+        /// changes until the store hears the row went, and sets them aside then.)
         mutating func refuse(_ refusal: String) {
             isRefused = true
-            guard refusal.hasSuffix(Reference.gone) else { return }
-            isRefusedForGood = true
-            if let key = Reference.goneKey(in: refusal) { setAsideChanges(of: key) }
+            isRefusedForGood = refusal.hasSuffix(Reference.gone)
         }
 
         /// Sets aside a refused unit's updates and deletes of a row that went away (those
@@ -421,7 +420,7 @@ struct Reference {
                 case .key(let key): key
                 case .new(let number): given[number] ?? keyOf(number)
                 }
-                guard let key = updated, var values = scratch[key] else { return "row \(updated.map(String.init) ?? "\(row)") \(Self.gone)" }
+                guard let key = updated, var values = scratch[key] else { return "row \(row) \(Self.gone)" }
                 for (column, write) in cells {
                     if case .add(let delta) = write, case .integer(let old) = values[column] {
                         let (sum, overflow) = old.addingReportingOverflow(delta)
@@ -590,12 +589,6 @@ struct Reference {
     /// give another row a key (SQLITE_FULL).
     static let full = "database or disk is full"
     static let gone = "is gone"
-
-    /// The key of the row a refusal for ``gone`` names.
-    static func goneKey(in refusal: String) -> Int64? {
-        let words = refusal.split(separator: " ")
-        return words.count > 1 ? Int64(words[1]) : nil
-    }
 
     /// A flush whose commit fails at its end (a full disk, an I/O error): what the database
     /// refused on the way is learned only when nothing is left to commit, for then no commit
