@@ -70,7 +70,9 @@ extension ModelStore {
     ///   named): no row of the sequence is stored, and every change that was pending stays
     ///   pending, in order, until the next ``flush()`` or change (discard them to give up a
     ///   replacement). `CancellationError` when the task is cancelled while rows are still
-    ///   being sent: the transaction rolls back.
+    ///   being sent: the transaction rolls back. ``StoreError/Code/duplicateKey`` for an object
+    ///   the store has already, ``StoreError/Code/notAttached`` for one that points at an object
+    ///   it has not stored with a key: nothing of the sequence is stored then either.
     public func bulkInsert<Model: TrackedModel>(contentsOf objects: some Sequence<Model>) async throws {
         try checkOpen("bulkInsert")
         let table = try registrar.tableIndex(of: Model.self)
@@ -79,13 +81,9 @@ extension ModelStore {
         try await writeBehind.commit(streaming: rows) {
             var chunk: [[SQLValue]] = []
             for object in objects {
-                precondition(!object._$tracking.isAttached, "this \(Model.self) is already stored; bulk-insert new objects only")
-                for column in relationships {
-                    guard let target = object._$relatedObject(column: column) else { continue }
-                    precondition(
-                        target._$tracking.registrar === registrar && target._$tracking.key != .null,
-                        "\(Model.self).\(Model._$schema.columns[column].property) points at a \(type(of: target)) this store has not stored with a key; insert it and await committedKey(of:) before bulk-inserting what points at it"
-                    )
+                if let refusal = bulkInsertRefusal(of: object, relationships: relationships) {
+                    rows.refuse(refusal)
+                    return
                 }
                 chunk.append(object._$values())
                 guard chunk.count == Self.bulkChunk else { continue }
@@ -97,6 +95,27 @@ extension ModelStore {
             // Cancelled while the last rows waited for room: still in time to roll back.
             if Task.isCancelled { rows.cancel() } else { rows.finish() }
         }
+    }
+
+    /// Why an object cannot be bulk-inserted, if it cannot: it is stored already, or it points
+    /// at an object this store has not stored with a key.
+    private func bulkInsertRefusal<Model: TrackedModel>(of object: Model, relationships: [Int]) -> StoreError? {
+        if object._$tracking.isAttached {
+            return StoreError(
+                code: .duplicateKey,
+                message: "this \(Model.self) (key \(object._$tracking.key)) is already stored; bulk-insert new objects only (nothing was inserted)"
+            )
+        }
+        for column in relationships {
+            guard let target = object._$relatedObject(column: column),
+                  target._$tracking.registrar !== registrar || target._$tracking.key == .null
+            else { continue }
+            return StoreError(
+                code: .notAttached,
+                message: "\(Model.self).\(Model._$schema.columns[column].property) points at a \(type(of: target)) this store has not stored with a key; insert it and await committedKey(of:) before bulk-inserting what points at it (nothing was inserted)"
+            )
+        }
+        return nil
     }
 
     /// Rows per chunk of a bulk insert: large enough that handing one over costs nothing per

@@ -25,6 +25,8 @@ final class BulkRows: Sendable {
         var chunks: [[[SQLValue]]] = []
         var isFinished = false
         var isCancelled = false
+        /// Why the sender stopped: a row it cannot send.
+        var refusal: StoreError?
         /// The worker stopped taking chunks (committed, failed, or never started).
         var isClosed = false
         var hasStarted = false
@@ -32,7 +34,7 @@ final class BulkRows: Sendable {
     }
 
     private let state = Mutex(State())
-    /// Signalled once per chunk sent, and once by ``finish()`` or ``cancel()``.
+    /// Signalled once per chunk sent, and once by ``finish()``, ``cancel()`` or ``refuse(_:)``.
     private let arrivals = DispatchSemaphore(value: 0)
 
     init(table: Int) {
@@ -83,15 +85,23 @@ final class BulkRows: Sendable {
         arrivals.signal()
     }
 
+    /// Tells the worker to roll back because a row cannot be sent: its next take throws
+    /// `error`, which the bulk insert then throws.
+    func refuse(_ error: StoreError) {
+        state.withLock { $0.refusal = error }
+        arrivals.signal()
+    }
+
     // MARK: - The worker
 
     /// The next chunk, waiting for the sender; nil once every row was taken.
     ///
-    /// - Throws: `CancellationError` after ``cancel()``.
+    /// - Throws: `CancellationError` after ``cancel()``, the error given to ``refuse(_:)``.
     func next() throws -> [[SQLValue]]? {
         while true {
-            let taken = state.withLock { state -> Result<[[SQLValue]]?, CancellationError>? in
+            let taken = state.withLock { state -> Result<[[SQLValue]]?, any Error>? in
                 if state.isCancelled { return .failure(CancellationError()) }
+                if let refusal = state.refusal { return .failure(refusal) }
                 if !state.chunks.isEmpty {
                     state.hasStarted = true
                     let chunk = state.chunks.removeFirst()

@@ -28,13 +28,8 @@ struct PendingChanges {
     }
 
     private var units: [Unit] = []
-    /// The unit that a write to each row merges into.
-    private var openUnitByRow: [RowReference: Int] = [:]
-    /// For a row whose open unit was rejected: the unit behind it that takes writes to cells
-    /// the rejected unit does not write.
-    private var openUnitBehindRejection: [RowReference: Int] = [:]
-    /// Rows that more than one pending unit writes: only their lookups scan every unit.
-    private var rowsInSeveralUnits: Set<RowReference> = []
+    /// Where each row's writes go, and whether several units write it.
+    private var rows = PendingRowIndex()
     /// The unit of the open transaction, if one is open: the last unit.
     private var transactionUnit: Int?
     private var lastUnitID: UInt64 = 0
@@ -58,12 +53,13 @@ struct PendingChanges {
         if hint.generation == generation, transactionUnit == nil, units[hint.index].mergeUpdate(write, to: cell) { return }
         if let index = transactionUnit {
             if !units[index].merge(write, to: cell) {
-                if openUnitByRow[cell.row] != nil { rowsInSeveralUnits.insert(cell.row) }
+                if rows.open(cell.row) != nil { rows.markInSeveralUnits(cell.row) }
                 append(.update(row: cell.row, cells: [(cell.column, write)]), of: object, toTransaction: index)
             }
             return
         }
-        if let index = openUnitByRow[cell.row] {
+        let entry = rows.entry(cell.row)
+        if let index = entry.open {
             if units[index].rejection == nil {
                 if units[index].merge(write, to: cell) {
                     hint = UnitHint(generation: generation, index: index)
@@ -77,10 +73,10 @@ struct PendingChanges {
                     units[index].isRetryDue = true
                     return
                 }
-                if let behind = openUnitBehindRejection[cell.row], units[behind].merge(write, to: cell) { return }
+                if let behind = entry.behindRejection, units[behind].merge(write, to: cell) { return }
                 appendUnit(.update(row: cell.row, cells: [(cell.column, write)]), object: object, opensRow: nil)
-                openUnitBehindRejection[cell.row] = units.count - 1
-                rowsInSeveralUnits.insert(cell.row)
+                rows.setBehindRejection(cell.row, units.count - 1)
+                rows.markInSeveralUnits(cell.row)
                 return
             }
         }
@@ -123,7 +119,7 @@ struct PendingChanges {
         close(row)
         appendUnit(.delete(row: row), object: object, opensRow: nil)
         // The delete closes the row: its next change is a unit of its own.
-        rowsInSeveralUnits.insert(row)
+        rows.markInSeveralUnits(row)
     }
 
     mutating func deleteAll(table: Int) {
@@ -133,7 +129,7 @@ struct PendingChanges {
             operationCount += 1
             return
         }
-        for row in openUnitByRow.keys where row.table == table { close(row) }
+        for row in rows.rowsWithOpenUnit(of: table) { close(row) }
         appendUnit(.deleteAll(table: table), object: nil, opensRow: nil)
     }
 
@@ -141,9 +137,7 @@ struct PendingChanges {
         lastUnitID += 1
         units.append(Unit(id: lastUnitID, operation: operation, isTransaction: false, object: object))
         operationCount += 1
-        if let row {
-            if openUnitByRow.updateValue(units.count - 1, forKey: row) != nil { rowsInSeveralUnits.insert(row) }
-        }
+        if let row { rows.open(row, at: units.count - 1) }
     }
 
     private mutating func append(_ operation: WriteOperation, of object: AnyObject, toTransaction index: Int) {
@@ -161,8 +155,7 @@ struct PendingChanges {
     /// Stops coalescing into a row's open unit: later writes go into a new unit after it.
     private mutating func close(_ row: RowReference) {
         generation &+= 1
-        if openUnitByRow.removeValue(forKey: row) != nil { rowsInSeveralUnits.insert(row) }
-        openUnitBehindRejection.removeValue(forKey: row)
+        rows.close(row)
     }
 
     // MARK: - Transactions
@@ -201,14 +194,14 @@ struct PendingChanges {
         for operation in unit.unit.operations {
             switch operation {
             case .deleteAll(let table):
-                for row in openUnitByRow.keys where row.table == table { close(row) }
+                for row in rows.rowsWithOpenUnit(of: table) { close(row) }
             case .delete(let row):
                 close(row)
-                rowsInSeveralUnits.insert(row)
+                rows.markInSeveralUnits(row)
             case .insert, .update:
                 guard let row = operation.row else { continue }
                 closeBehind(row)
-                rowsInSeveralUnits.insert(row)
+                rows.markInSeveralUnits(row)
             }
         }
     }
@@ -217,12 +210,12 @@ struct PendingChanges {
     /// for the cells it still writes last (the unit behind it closes: later writes go after the
     /// transaction).
     private mutating func closeBehind(_ row: RowReference) {
-        guard let open = openUnitByRow[row], units[open].rejection != nil else {
+        guard let open = rows.open(row), units[open].rejection != nil else {
             close(row)
             return
         }
         generation &+= 1
-        openUnitBehindRejection.removeValue(forKey: row)
+        rows.setBehindRejection(row, nil)
     }
 
     // MARK: - Reading
@@ -232,8 +225,9 @@ struct PendingChanges {
     /// O(1) for a row with one pending unit, the common case; it runs for every committed
     /// counter and every cell another connection changed.
     func write(to cell: CellReference) -> CellWrite? {
-        guard rowsInSeveralUnits.contains(cell.row) else {
-            var merged = openUnitByRow[cell.row].flatMap { units[$0].write(to: cell) }
+        let entry = rows.entry(cell.row)
+        guard entry.isInSeveralUnits else {
+            var merged = entry.open.flatMap { units[$0].write(to: cell) }
             if let index = transactionUnit, let write = units[index].write(to: cell) {
                 merged = merged.map { $0.followed(by: write) } ?? write
             }
@@ -375,20 +369,23 @@ struct PendingChanges {
             for row in Set(unit.unit.operations.compactMap(\.row)) { unitsByRow[row, default: []].append(index) }
         }
         for (row, indices) in unitsByRow where indices.count > 1 {
-            precondition(rowsInSeveralUnits.contains(row), "row \(row.key) is written by \(indices.count) units but not known to be")
+            precondition(rows.entry(row).isInSeveralUnits, "row \(row.key) is written by \(indices.count) units but not known to be")
         }
-        for (row, open) in openUnitByRow {
+        for (row, entry) in rows.all {
+            guard let open = entry.open else {
+                precondition(entry.behindRejection == nil, "row \(row.key) has a unit behind a rejection but no open unit")
+                continue
+            }
             precondition(units.indices.contains(open) && units[open].unit.operations.contains { $0.row == row }, "row \(row.key)'s open unit does not write it")
             // A rejected open unit takes only the cells it writes last; later units may write
             // the row.
+            if let behind = entry.behindRejection {
+                precondition(units[open].rejection != nil && behind > open, "row \(row.key)'s unit behind a rejection is misplaced")
+            }
             guard units[open].rejection == nil else { continue }
             for later in unitsByRow[row, default: []] where later > open && later != transactionUnit {
                 preconditionFailure("row \(row.key) is written by unit \(units[later].id) after its open unit \(units[open].id)")
             }
-        }
-        for (row, behind) in openUnitBehindRejection {
-            guard let open = openUnitByRow[row] else { preconditionFailure("row \(row.key) has a unit behind a rejection but no open unit") }
-            precondition(units[open].rejection != nil && behind > open, "row \(row.key)'s unit behind a rejection is misplaced")
         }
     }
 
@@ -396,9 +393,7 @@ struct PendingChanges {
     /// last unit that writes it, if that is a one-row insert or update, or a rejected unit.
     private mutating func reindex() {
         generation &+= 1
-        openUnitByRow.removeAll(keepingCapacity: true)
-        openUnitBehindRejection.removeAll(keepingCapacity: true)
-        rowsInSeveralUnits.removeAll(keepingCapacity: true)
+        rows.removeAll()
         operationCount = 0
         var seen: Set<RowReference> = []
         for (index, unit) in units.enumerated() {
@@ -407,35 +402,29 @@ struct PendingChanges {
             for operation in unit.unit.operations {
                 switch operation {
                 case .deleteAll(let table):
-                    for row in openUnitByRow.keys where row.table == table { openUnitByRow.removeValue(forKey: row) }
-                    for row in openUnitBehindRejection.keys where row.table == table { openUnitBehindRejection.removeValue(forKey: row) }
+                    rows.forgetOpenUnits(of: table)
                 case .delete(let row):
-                    if !seen.insert(row).inserted { rowsInSeveralUnits.insert(row) }
-                    openUnitByRow.removeValue(forKey: row)
-                    openUnitBehindRejection.removeValue(forKey: row)
+                    if !seen.insert(row).inserted { rows.markInSeveralUnits(row) }
+                    rows.forgetUnits(of: row)
                 case .insert, .update:
                     guard let row = operation.row else { continue }
-                    if !seen.insert(row).inserted, openUnitByRow[row] != index { rowsInSeveralUnits.insert(row) }
-                    if let open = openUnitByRow[row], open != index, units[open].rejection != nil, unit.rejection == nil {
+                    let open = rows.open(row)
+                    if !seen.insert(row).inserted, open != index { rows.markInSeveralUnits(row) }
+                    if let open, open != index, units[open].rejection != nil, unit.rejection == nil {
                         // A rejected unit stays the row's open unit for the cells it writes last;
                         // an open unit behind it takes other cells, and a transaction closes that.
-                        if isOpen {
-                            openUnitBehindRejection[row] = index
-                        } else {
-                            openUnitBehindRejection.removeValue(forKey: row)
-                        }
+                        rows.setBehindRejection(row, isOpen ? index : nil)
                     } else if isOpen {
-                        openUnitByRow[row] = index
-                        openUnitBehindRejection.removeValue(forKey: row)
+                        rows.setOpen(row, index)
+                        rows.setBehindRejection(row, nil)
                     } else {
-                        openUnitByRow.removeValue(forKey: row)
-                        openUnitBehindRejection.removeValue(forKey: row)
+                        rows.forgetUnits(of: row)
                     }
                 }
             }
             if unit.rejection != nil, unit.isTransaction { units[index].indexRows() }
         }
         // A row that a closed unit writes gets a new unit at its next write.
-        for row in seen where openUnitByRow[row] == nil { rowsInSeveralUnits.insert(row) }
+        for row in seen where rows.open(row) == nil { rows.markInSeveralUnits(row) }
     }
 }

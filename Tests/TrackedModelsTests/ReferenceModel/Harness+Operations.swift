@@ -709,7 +709,23 @@ extension Harness {
         // sends no row, rolls back, and leaves every pending change pending.
         let cancelled = a % 8 == 3
         note("bulkInsert\(cancelled ? ", cancelled at once," : "") \(rows.map { "(\($0.map(\.describedExactly).joined(separator: ", ")))" }.joined(separator: " "))")
-        let items = try rows.map { values in Item(key: try Int64(sqlValue: values[0]), values: values) }
+        var items = try rows.map { values in Item(key: try Int64(sqlValue: values[0]), values: values) }
+        // And now and then given, last, an object it cannot take: one already stored, or a new
+        // one pointing at an object not stored with a key. Refused, naming it; nothing changes.
+        var misuse: StoreError.Code?
+        if !cancelled, a % 8 == 5 {
+            if let held = pickHeld(b), isManaged(held), b % 2 == 0 {
+                misuse = .duplicateKey
+                items.append(held)
+                note("… and the stored object of row \(row(of: held).map { "\($0)" } ?? "?")")
+            } else {
+                misuse = .notAttached
+                let item = Item(key: nil, values: row(seed: b / 8))
+                item.link = newObjects.values.first { isManaged($0) && $0.id == nil } ?? Item(key: nil, values: row(seed: b / 64))
+                items.append(item)
+                note("… and a new item linked to an object not stored with a key")
+            }
+        }
         var thrown: (any Error)?
         do {
             if cancelled {
@@ -725,6 +741,20 @@ extension Harness {
         if thrown is CancellationError {
             guard cancelled else { throw Divergence(message: "bulkInsert threw CancellationError, but its task was not cancelled") }
             note("cancelled: nothing committed, every pending change stays pending")
+            return
+        }
+        if let misuse {
+            // The changes pending before it commit first in its transaction: one the database
+            // refuses fails it as ever; else the object it cannot take does, and it rolls back.
+            var trial = reference
+            if trial.bulkInsert([], fileKeys: try await fileKeys(), keyOf: { number in newObjects[number]?.id }) != nil {
+                guard thrown != nil else { throw Divergence(message: "bulkInsert succeeded, but a pending change is refused") }
+                reference = trial
+                return
+            }
+            guard let error = thrown as? StoreError, error.code == misuse else {
+                throw Divergence(message: "bulkInsert of an object it cannot take threw \(thrown.map { "\($0)" } ?? "nothing"); expected \(misuse)")
+            }
             return
         }
         var trial = reference
