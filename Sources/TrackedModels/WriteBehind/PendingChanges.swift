@@ -396,6 +396,7 @@ struct PendingChanges {
         rows.removeAll()
         operationCount = 0
         var seen: Set<RowReference> = []
+        let isRejected = units.map { $0.rejection != nil }
         for (index, unit) in units.enumerated() {
             operationCount += unit.operationCount
             let isOpen = unit.rejection != nil || !unit.isTransaction
@@ -408,17 +409,18 @@ struct PendingChanges {
                     rows.forgetUnits(of: row)
                 case .insert, .update:
                     guard let row = operation.row else { continue }
-                    let open = rows.open(row)
-                    if !seen.insert(row).inserted, open != index { rows.markInSeveralUnits(row) }
-                    if let open, open != index, units[open].rejection != nil, unit.rejection == nil {
-                        // A rejected unit stays the row's open unit for the cells it writes last;
-                        // an open unit behind it takes other cells, and a transaction closes that.
-                        rows.setBehindRejection(row, isOpen ? index : nil)
-                    } else if isOpen {
-                        rows.setOpen(row, index)
-                        rows.setBehindRejection(row, nil)
-                    } else {
-                        rows.forgetUnits(of: row)
+                    let isSeenAgain = !seen.insert(row).inserted
+                    rows.update(row) { entry in
+                        if isSeenAgain, entry.open != index { entry.isInSeveralUnits = true }
+                        if let open = entry.open, open != index, isRejected[open], !isRejected[index] {
+                            // A rejected unit stays the row's open unit for the cells it writes
+                            // last; an open unit behind it takes other cells, and a transaction
+                            // closes that.
+                            entry.behindRejection = isOpen ? index : nil
+                        } else {
+                            entry.open = isOpen ? index : nil
+                            entry.behindRejection = nil
+                        }
                     }
                 }
             }

@@ -51,11 +51,6 @@ struct PendingRowIndex {
         }
     }
 
-    /// Sets the row's open unit as the units are indexed anew.
-    mutating func setOpen(_ row: RowReference, _ index: Int?) {
-        update(row) { $0.open = index }
-    }
-
     mutating func setBehindRejection(_ row: RowReference, _ index: Int?) {
         update(row) { $0.behindRejection = index }
     }
@@ -92,8 +87,8 @@ struct PendingRowIndex {
         entries.removeAll(keepingCapacity: true)
     }
 
-    /// Changes a row's entry in place (one lookup), dropping it once it holds nothing.
-    private mutating func update(_ row: RowReference, _ change: (inout Entry) -> Void) {
+    /// Changes a row's entry in place, dropping it once it holds nothing.
+    mutating func update(_ row: RowReference, _ change: (inout Entry) -> Void) {
         guard let index = entries.index(forKey: row) else {
             var entry = Entry()
             change(&entry)

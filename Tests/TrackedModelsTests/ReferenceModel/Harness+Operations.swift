@@ -961,7 +961,7 @@ extension Harness {
         let keys = reference.file.keys.sorted()
         guard !keys.isEmpty, a % 8 != 7 else { return insertedKey(seed: a / 8) }
         let refused = reference.units.filter(\.isRefused).flatMap(\.changedKeys).filter { reference.file[$0] != nil }
-        if a % 8 == 6, !refused.isEmpty { return refused[Int(a / 8 % UInt64(refused.count))] }
+        if a % 8 == 5 || a % 8 == 6, !refused.isEmpty { return refused[Int(a / 8 % UInt64(refused.count))] }
         return keys[Int(a / 8 % UInt64(keys.count))]
     }
 
