@@ -122,7 +122,8 @@ protocol EngineWriter: AnyObject {
     ///     report; a ``StoreError`` it throws fails the transaction.
     /// - Throws: ``EngineFailure``: which unit and operation failed, or that the transaction as
     ///   a whole did (a streamed row it refused, too). Nothing is committed then. Cancelled
-    ///   rows throw `CancellationError`.
+    ///   rows throw `CancellationError`, and rows the sender refused its ``StoreError`` (see
+    ///   ``BulkRows/refuse(_:)``).
     func commit(_ units: [WriteUnit], rows: BulkRows?, earlierKeys: [UInt64: SQLValue], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit
 
     /// The current rows of a table by primary key, in model column order; `nil` for a key with

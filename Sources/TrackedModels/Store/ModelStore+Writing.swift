@@ -101,9 +101,10 @@ extension ModelStore {
     /// at an object this store has not stored with a key.
     private func bulkInsertRefusal<Model: TrackedModel>(of object: Model, relationships: [Int]) -> StoreError? {
         if object._$tracking.isAttached {
+            let whose = object._$tracking.registrar === registrar ? "already stored" : "another store's"
             return StoreError(
                 code: .duplicateKey,
-                message: "this \(Model.self) (key \(object._$tracking.key)) is already stored; bulk-insert new objects only (nothing was inserted)"
+                message: "this \(Model.self) (key \(object._$tracking.key)) is \(whose); bulk-insert new objects only (nothing was inserted)"
             )
         }
         for column in relationships {

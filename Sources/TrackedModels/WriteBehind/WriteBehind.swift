@@ -205,8 +205,9 @@ final class WriteBehind {
     /// sends them, in one transaction: whole, or nothing. Returns once it committed.
     ///
     /// - Parameter send: Sends the rows, then finishes or cancels them.
-    /// - Throws: Why nothing committed (every pending change stays pending, in order), or
-    ///   `CancellationError` when `send` cancelled the rows. A change the database refused for
+    /// - Throws: Why nothing committed (every pending change stays pending, in order):
+    ///   `CancellationError` when `send` cancelled the rows, the error `send` refused them with.
+    ///   A change the database refused for
     ///   good, or one held behind it, would be left out of the transaction: then nothing is
     ///   submitted, and this throws what `flush()` throws.
     func commit(streaming rows: BulkRows, send: () async -> Void) async throws {

@@ -88,6 +88,13 @@ import Testing
         try await replay(on: .postgres, [(119, 0, 233_345_019_251)])
     }
 
+    /// Found by the 10x soak: another connection's change of a `COLLATE NOCASE` column from
+    /// 'o' to 'O' went unheard: the change log's trigger compared the old and new values with
+    /// the column's own collation. It compares them byte for byte now.
+    @Test func aChangeOfLetterCaseInACaseInsensitiveColumnIsHeard() async throws {
+        try await replay(table: 59_774, [(83, 0, 922_356_661_508), (73, 0, 872_753_782_474)])
+    }
+
     /// Found by the 10x soak once another connection's changes came as a whole table: a
     /// pending delete of a row a `TRUNCATE` removed stayed pending (heard row by row, such a
     /// delete is dropped: there is no row left for it).

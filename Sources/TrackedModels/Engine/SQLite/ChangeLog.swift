@@ -80,7 +80,9 @@ enum ChangeLog {
         let quotedTable = quoteIdentifier(table)
         let tableLiteral = "'" + table.replacingOccurrences(of: "'", with: "''") + "'"
         let key = quoteIdentifier(primaryKey)
-        let differences = columns.map { "OLD.\(quoteIdentifier($0)) IS NOT NEW.\(quoteIdentifier($0))" }
+        // Compared byte for byte: a column's own collation (NOCASE, RTRIM) would take 'o' to
+        // 'O' for no change at all.
+        let differences = columns.map { "OLD.\(quoteIdentifier($0)) IS NOT NEW.\(quoteIdentifier($0)) COLLATE BINARY" }
         let mask = columns.count > ChangeLogEntries.Layout.maskWidth
             ? "-1"
             : differences.enumerated().map { bit, difference in bit == 0 ? "(\(difference))" : "((\(difference)) << \(bit))" }
@@ -91,8 +93,8 @@ enum ChangeLog {
         }
         // A changed primary key is another row: the old one is gone, the new one arrives.
         return [
-            name("update"): .text("CREATE TRIGGER \(quoteIdentifier(name("update"))) AFTER UPDATE ON \(quotedTable) WHEN OLD.\(key) IS NEW.\(key) AND (\(differences.joined(separator: " OR "))) BEGIN \(insert("NEW.\(key)", .update, mask)) END"),
-            name("rekey"): .text("CREATE TRIGGER \(quoteIdentifier(name("rekey"))) AFTER UPDATE ON \(quotedTable) WHEN OLD.\(key) IS NOT NEW.\(key) BEGIN \(insert("OLD.\(key)", .delete, "-1")) \(insert("NEW.\(key)", .insert, "-1")) END"),
+            name("update"): .text("CREATE TRIGGER \(quoteIdentifier(name("update"))) AFTER UPDATE ON \(quotedTable) WHEN OLD.\(key) IS NEW.\(key) COLLATE BINARY AND (\(differences.joined(separator: " OR "))) BEGIN \(insert("NEW.\(key)", .update, mask)) END"),
+            name("rekey"): .text("CREATE TRIGGER \(quoteIdentifier(name("rekey"))) AFTER UPDATE ON \(quotedTable) WHEN OLD.\(key) IS NOT NEW.\(key) COLLATE BINARY BEGIN \(insert("OLD.\(key)", .delete, "-1")) \(insert("NEW.\(key)", .insert, "-1")) END"),
             name("insert"): .text("CREATE TRIGGER \(quoteIdentifier(name("insert"))) AFTER INSERT ON \(quotedTable) BEGIN \(insert("NEW.\(key)", .insert, "-1")) END"),
             name("delete"): .text("CREATE TRIGGER \(quoteIdentifier(name("delete"))) AFTER DELETE ON \(quotedTable) BEGIN \(insert("OLD.\(key)", .delete, "-1")) END"),
         ]
