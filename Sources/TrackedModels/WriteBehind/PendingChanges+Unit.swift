@@ -42,8 +42,10 @@ extension PendingChanges {
         /// The unit as the worker takes it and reads lay it over the database: without its
         /// changes of rows gone while it was rejected.
         var unit: WriteUnit {
+            let recorded = recorded
             guard !goneOperations.isEmpty else { return recorded }
-            return WriteUnit(id: id, operations: recorded.operations.indices.filter { !goneOperations.contains($0) }.map { recorded.operations[$0] })
+            let kept = recorded.operations.indices.filter { !goneOperations.contains($0) }
+            return WriteUnit(id: id, operations: kept.map { recorded.operations[$0] })
         }
 
         /// Every operation as the program made it, changes of rows since gone included: what

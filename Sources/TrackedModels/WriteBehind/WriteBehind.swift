@@ -207,9 +207,8 @@ final class WriteBehind {
     /// - Parameter send: Sends the rows, then finishes or cancels them.
     /// - Throws: Why nothing committed (every pending change stays pending, in order):
     ///   `CancellationError` when `send` cancelled the rows, the error `send` refused them with.
-    ///   A change the database refused for
-    ///   good, or one held behind it, would be left out of the transaction: then nothing is
-    ///   submitted, and this throws what `flush()` throws.
+    ///   A change the database refused for good, or one held behind it, would be left out of
+    ///   the transaction: then nothing is submitted, and this throws what `flush()` throws.
     func commit(streaming rows: BulkRows, send: () async -> Void) async throws {
         precondition(!pending.isInTransaction, "a bulk insert cannot run inside store.transaction { }")
         let units = pending.takeReady(retryingRejected: true, linkColumns: linkColumns)
@@ -312,10 +311,10 @@ final class WriteBehind {
     /// that found its row gone keeps the row's later changes behind it until the store hears
     /// the row went; then they are set aside or dropped.)
     private func markRefused(_ unit: inout PendingChanges.Unit, error: StoreError, operation index: Int) {
-        let operation = unit.unit.operations[index]
         unit.rejection = PendingChanges.Rejection(error: error, operation: index)
         unit.isRetryDue = false
         errors.publish(error)
+        let operation = unit.unit.operations[index]
         logger.warning("the database refused a change; it stays pending until replaced or discarded", metadata: [
             "table": "\(schemas[operation.table].name)",
             "row": "\(operation.row.map { "\($0.key)" } ?? "new")",
