@@ -16,13 +16,25 @@ extension ModelStore {
     /// ```
     ///
     /// - Throws: ``StoreError`` (``StoreError/Code/duplicateKey``) when this store already has
-    ///   an object with the key. A row the database refuses (a duplicate key in the file, a
-    ///   CHECK) is reported by ``flush()`` and stays pending until fixed or discarded.
+    ///   an object with the key, or the object is stored already (here or in another store). A
+    ///   row the database refuses (a duplicate key in the file, a CHECK) is reported by
+    ///   ``flush()`` and stays pending until fixed or discarded.
     public func insert<Model: TrackedModel>(_ object: Model) throws {
         try checkOpen("insert")
         let table = try registrar.tableIndex(of: Model.self)
-        precondition(!object._$tracking.isAttached, "this \(Model.self) is already stored; insert new objects only")
+        if let refusal = storedObjectRefusal(object, by: "insert") { throw refusal }
         try registrar.userDidInsert(object, table: table)
+    }
+
+    /// Why an object cannot be inserted, if it is stored already (here or in another store):
+    /// only new objects are.
+    private func storedObjectRefusal<Model: TrackedModel>(_ object: Model, by operation: String) -> StoreError? {
+        guard object._$tracking.isAttached else { return nil }
+        let whose = object._$tracking.registrar === registrar ? "already stored" : "another store's"
+        return StoreError(
+            code: .duplicateKey,
+            message: "this \(Model.self) (key \(object._$tracking.key)) is \(whose); \(operation) new objects only (nothing was inserted)"
+        )
     }
 
     /// Inserts objects as one unit: they commit together or not at all.
@@ -100,13 +112,7 @@ extension ModelStore {
     /// Why an object cannot be bulk-inserted, if it cannot: it is stored already, or it points
     /// at an object this store has not stored with a key.
     private func bulkInsertRefusal<Model: TrackedModel>(of object: Model, relationships: [Int]) -> StoreError? {
-        if object._$tracking.isAttached {
-            let whose = object._$tracking.registrar === registrar ? "already stored" : "another store's"
-            return StoreError(
-                code: .duplicateKey,
-                message: "this \(Model.self) (key \(object._$tracking.key)) is \(whose); bulk-insert new objects only (nothing was inserted)"
-            )
-        }
+        if let refusal = storedObjectRefusal(object, by: "bulk-insert") { return refusal }
         for column in relationships {
             guard let target = object._$relatedObject(column: column),
                   target._$tracking.registrar !== registrar || target._$tracking.key == .null
