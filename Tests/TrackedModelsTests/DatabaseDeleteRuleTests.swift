@@ -184,4 +184,31 @@ final class Label {
         #expect(try peek.value("SELECT group_concat(id) FROM stickers") == .text("2"))
         try await store.close()
     }
+
+    /// Found by the shelves generator: a row inserted first and then pointed at a target
+    /// inserted after it (the link merged into the row's pending insert) was written ahead of
+    /// its target, and the database's foreign key refused the commit. The link is written once
+    /// the target's row is in, in the same transaction.
+    @Test func aLinkToATargetInsertedLaterInTheSameFlushCommits() async throws {
+        let directory = try TemporaryDirectory()
+        let (store, peek) = try await tags("", in: directory)
+        let label = Label(id: 10, text: "new", tag: nil)
+        try store.insert(label)
+        let tag = Tag(id: 7, name: "green")
+        try store.insert(tag)
+        label.tag = tag
+        try await store.flush()
+        #expect(try peek.value("SELECT tag_id FROM labels WHERE id = 10") == .integer(7))
+        // The same within one transaction, for a stored row whose update comes first.
+        let stored = try #require(try store.find(Label.self, key: 3))
+        try store.transaction {
+            stored.text = "moved"
+            let later = Tag(id: 8, name: "white")
+            try store.insert(later)
+            stored.tag = later
+        }
+        try await store.flush()
+        #expect(try peek.value("SELECT tag_id || text FROM labels WHERE id = 3") == .text("8moved"))
+        try await store.close()
+    }
 }

@@ -306,7 +306,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private func reevaluateRows(reaching key: SQLValue, through join: CompiledQuery.Join) {
         guard let request = KeyPlaceholder.request(in: key) else { return }
         beginChange()
-        for row in store.registrar.writeBehind.rowsLinking(toInsert: request, table: plan.table, column: join.column) {
+        for row in store.writeBehind.rowsLinking(toInsert: request, table: plan.table, column: join.column) {
             switch row {
             case .key(let key): try? reevaluate(key)
             case .insert(let request): try? reevaluate(KeyPlaceholder.value(forInsert: request))

@@ -57,7 +57,8 @@ final class ModelRegistrar {
         return tracking.registrar === self ? tracking.insertRequest : nil
     }
 
-    init(models: [any TrackedModel.Type], writeBehind: WriteBehind) {
+    /// - Parameter outbox: Where the registrar posts changes; the store delivers them.
+    init(models: [any TrackedModel.Type], writeBehind: WriteBehind, outbox: Outbox) {
         schemas = models.map { $0._$schema }
         types = models
         tableIndexByType = Dictionary(
@@ -66,7 +67,7 @@ final class ModelRegistrar {
         )
         primaryKeyColumns = schemas.map(\.primaryKeyIndex)
         identityMap = IdentityMap(tableCount: models.count)
-        outbox = Outbox(feeds: FeedIndex(schemas: schemas))
+        self.outbox = outbox
         self.writeBehind = writeBehind
         if schemas.contains(where: { !$0.relationships.isEmpty }) {
             let memberships = Memberships(

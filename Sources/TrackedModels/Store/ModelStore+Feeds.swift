@@ -20,7 +20,7 @@ extension ModelStore {
             )
         }
         let (keys, columns) = Self.keys(of: scope, table: table)
-        let token = registrar.feeds.add(keys: keys, columns: columns, handler: handler)
+        let token = feeds.add(keys: keys, columns: columns, handler: handler)
         if case .children(let key, let relationship) = scope.shape {
             // Reads the children once: another process's change that does not name a child's
             // old parent finds the parent through them.
@@ -34,18 +34,18 @@ extension ModelStore {
     func subscribe(table: Int, columns: Set<Int>, _ handler: @escaping (ChangeEvent) -> Void) -> FeedToken {
         var keys: [FeedIndex.Key] = columns.sorted().map { .column(table: table, column: $0) }
         keys.append(.membership(table))
-        return registrar.feeds.add(keys: keys, columns: columns, handler: handler)
+        return feeds.add(keys: keys, columns: columns, handler: handler)
     }
 
     /// Subscribes to the rows of a table live results must judge again though no column a
     /// subscriber sees changed (see ``FeedIndex/Key/reevaluation(_:)``).
     func subscribeToReevaluations(table: Int, _ handler: @escaping (ChangeEvent) -> Void) -> FeedToken {
-        registrar.feeds.add(keys: [.reevaluation(table)], columns: nil, handler: handler)
+        feeds.add(keys: [.reevaluation(table)], columns: nil, handler: handler)
     }
 
     /// Runs `work` once every change posted so far has been delivered to every subscriber.
     func afterDelivery(_ work: @escaping () -> Void) {
-        registrar.outbox.afterDelivery(work)
+        outbox.afterDelivery(work)
     }
 
     /// Runs `work` when the transaction open now ends (or a level of it fails): for a read
@@ -112,20 +112,20 @@ extension ModelStore {
     ) rethrows -> (value: Result, token: FeedToken) {
         checkIsolation("withTracking")
         let (value, keys) = try registrar.capturingAccess(body)
-        let token = registrar.feeds.add(keys: Array(keys), columns: nil, isOneShot: true, handler: onChange)
+        let token = feeds.add(keys: Array(keys), columns: nil, isOneShot: true, handler: onChange)
         return (value, token)
     }
 
     /// Live feed subscriptions, for tests and diagnostics.
     public var feedSubscriptionCount: Int {
         checkIsolation("feedSubscriptionCount")
-        return registrar.feeds.count
+        return feeds.count
     }
 
     /// Traps if a cancelled subscription is still indexed; for tests.
     public func checkFeedInvariants() {
         checkIsolation("checkFeedInvariants()")
-        registrar.feeds.checkInvariants()
+        feeds.checkInvariants()
     }
 
     /// Columns named more than once, once each: a subscriber hears each change once.

@@ -107,7 +107,7 @@ extension ModelStore {
         // A row whose discarded write pointed a to-one at a new object shows NULL before and
         // after, but no longer reaches that object: live results judge it again.
         for (row, cells) in discarded.shown where cells.values.contains(where: \.holdsKeyPlaceholder) {
-            registrar.outbox.postReevaluation(table: row.table, key: row.key)
+            outbox.postReevaluation(table: row.table, key: row.key)
         }
         // In the order the updates were made; not rows the steps above announced already, nor
         // tables whose subscribers re-read.

@@ -34,6 +34,10 @@ public final class ModelStore {
     public let filename: String
 
     let registrar: ModelRegistrar
+    /// Events waiting for delivery; the registrar posts them, the store delivers them.
+    let outbox: Outbox
+    /// Every subscription: feeds, live results, the store's streams.
+    var feeds: FeedIndex { outbox.feeds }
     let writeBehind: WriteBehind
     /// What the store shows, and every read of it.
     let reads: StoreReads
@@ -175,7 +179,8 @@ public final class ModelStore {
                 DispatchQueue.global().asyncAfter(deadline: .now() + delay.dispatchInterval) { mailbox.send(.flushIntervalElapsed) }
             }
         )
-        registrar = ModelRegistrar(models: models, writeBehind: writeBehind)
+        outbox = Outbox(feeds: FeedIndex(schemas: schemas))
+        registrar = ModelRegistrar(models: models, writeBehind: writeBehind, outbox: outbox)
         reads = StoreReads(engine: database.reader, shown: ShownState(registrar: registrar, writeBehind: writeBehind), isolation: isolation)
         registrar.loadObject = { [unowned self] table, key in loadRelatedObject(table: table, key: key) }
         registrar.loadChildren = { [unowned self] table, column, key in try loadChildren(table: table, column: column, key: key) }
@@ -306,7 +311,7 @@ extension ModelStore: MailboxTarget {
             if !isClosed { writeBehind.intervalElapsed() }
         case .streamTerminated(let subscription):
             feedStreams.removeValue(forKey: subscription)
-            registrar.feeds.remove(id: subscription)
+            feeds.remove(id: subscription)
         }
     }
 }

@@ -81,26 +81,26 @@ extension WriteOperation {
         }
     }
 
-    /// Replaces each placeholder in a to-one column for which `value` gives a value; returns
-    /// the links it replaced, each with its insert request.
+    /// Replaces each value written to a to-one column for which `replacement` gives a new
+    /// value and the insert the link is to; returns the links it replaced.
     ///
     /// - Parameter linkColumns: Each table's to-one columns.
-    private mutating func replacePlaceholders(linkColumns: [[Int]], _ value: (UInt64) -> SQLValue?) -> [DeferredLink] {
+    private mutating func replaceLinks(linkColumns: [[Int]], _ replacement: (_ column: Int, _ value: SQLValue) -> (new: SQLValue, request: UInt64)?) -> [DeferredLink] {
         guard !linkColumns[table].isEmpty, let row = linkRow else { return [] }
         var replaced: [DeferredLink] = []
         switch self {
         case .insert(var request):
             for column in linkColumns[request.table] {
-                guard let placeholder = KeyPlaceholder.request(in: request.values[column]), let new = value(placeholder) else { continue }
+                guard let (new, insert) = replacement(column, request.values[column]) else { continue }
                 request.values[column] = new
-                replaced.append(DeferredLink(table: request.table, row: row, column: column, request: placeholder))
+                replaced.append(DeferredLink(table: request.table, row: row, column: column, request: insert))
             }
             if !replaced.isEmpty { self = .insert(request) }
         case .update(let updated, var cells):
             for index in cells.indices where linkColumns[updated.table].contains(cells[index].column) {
-                guard case .set(let old) = cells[index].write, let placeholder = KeyPlaceholder.request(in: old), let new = value(placeholder) else { continue }
+                guard case .set(let old) = cells[index].write, let (new, insert) = replacement(cells[index].column, old) else { continue }
                 cells[index].write = .set(new)
-                replaced.append(DeferredLink(table: updated.table, row: row, column: cells[index].column, request: placeholder))
+                replaced.append(DeferredLink(table: updated.table, row: row, column: cells[index].column, request: insert))
             }
             if !replaced.isEmpty { self = .update(row: updated, cells: cells) }
         case .delete, .deleteAll:
@@ -109,10 +109,21 @@ extension WriteOperation {
         return replaced
     }
 
+    /// Replaces each placeholder in a to-one column for which `value` gives a value; returns
+    /// the links it replaced, each with its insert request.
+    private mutating func replacePlaceholders(linkColumns: [[Int]], _ value: (UInt64) -> SQLValue?) -> [DeferredLink] {
+        replaceLinks(linkColumns: linkColumns) { _, old in
+            guard let placeholder = KeyPlaceholder.request(in: old), let new = value(placeholder) else { return nil }
+            return (new, placeholder)
+        }
+    }
+
     /// The operation as the engine runs it: each placeholder replaced by the key `key` gives
     /// for its insert, or by NULL, with the link returned to write once that insert has its
-    /// key (in the same transaction, or never: an insert discarded leaves NULL).
-    func resolvingPlaceholders(linkColumns: [[Int]], _ key: (UInt64) -> SQLValue?) -> (WriteOperation, deferred: [DeferredLink]) {
+    /// key (in the same transaction, or never: an insert discarded leaves NULL); and each link
+    /// to a row that `later` inserts after this operation written NULL, returned to write once
+    /// that row is in.
+    func resolvingPlaceholders(linkColumns: [[Int]], later: KeyedInserts, at position: Int, _ key: (UInt64) -> SQLValue?) -> (WriteOperation, deferred: [DeferredLink]) {
         var operation = self
         var deferred: [DeferredLink] = []
         // A change of a row whose insert was in flight when it was made: its insert committed
@@ -122,6 +133,12 @@ extension WriteOperation {
             key(request) ?? .null
         }
         for link in replaced where key(link.request) == nil { deferred.append(link) }
+        if !later.isEmpty {
+            let table = operation.table
+            deferred += operation.replaceLinks(linkColumns: linkColumns) { column, value in
+                later.insert(table: table, column: column, key: value, after: position).map { (.null, $0) }
+            }
+        }
         return (operation, deferred)
     }
 

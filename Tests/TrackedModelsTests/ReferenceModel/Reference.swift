@@ -502,6 +502,17 @@ struct Reference {
     ///   object now shows it.
     /// - Returns: Whether a refused unit stays, so that `flush()` throws.
     mutating func flush(fileKeys: Set<Int64>, keyOf: (Int) -> Int64?) -> (refused: Bool, problems: [String]) {
+        if unitsInFlight > 0, unitsInFlight < units.count {
+            // The units in flight commit in a transaction of their own, before the flush takes
+            // the units made meanwhile: a transaction that fails whole (a full AUTOINCREMENT
+            // table) in the second leaves the first committed.
+            let later = units[unitsInFlight...]
+            units.removeSubrange(unitsInFlight...)
+            let first = flush(fileKeys: fileKeys, keyOf: keyOf)
+            units += later
+            let second = flush(fileKeys: fileKeys, keyOf: keyOf)
+            return (second.refused, first.problems + second.problems)
+        }
         // Units held because they link to a row whose insert stays pending: found by a try,
         // then the flush is made again without them.
         var held: Set<Int> = []

@@ -21,6 +21,8 @@ final class PostgreSQLWriter: EngineWriter {
     private let actionTargets: Set<Int>
     /// Each table's to-one columns, where placeholders of assigned keys may stand.
     private let linkColumns: [[Int]]
+    /// The table each to-one column points at (``KeyedInserts``).
+    private let linkTargets: [[Int: Int]]
     private let logger: Logger
     /// Whether a doorbell listens for other connections' commits (else the poll alone finds them).
     private let listensForCommits: Bool
@@ -36,6 +38,7 @@ final class PostgreSQLWriter: EngineWriter {
         self.listensForCommits = listensForCommits
         self.tables = tables
         linkColumns = tables.map(\.relationshipColumns)
+        linkTargets = KeyedInserts.linkTargets(of: tables)
         self.changeLog = changeLog
         self.actionTargets = actionTargets
         self.logger = logger
@@ -87,12 +90,15 @@ final class PostgreSQLWriter: EngineWriter {
             let givenKeys = PostgreSQLKeySequence.largestGivenKeys(in: units)
             // Links whose insert comes later in the transaction (see ``DeferredLink``).
             var deferred: [DeferredLink] = []
+            let keyedInserts = KeyedInserts(units, targets: linkTargets)
+            var position = -1
             func assignedKey(_ request: UInt64) -> SQLValue? { commit.report.assignedKeys[request] ?? earlierKeys[request] }
             for (unitIndex, unit) in units.enumerated() {
                 for (operationIndex, written) in unit.operations.enumerated() {
+                    position += 1
                     // A placeholder's key may be in an answer not taken yet.
                     if !sent.isEmpty, written.placeholderRequests(linkColumns: linkColumns).contains(where: { assignedKey($0) == nil }) { try takeAnswers() }
-                    let (operation, waiting) = written.resolvingPlaceholders(linkColumns: linkColumns, assignedKey)
+                    let (operation, waiting) = written.resolvingPlaceholders(linkColumns: linkColumns, later: keyedInserts, at: position, assignedKey)
                     deferred += waiting
                     if case .insert(let request) = operation, request.row == nil, caughtUp.insert(request.table).inserted {
                         let catchUp = PostgreSQLKeySequence.catchUp(tables[request.table], past: givenKeys[request.table])
@@ -127,10 +133,10 @@ final class PostgreSQLWriter: EngineWriter {
                             throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
                         }
                     }
-                    if !deferred.isEmpty, case .insert(let request) = operation, request.row == nil {
+                    if !deferred.isEmpty, case .insert(let request) = operation, request.row == nil || deferred.contains(where: { $0.request == request.id }) {
                         try takeAnswers()
                         do {
-                            try writeLinks(&deferred, keys: commit.report.assignedKeys)
+                            try writeLinks(&deferred, keys: commit.report.assignedKeys) { keyedInserts.key(ofInsert: $0, through: position) }
                         } catch let error as StoreError {
                             throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
                         }
@@ -162,16 +168,17 @@ final class PostgreSQLWriter: EngineWriter {
         }
     }
 
-    /// Writes each deferred link whose insert has its key by now; a row deleted since has
-    /// nothing to write.
-    private func writeLinks(_ deferred: inout [DeferredLink], keys: [UInt64: SQLValue]) throws {
+    /// Writes each deferred link whose insert has its key by now, or whose keyed insert
+    /// `inserted` gives the key of (see ``KeyedInserts``); a row deleted since has nothing to
+    /// write.
+    private func writeLinks(_ deferred: inout [DeferredLink], keys: [UInt64: SQLValue], inserted: (UInt64) -> SQLValue?) throws {
         var waiting: [DeferredLink] = []
         for link in deferred {
             let row: SQLValue? = switch link.row {
             case .key(let key): key
             case .insert(let request): keys[request]
             }
-            guard let row, let key = keys[link.request] else {
+            guard let row, let key = keys[link.request] ?? inserted(link.request) else {
                 waiting.append(link)
                 continue
             }

@@ -18,6 +18,8 @@ final class SQLiteWriter: EngineWriter {
     private let actionTargets: Set<Int>
     /// Each table's to-one columns, where placeholders of assigned keys may stand.
     private let linkColumns: [[Int]]
+    /// The table each to-one column points at (``KeyedInserts``).
+    private let linkTargets: [[Int: Int]]
     /// The WAL file, whose writes mean another connection may have committed; nil for none.
     private let walFile: String?
     private var walSignal: FileChangeSignal?
@@ -36,6 +38,7 @@ final class SQLiteWriter: EngineWriter {
         self.connection = connection
         self.tables = tables
         linkColumns = tables.map(\.relationshipColumns)
+        linkTargets = KeyedInserts.linkTargets(of: tables)
         self.changeLog = changeLog
         self.walFile = walFile
     }
@@ -56,9 +59,12 @@ final class SQLiteWriter: EngineWriter {
                 throw EngineFailure.transaction(error.storeError)
             }
             var deferred: [DeferredLink] = []
+            let keyedInserts = KeyedInserts(units, targets: linkTargets)
+            var position = -1
             for (unitIndex, unit) in units.enumerated() {
                 for (operationIndex, written) in unit.operations.enumerated() {
-                    let (operation, waiting) = written.resolvingPlaceholders(linkColumns: linkColumns) { commit.report.assignedKeys[$0] ?? earlierKeys[$0] }
+                    position += 1
+                    let (operation, waiting) = written.resolvingPlaceholders(linkColumns: linkColumns, later: keyedInserts, at: position) { commit.report.assignedKeys[$0] ?? earlierKeys[$0] }
                     deferred += waiting
                     do {
                         if let changeLog, let deleted = deletedActionTarget(operation) {
@@ -72,7 +78,9 @@ final class SQLiteWriter: EngineWriter {
                         } else {
                             try apply(operation, on: connection, into: &commit.report)
                         }
-                        if !deferred.isEmpty { try writeLinks(&deferred, on: connection, into: &commit.report) }
+                        if !deferred.isEmpty {
+                            try writeLinks(&deferred, on: connection, into: &commit.report) { keyedInserts.key(ofInsert: $0, through: position) }
+                        }
                     } catch let error as SQLiteError {
                         throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error.storeError)
                     }
@@ -104,16 +112,17 @@ final class SQLiteWriter: EngineWriter {
         }
     }
 
-    /// Writes each deferred link whose insert has its key by now (see ``DeferredLink``); a
-    /// row deleted since has nothing to write.
-    private func writeLinks(_ deferred: inout [DeferredLink], on connection: Connection, into report: inout CommitReport) throws {
+    /// Writes each deferred link whose insert has its key by now (see ``DeferredLink``), or
+    /// whose keyed insert `inserted` gives the key of (see ``KeyedInserts``); a row deleted
+    /// since has nothing to write.
+    private func writeLinks(_ deferred: inout [DeferredLink], on connection: Connection, into report: inout CommitReport, inserted: (UInt64) -> SQLValue?) throws {
         var waiting: [DeferredLink] = []
         for link in deferred {
             let row: SQLValue? = switch link.row {
             case .key(let key): key
             case .insert(let request): report.assignedKeys[request]
             }
-            guard let row, let key = report.assignedKeys[link.request] else {
+            guard let row, let key = report.assignedKeys[link.request] ?? inserted(link.request) else {
                 waiting.append(link)
                 continue
             }
