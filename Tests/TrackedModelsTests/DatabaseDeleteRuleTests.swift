@@ -211,4 +211,42 @@ final class Label {
         #expect(try peek.value("SELECT tag_id || text FROM labels WHERE id = 3") == .text("8moved"))
         try await store.close()
     }
+
+    /// Found in review: a link to a row the same flush deletes and then inserts again under its
+    /// key points at the row that was there; it is not put off to the new row (the delete's
+    /// SET NULL stands).
+    @Test func aLinkToARowDeletedAndInsertedAgainInTheSameFlushIsNotMovedToTheNewRow() async throws {
+        let directory = try TemporaryDirectory()
+        let (store, peek) = try await tags("ON DELETE SET NULL", in: directory)
+        let label = try #require(try store.find(Label.self, key: 3))
+        let red = try #require(try store.find(Tag.self, key: 1))
+        label.tag = red
+        try store.delete(red)
+        #expect(label.tag == nil)
+        try store.insert(Tag(id: 1, name: "red again"))
+        try await store.flush()
+        #expect(try peek.value("SELECT tag_id FROM labels WHERE id = 3") == .null)
+        try await store.close()
+    }
+
+    /// Found in review: a to-one column with no declared foreign key is written with its
+    /// target's key at once, even ahead of the target's insert (`NOT NULL` would refuse NULL).
+    @Test func aLinkWithoutADeclaredForeignKeyIsWrittenInTheRowsOwnInsert() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("db.sqlite")
+        let peek = try Peek(path)
+        try peek.execute("""
+            CREATE TABLE tags (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+            CREATE TABLE labels (id INTEGER PRIMARY KEY, text TEXT NOT NULL, tag_id INTEGER NOT NULL);
+            """)
+        let store = try ModelStore(.file(path), models: [Tag.self, Label.self], configuration: Stores.configuration())
+        let label = Label(id: 1, text: "a", tag: nil)
+        try store.insert(label)
+        let tag = Tag(id: 7, name: "green")
+        try store.insert(tag)
+        label.tag = tag
+        try await store.flush()
+        #expect(try peek.value("SELECT tag_id FROM labels WHERE id = 1") == .integer(7))
+        try await store.close()
+    }
 }

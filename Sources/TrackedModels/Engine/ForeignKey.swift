@@ -35,6 +35,21 @@ struct ForeignKey {
         }
     }
 
+    /// The table each to-one column's declared foreign key points at, by table: a link the
+    /// commit would write ahead of its target's insert waits for it (``KeyedInserts``).
+    static func linkTargets(of keys: [ForeignKey], schemas: [TableSchema]) -> [[Int: Int]] {
+        var targets = schemas.map { _ in [Int: Int]() }
+        for key in keys {
+            let schema = schemas[key.childTable]
+            for column in schema.relationshipColumns where schema.columns[column].name.caseInsensitiveCompare(key.column) == .orderedSame {
+                let targetName = schema.columns[column].reference!.target._$schema.name
+                guard targetName.caseInsensitiveCompare(key.target) == .orderedSame else { continue }
+                targets[key.childTable][column] = schemas.firstIndex { $0.name == targetName }
+            }
+        }
+        return targets
+    }
+
     /// The tables whose rows' deletion makes the database change rows of the models' tables on
     /// its own (`ON DELETE CASCADE`, `SET NULL` or `SET DEFAULT` on any of their columns,
     /// relationships or not): a commit that deletes one reads back what the database did.

@@ -1,8 +1,8 @@
-/// Where a commit inserts rows with keys the program gave, in the tables to-ones point at, so
-/// that a link written ahead of its target's insert waits for it: a foreign key the database
-/// declares would refuse the link, since the target's row is not in yet. The engine writes
-/// NULL first and the key once the target's row is in, in the same transaction, as it does for
-/// a ``DeferredLink`` to a key the database is still to assign.
+/// Where a commit inserts and deletes rows with keys the program gave, in the tables that
+/// foreign keys the database declares point at, so that a link written ahead of its target's
+/// insert waits for it: the foreign key would refuse the link, the target's row not being in
+/// yet. The engine writes NULL first and the key once the target's row is in, in the same
+/// transaction, as it does for a ``DeferredLink`` to a key the database is still to assign.
 ///
 /// A link comes ahead of its target when it merged into an earlier write of the row that
 /// holds it: a row inserted, then pointed at a list inserted after it.
@@ -13,19 +13,21 @@
 /// update rows:        list_id = 7 where id = 1
 /// ```
 struct KeyedInserts {
-    /// Each keyed insert into a table some to-one points at, by row: its position among the
-    /// commit's operations (counted across units, in the order they run) and its request.
-    private var inserts: [RowReference: (position: Int, request: UInt64)] = [:]
-    /// The same inserts by request, with the key each writes.
+    /// What the commit does to a row of a target table, in order: insert it (the request) or
+    /// delete it (`nil`), each at its position among the commit's operations (counted across
+    /// units, in the order they run).
+    private var rows: [RowReference: [(position: Int, insert: UInt64?)]] = [:]
+    /// Where the commit deletes every row of a target table, by table.
+    private var clears: [Int: [Int]] = [:]
+    /// The key each of those inserts writes and its position, by request.
     private var keys: [UInt64: (position: Int, key: SQLValue)] = [:]
-    /// The table each to-one column points at, by table; absent for a model the store does not
-    /// manage.
+    /// The table each to-one column's declared foreign key points at, by table.
     private let targets: [[Int: Int]]
 
-    /// The keyed inserts of `units` into tables that `targets` names.
+    /// The keyed inserts and deletes of `units` in the tables `targets` names.
     ///
-    /// - Parameter targets: The table each to-one column points at, by table
-    ///   (``linkTargets(of:)``).
+    /// - Parameter targets: The table each to-one column's declared foreign key points at, by
+    ///   table (``ForeignKey/linkTargets(of:schemas:)``).
     init(_ units: [WriteUnit], targets: [[Int: Int]]) {
         self.targets = targets
         let targetTables = Set(targets.flatMap(\.values))
@@ -33,34 +35,34 @@ struct KeyedInserts {
         var position = 0
         for unit in units {
             for operation in unit.operations {
-                if case .insert(let request) = operation, let row = request.row, targetTables.contains(row.table) {
-                    inserts[row] = (position, request.id)
+                defer { position += 1 }
+                guard targetTables.contains(operation.table) else { continue }
+                switch operation {
+                case .insert(let request):
+                    guard let row = request.row else { continue }
+                    rows[row, default: []].append((position, request.id))
                     keys[request.id] = (position, row.key)
+                case .delete(let row):
+                    rows[row, default: []].append((position, nil))
+                case .deleteAll(let table):
+                    clears[table, default: []].append(position)
+                case .update:
+                    continue
                 }
-                position += 1
             }
         }
     }
 
-    /// The table each to-one column of `tables` points at, by table.
-    static func linkTargets(of tables: [TableSchema]) -> [[Int: Int]] {
-        tables.map { schema in
-            var targets: [Int: Int] = [:]
-            for column in schema.relationshipColumns {
-                let target = schema.columns[column].reference!.target._$schema
-                targets[column] = tables.firstIndex(of: target)
-            }
-            return targets
-        }
-    }
+    var isEmpty: Bool { keys.isEmpty }
 
-    var isEmpty: Bool { inserts.isEmpty }
-
-    /// The insert request of the row a link in `column` of `table` names by `key`, when the
-    /// commit inserts that row after `position`.
+    /// The insert request of the row a link in `column` of `table` names by `key`, when the row
+    /// is not there at `position` and the commit inserts it next: what the commit does to that
+    /// row after `position` first is that insert (not a delete of a row that was there).
     func insert(table: Int, column: Int, key: SQLValue, after position: Int) -> UInt64? {
-        guard let target = targets[table][column], let insert = inserts[RowReference(table: target, key: key)], insert.position > position else { return nil }
-        return insert.request
+        guard let target = targets[table][column], let events = rows[RowReference(table: target, key: key)],
+              let next = events.first(where: { $0.position > position }), let request = next.insert else { return nil }
+        if let clear = clears[target]?.first(where: { $0 > position }), clear < next.position { return nil }
+        return request
     }
 
     /// The key a keyed insert writes, once the commit has run it (by `position`).

@@ -59,6 +59,7 @@ enum PostgreSQLEngine {
                     writer: PostgreSQLWriter(
                         session: writer, tables: schemas, characterLimits: characterLimits, changeLog: changeLog,
                         actionTargets: ForeignKey.actionTargets(of: keys, schemas: schemas),
+                        linkTargets: ForeignKey.linkTargets(of: keys, schemas: schemas),
                         listensForCommits: configuration.wakesOnFileChanges, logger: logger
                     ),
                     deleteActions: ForeignKey.deleteActions(of: keys, schemas: schemas),

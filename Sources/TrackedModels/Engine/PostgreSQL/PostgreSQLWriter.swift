@@ -21,7 +21,7 @@ final class PostgreSQLWriter: EngineWriter {
     private let actionTargets: Set<Int>
     /// Each table's to-one columns, where placeholders of assigned keys may stand.
     private let linkColumns: [[Int]]
-    /// The table each to-one column points at (``KeyedInserts``).
+    /// The table each to-one column's declared foreign key points at (``KeyedInserts``).
     private let linkTargets: [[Int: Int]]
     private let logger: Logger
     /// Whether a doorbell listens for other connections' commits (else the poll alone finds them).
@@ -31,14 +31,14 @@ final class PostgreSQLWriter: EngineWriter {
 
     init(
         session: PostgresSession, tables: [TableSchema], characterLimits: [[Int: Int]], changeLog: PostgreSQLChangeLogReader?, actionTargets: Set<Int>,
-        listensForCommits: Bool, logger: Logger
+        linkTargets: [[Int: Int]], listensForCommits: Bool, logger: Logger
     ) {
         self.session = session
         self.characterLimits = characterLimits
         self.listensForCommits = listensForCommits
         self.tables = tables
         linkColumns = tables.map(\.relationshipColumns)
-        linkTargets = KeyedInserts.linkTargets(of: tables)
+        self.linkTargets = linkTargets
         self.changeLog = changeLog
         self.actionTargets = actionTargets
         self.logger = logger
@@ -88,8 +88,8 @@ final class PostgreSQLWriter: EngineWriter {
             // (an insert given key 1 after one without a key must not meet the key 1 it got).
             var caughtUp: Set<Int> = []
             let givenKeys = PostgreSQLKeySequence.largestGivenKeys(in: units)
-            // Links whose insert comes later in the transaction (see ``DeferredLink``).
-            var deferred: [DeferredLink] = []
+            // Links whose target's insert comes later in the transaction (see ``DeferredLink``).
+            var waiting = WaitingLinks()
             let keyedInserts = KeyedInserts(units, targets: linkTargets)
             var position = -1
             func assignedKey(_ request: UInt64) -> SQLValue? { commit.report.assignedKeys[request] ?? earlierKeys[request] }
@@ -98,8 +98,9 @@ final class PostgreSQLWriter: EngineWriter {
                     position += 1
                     // A placeholder's key may be in an answer not taken yet.
                     if !sent.isEmpty, written.placeholderRequests(linkColumns: linkColumns).contains(where: { assignedKey($0) == nil }) { try takeAnswers() }
-                    let (operation, waiting) = written.resolvingPlaceholders(linkColumns: linkColumns, later: keyedInserts, at: position, assignedKey)
-                    deferred += waiting
+                    let (operation, deferred) = written.resolvingPlaceholders(linkColumns: linkColumns, later: keyedInserts, at: position, assignedKey)
+                    waiting.drop(overwrittenBy: operation, keys: commit.report.assignedKeys)
+                    waiting.add(deferred, unit: unitIndex, operation: operationIndex)
                     if case .insert(let request) = operation, request.row == nil, caughtUp.insert(request.table).inserted {
                         let catchUp = PostgreSQLKeySequence.catchUp(tables[request.table], past: givenKeys[request.table])
                         sent.append((unitIndex, operationIndex, nil, try session.send(catchUp.sql, catchUp.arguments, reused: true, doing: catchUp.doing)))
@@ -133,13 +134,9 @@ final class PostgreSQLWriter: EngineWriter {
                             throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
                         }
                     }
-                    if !deferred.isEmpty, case .insert(let request) = operation, request.row == nil || deferred.contains(where: { $0.request == request.id }) {
+                    if !waiting.isEmpty, case .insert(let request) = operation, request.row == nil || waiting.waits(forInsert: request.id) {
                         try takeAnswers()
-                        do {
-                            try writeLinks(&deferred, keys: commit.report.assignedKeys) { keyedInserts.key(ofInsert: $0, through: position) }
-                        } catch let error as StoreError {
-                            throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
-                        }
+                        try writeLinks(waiting.takeReady(keys: commit.report.assignedKeys) { keyedInserts.key(ofInsert: $0, through: position) })
                     }
                 }
             }
@@ -168,25 +165,18 @@ final class PostgreSQLWriter: EngineWriter {
         }
     }
 
-    /// Writes each deferred link whose insert has its key by now, or whose keyed insert
-    /// `inserted` gives the key of (see ``KeyedInserts``); a row deleted since has nothing to
-    /// write.
-    private func writeLinks(_ deferred: inout [DeferredLink], keys: [UInt64: SQLValue], inserted: (UInt64) -> SQLValue?) throws {
-        var waiting: [DeferredLink] = []
-        for link in deferred {
-            let row: SQLValue? = switch link.row {
-            case .key(let key): key
-            case .insert(let request): keys[request]
+    /// Writes links that waited for their target's key (see ``WaitingLinks``); a row deleted
+    /// since has nothing to write. A refusal is the operation's that made the link.
+    private func writeLinks(_ ready: [WaitingLinks.Ready]) throws {
+        for link in ready {
+            let schema = tables[link.link.table]
+            let sql = "UPDATE \(quoteIdentifier(schema.name)) SET \(quoteIdentifier(schema.columns[link.link.column].name)) = $1 WHERE \(quoteIdentifier(schema.primaryKey.name)) = $2"
+            do {
+                _ = try session.rowsWaiting(sql, [link.key, link.row], reused: true, doing: "linking a row of \(schema.name) to a new row")
+            } catch let error as StoreError {
+                throw EngineFailure.operation(unit: link.unit, operation: link.operation, error)
             }
-            guard let row, let key = keys[link.request] ?? inserted(link.request) else {
-                waiting.append(link)
-                continue
-            }
-            let schema = tables[link.table]
-            let sql = "UPDATE \(quoteIdentifier(schema.name)) SET \(quoteIdentifier(schema.columns[link.column].name)) = $1 WHERE \(quoteIdentifier(schema.primaryKey.name)) = $2"
-            _ = try session.rowsWaiting(sql, [key, row], reused: true, doing: "linking a row of \(schema.name) to a new row")
         }
-        deferred = waiting
     }
 
     /// Commits; when the connection is lost on the way, asks new ones whether the transaction

@@ -59,7 +59,8 @@ enum SQLiteEngine {
                 reader: SQLiteReader(connection: reader, schemas: schemas),
                 writer: SQLiteWriter(
                     connection: writer, tables: schemas, changeLog: changeLog, walFile: walFile,
-                    actionTargets: ForeignKey.actionTargets(of: keys, schemas: schemas), logger: logger
+                    actionTargets: ForeignKey.actionTargets(of: keys, schemas: schemas),
+                    linkTargets: ForeignKey.linkTargets(of: keys, schemas: schemas), logger: logger
                 ),
                 deleteActions: ForeignKey.deleteActions(of: keys, schemas: schemas)
             )

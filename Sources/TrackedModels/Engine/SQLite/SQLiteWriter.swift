@@ -18,7 +18,7 @@ final class SQLiteWriter: EngineWriter {
     private let actionTargets: Set<Int>
     /// Each table's to-one columns, where placeholders of assigned keys may stand.
     private let linkColumns: [[Int]]
-    /// The table each to-one column points at (``KeyedInserts``).
+    /// The table each to-one column's declared foreign key points at (``KeyedInserts``).
     private let linkTargets: [[Int: Int]]
     /// The WAL file, whose writes mean another connection may have committed; nil for none.
     private let walFile: String?
@@ -32,13 +32,15 @@ final class SQLiteWriter: EngineWriter {
     ///   - walFile: The WAL file to watch for other connections' commits; `nil` for none.
     /// - Parameter actionTargets: The tables whose rows' deletion the database acts on (a
     ///   foreign key's `ON DELETE`): a commit that deletes one reads back what the database did.
-    init(connection: Connection, tables: [TableSchema], changeLog: ChangeLogReader?, walFile: String?, actionTargets: Set<Int>, logger: Logger) {
+    /// - Parameter linkTargets: The table each to-one column's declared foreign key points at,
+    ///   by table: a link written ahead of its target's insert waits for it (``KeyedInserts``).
+    init(connection: Connection, tables: [TableSchema], changeLog: ChangeLogReader?, walFile: String?, actionTargets: Set<Int>, linkTargets: [[Int: Int]], logger: Logger) {
         self.actionTargets = actionTargets
         self.logger = logger
         self.connection = connection
         self.tables = tables
         linkColumns = tables.map(\.relationshipColumns)
-        linkTargets = KeyedInserts.linkTargets(of: tables)
+        self.linkTargets = linkTargets
         self.changeLog = changeLog
         self.walFile = walFile
     }
@@ -58,14 +60,15 @@ final class SQLiteWriter: EngineWriter {
             } catch let error as SQLiteError {
                 throw EngineFailure.transaction(error.storeError)
             }
-            var deferred: [DeferredLink] = []
+            var waiting = WaitingLinks()
             let keyedInserts = KeyedInserts(units, targets: linkTargets)
             var position = -1
             for (unitIndex, unit) in units.enumerated() {
                 for (operationIndex, written) in unit.operations.enumerated() {
                     position += 1
-                    let (operation, waiting) = written.resolvingPlaceholders(linkColumns: linkColumns, later: keyedInserts, at: position) { commit.report.assignedKeys[$0] ?? earlierKeys[$0] }
-                    deferred += waiting
+                    let (operation, deferred) = written.resolvingPlaceholders(linkColumns: linkColumns, later: keyedInserts, at: position) { commit.report.assignedKeys[$0] ?? earlierKeys[$0] }
+                    waiting.drop(overwrittenBy: operation, keys: commit.report.assignedKeys)
+                    waiting.add(deferred, unit: unitIndex, operation: operationIndex)
                     do {
                         if let changeLog, let deleted = deletedActionTarget(operation) {
                             // What the database does to other rows on its own as this delete runs
@@ -78,11 +81,11 @@ final class SQLiteWriter: EngineWriter {
                         } else {
                             try apply(operation, on: connection, into: &commit.report)
                         }
-                        if !deferred.isEmpty {
-                            try writeLinks(&deferred, on: connection, into: &commit.report) { keyedInserts.key(ofInsert: $0, through: position) }
-                        }
                     } catch let error as SQLiteError {
                         throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error.storeError)
+                    }
+                    if !waiting.isEmpty {
+                        try writeLinks(waiting.takeReady(keys: commit.report.assignedKeys) { keyedInserts.key(ofInsert: $0, through: position) }, on: connection, into: &commit.report)
                     }
                 }
             }
@@ -112,26 +115,19 @@ final class SQLiteWriter: EngineWriter {
         }
     }
 
-    /// Writes each deferred link whose insert has its key by now (see ``DeferredLink``), or
-    /// whose keyed insert `inserted` gives the key of (see ``KeyedInserts``); a row deleted
-    /// since has nothing to write.
-    private func writeLinks(_ deferred: inout [DeferredLink], on connection: Connection, into report: inout CommitReport, inserted: (UInt64) -> SQLValue?) throws {
-        var waiting: [DeferredLink] = []
-        for link in deferred {
-            let row: SQLValue? = switch link.row {
-            case .key(let key): key
-            case .insert(let request): report.assignedKeys[request]
+    /// Writes links that waited for their target's key (see ``WaitingLinks``); a row deleted
+    /// since has nothing to write. A refusal is the operation's that made the link.
+    private func writeLinks(_ ready: [WaitingLinks.Ready], on connection: Connection, into report: inout CommitReport) throws {
+        for link in ready {
+            let schema = tables[link.link.table]
+            let sql = "UPDATE \(quoteIdentifier(schema.name)) SET \(quoteIdentifier(schema.columns[link.link.column].name)) = ? WHERE \(quoteIdentifier(schema.primaryKey.name)) = ?"
+            do {
+                try connection.cachedStatement(sql).run([link.key, link.row])
+            } catch let error as SQLiteError {
+                throw EngineFailure.operation(unit: link.unit, operation: link.operation, error.storeError)
             }
-            guard let row, let key = report.assignedKeys[link.request] ?? inserted(link.request) else {
-                waiting.append(link)
-                continue
-            }
-            let schema = tables[link.table]
-            let sql = "UPDATE \(quoteIdentifier(schema.name)) SET \(quoteIdentifier(schema.columns[link.column].name)) = ? WHERE \(quoteIdentifier(schema.primaryKey.name)) = ?"
-            try connection.cachedStatement(sql).run([key, row])
             report.statementCount += 1
         }
-        deferred = waiting
     }
 
     /// The row (or, for a delete of every row, the table) an operation deletes, when the
