@@ -1,41 +1,18 @@
-// `store.transaction { }` in the registrar: each level's undo log, and what ending it does (a
-// level that fails puts every object, link and key back, and nobody hears of it).
+// `store.transaction { }` in the registrar: what beginning and ending a level does (a level that
+// fails puts every object, link and key back, and nobody hears of it); the levels and their
+// steps are the undo log's (``UndoLog``).
 extension ModelRegistrar {
-    /// One open level of `store.transaction { }`.
-    struct TransactionLevel {
-        /// The transaction's unit as the level found it (`nil` for the outermost level).
-        var snapshot: PendingChanges.Unit?
-        /// Where the level's events start in the outbox's log.
-        var outboxMark: Int
-        /// Where the level's steps start in the undo log.
-        var undoStart: Int
-        /// The cells whose value before this level is already in the undo log: undoing needs
-        /// only the first, so a million increments in a transaction keep one step.
-        var cellsSaved: Set<SavedCell> = []
-        /// What reads made during the level (live results) do to show again what the store
-        /// shows once it ends: they took in part of its changes, which its events (the net
-        /// change of the whole transaction, or none if it fails) do not tell them from.
-        var whenEnded: [() -> Void] = []
-    }
-
     /// Runs `handler` when the innermost open transaction level fails (after its changes are
     /// undone), again if an enclosing level fails, and when the outermost ends (after its
     /// events are delivered); nothing when no transaction is open.
     func whenTransactionEnds(_ handler: @escaping () -> Void) {
-        guard !transactionLevels.isEmpty else { return }
-        transactionLevels[transactionLevels.count - 1].whenEnded.append(handler)
-    }
-
-    struct SavedCell: Hashable {
-        var object: ObjectIdentifier
-        var column: Int
+        guard undoLog.isOpen else { return }
+        undoLog.whenEnded(handler)
     }
 
     /// Remembers a cell's value before the innermost level first changed it.
     func recordUndo(_ object: any TrackedModel, column: Int, old: SQLValue) {
-        let cell = SavedCell(object: ObjectIdentifier(object), column: column)
-        guard transactionLevels[transactionLevels.count - 1].cellsSaved.insert(cell).inserted else { return }
-        undoLog.append(.assigned(object, column: column, old: old))
+        undoLog.recordFirst(.assigned(object, column: column, old: old), of: UndoLog.Cell(object: ObjectIdentifier(object), column: column))
     }
 
     /// The program is about to point a to-one relationship elsewhere: inside a transaction, the
@@ -43,61 +20,25 @@ extension ModelRegistrar {
     /// a transaction that throws puts both back.
     func willRelate(_ object: some TrackedModel, column: Int, from target: (any TrackedModel)?, key: SQLValue) {
         if let target { childrenChanged(of: target, childTable: object._$tracking.table, column: column) }
-        guard !transactionLevels.isEmpty else { return }
-        let cell = SavedCell(object: ObjectIdentifier(object), column: column)
-        guard transactionLevels[transactionLevels.count - 1].cellsSaved.insert(cell).inserted else { return }
-        undoLog.append(.related(object, column: column, target: target, key: key))
-    }
-
-    /// How to take back one change of a transaction that failed.
-    enum UndoStep {
-        case assigned(any TrackedModel, column: Int, old: SQLValue)
-        /// A to-one relationship pointed elsewhere: the object it held, and its key.
-        case related(any TrackedModel, column: Int, target: (any TrackedModel)?, key: SQLValue)
-        /// An object inserted, and whether the store had taken its pending children before.
-        case inserted(any TrackedModel, table: Int, handedOverChildren: Bool)
-        /// An object deleted, with its values then: undoing also takes back what was assigned
-        /// to it while it was detached.
-        case deleted(any TrackedModel, table: Int, key: SQLValue, values: [SQLValue], targets: [Int: any TrackedModel])
-        case deletedAll(
-            [(key: SQLValue, object: any TrackedModel, values: [SQLValue], targets: [Int: any TrackedModel])],
-            waiting: [(request: UInt64, entry: UnkeyedInsert, values: [SQLValue])],
-            table: Int
-        )
+        guard undoLog.isOpen else { return }
+        undoLog.recordFirst(.related(object, column: column, target: target, key: key), of: UndoLog.Cell(object: ObjectIdentifier(object), column: column))
     }
 
     /// The object of a row the open transaction deleted, still detached and showing that key:
     /// what a live list, which hears the transaction at its end, shows for the row meanwhile.
     /// (An object deleted and inserted again, under this key or another, is another row's.)
     func objectDeleted(inTransaction row: RowReference) -> (any TrackedModel)? {
-        if deletedInTransaction == nil {
-            var deleted: [RowReference: any TrackedModel] = [:]
-            for step in undoLog {
-                switch step {
-                case .deleted(let object, let table, let key, _, _):
-                    deleted[RowReference(table: table, key: key)] = object
-                case .deletedAll(let objects, _, let table):
-                    for entry in objects { deleted[RowReference(table: table, key: entry.key)] = entry.object }
-                default:
-                    continue
-                }
-            }
-            deletedInTransaction = deleted
-        }
-        guard let object = deletedInTransaction?[row], !object._$tracking.isAttached, object._$primaryKey == row.key else { return nil }
+        guard let object = undoLog.objectDeleted(in: row), !object._$tracking.isAttached, object._$primaryKey == row.key else { return nil }
         return object
     }
 
     func beginTransaction() {
-        if transactionLevels.isEmpty {
+        let isOutermost = !undoLog.isOpen
+        if isOutermost {
             writeBehind.beginTransaction()
             memberships?.startTracking()
         }
-        transactionLevels.append(TransactionLevel(
-            snapshot: transactionLevels.isEmpty ? nil : writeBehind.transactionSnapshot(),
-            outboxMark: outbox.beginGroup(),
-            undoStart: undoLog.count
-        ))
+        undoLog.open(snapshot: isOutermost ? nil : writeBehind.transactionSnapshot(), outboxMark: outbox.beginGroup())
     }
 
     /// Ends the innermost level. On success an inner level merges into its parent, and the
@@ -105,20 +46,10 @@ extension ModelRegistrar {
     /// level's changes are undone: values restored, inserts forgotten, deleted objects attached
     /// again, nothing recorded or delivered.
     func endTransaction(succeeded: Bool) {
-        let level = transactionLevels.removeLast()
-        if !succeeded {
-            for step in undoLog[level.undoStart...].reversed() { undo(step) }
-            undoLog.removeSubrange(level.undoStart...)
-            if let snapshot = level.snapshot { writeBehind.restoreTransaction(to: snapshot) }
-        } else if !transactionLevels.isEmpty {
-            // The inner level's first values are the outer level's too, where it had none.
-            transactionLevels[transactionLevels.count - 1].cellsSaved.formUnion(level.cellsSaved)
-            transactionLevels[transactionLevels.count - 1].whenEnded += level.whenEnded
-        }
-        if transactionLevels.isEmpty {
-            undoLog.removeAll()
-            writeBehind.endTransaction(keeping: succeeded)
-        }
+        let (level, steps) = undoLog.close(succeeded: succeeded)
+        for step in steps { undo(step) }
+        if !succeeded, let snapshot = level.snapshot { writeBehind.restoreTransaction(to: snapshot) }
+        if !undoLog.isOpen { writeBehind.endTransaction(keeping: succeeded) }
         outbox.endGroup(from: level.outboxMark, keeping: succeeded)
         // Observation heard the children's changes as they were made: the parents told then
         // have their objects' observers told that they are taken back (feeds heard nothing of
@@ -127,12 +58,14 @@ extension ModelRegistrar {
             memberships.transactionFailed()
             for table in memberships.touchedTables.sorted() { tellWaitingParents(ofChildTable: table) }
         }
-        if !succeeded || transactionLevels.isEmpty {
+        if !succeeded || !undoLog.isOpen {
             for handler in level.whenEnded { handler() }
             // What they read now includes the enclosing level's changes, undone if it fails.
-            if !succeeded, !transactionLevels.isEmpty { transactionLevels[transactionLevels.count - 1].whenEnded += level.whenEnded }
+            if !succeeded, undoLog.isOpen {
+                for handler in level.whenEnded { undoLog.whenEnded(handler) }
+            }
         }
-        if transactionLevels.isEmpty { memberships?.stopTracking() }
+        if !undoLog.isOpen { memberships?.stopTracking() }
     }
 
     /// Gives a re-attached object back the values it had when it was detached, and the objects
@@ -154,7 +87,7 @@ extension ModelRegistrar {
         return targets
     }
 
-    private func undo(_ step: UndoStep) {
+    private func undo(_ step: UndoLog.Step) {
         switch step {
         case .assigned(let object, let column, let old):
             try? object._$assign(old, toColumn: column)

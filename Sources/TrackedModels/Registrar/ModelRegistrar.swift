@@ -26,13 +26,9 @@ final class ModelRegistrar {
     /// The cells read by each active dependency capture, innermost last.
     private var captures: [Set<FeedIndex.Key>] = []
     /// Open transaction levels, outermost first, and how to undo them.
-    // Unchecked exclusivity: read on every write; only begin/endTransaction mutate it, and
-    // neither calls out while mutating it.
-    @exclusivity(unchecked) var transactionLevels: [TransactionLevel] = []
-    var undoLog: [UndoStep] = [] { didSet { deletedInTransaction = nil } }
-    /// The objects of rows the open transaction deleted, by row, built from the undo log when
-    /// first asked (see ``objectDeleted(inTransaction:)``), dropped when the log changes.
-    var deletedInTransaction: [RowReference: any TrackedModel]?
+    // Unchecked exclusivity: read on every write; it is mutated only through its own methods,
+    // which call out to nothing while they run.
+    @exclusivity(unchecked) var undoLog = UndoLog()
     /// Loads a row's object through the store, for a to-one relationship read; set by the store.
     var loadObject: ((_ table: Int, _ key: SQLValue) -> (any TrackedModel)?)?
     /// Loads the objects of the rows of a table whose column holds a key, in key order, for a
@@ -234,7 +230,7 @@ final class ModelRegistrar {
             "the primary key of a stored \(types[table]) cannot change; delete the object and insert a new one"
         )
         let isKeyed = record(.set(stored ?? new), column: column, of: object, tracking: tracking)
-        if !transactionLevels.isEmpty { recordUndo(object, column: column, old: old) }
+        if undoLog.isOpen { recordUndo(object, column: column, old: old) }
         guard old != new else {
             // A to-one pointed from nothing at a new object, or from one to another: the row
             // shows NULL still, but what it reaches changed.
@@ -267,7 +263,7 @@ final class ModelRegistrar {
         let tracking = object._$tracking
         try object._$assign(new, toColumn: column)
         let isKeyed = record(.add(delta), column: column, of: object, tracking: tracking)
-        if !transactionLevels.isEmpty { recordUndo(object, column: column, old: old) }
+        if undoLog.isOpen { recordUndo(object, column: column, old: old) }
         if isKeyed {
             outbox.postUpdate(table: tracking.table, key: tracking.key, column: column, old: old, new: new, origin: .local)
         } else {
@@ -350,7 +346,7 @@ final class ModelRegistrar {
             _ = writeBehind.recordInsert(table: table, values: stored, key: suppliedKey, of: object)
             outbox.postInsert(table: table, key: suppliedKey, values: values, origin: .local)
         }
-        if !transactionLevels.isEmpty { undoLog.append(.inserted(object, table: table, handedOverChildren: object._$tracking.handedOverChildren)) }
+        if undoLog.isOpen { undoLog.record(.inserted(object, table: table, handedOverChildren: object._$tracking.handedOverChildren)) }
         if !schemas[table].relationships.isEmpty {
             try insertPendingChildren(of: object, table: table)
             object._$tracking.handedOverChildren = true
@@ -363,8 +359,8 @@ final class ModelRegistrar {
         tellWaitingParents(of: object)
         detach(object, table: table)
         writeBehind.recordDelete(RowReference(table: table, key: key), of: object)
-        if !transactionLevels.isEmpty {
-            undoLog.append(.deleted(object, table: table, key: key, values: values, targets: relatedTargets(of: object, table: table)))
+        if undoLog.isOpen {
+            undoLog.record(.deleted(object, table: table, key: key, values: values, targets: relatedTargets(of: object, table: table)))
         }
         outbox.postDelete(table: table, key: key, values: values, origin: .local)
     }
@@ -382,8 +378,8 @@ final class ModelRegistrar {
             entry.object._$tracking.detach()
         }
         writeBehind.recordDeleteAll(table: table)
-        if !transactionLevels.isEmpty {
-            undoLog.append(.deletedAll(
+        if undoLog.isOpen {
+            undoLog.record(.deletedAll(
                 objects.map { ($0.key, $0.object, $0.object._$values(), relatedTargets(of: $0.object, table: table)) },
                 waiting: waiting.map { ($0.key, $0.value, $0.value.object._$values()) },
                 table: table
