@@ -239,6 +239,13 @@ final class ShelvesHarness {
         try opened.insert(shelf)
         shelves[ref] = shelf
         reference.shelves[ref] = ShelfRow(name: shelf.name, parent: parent?.0)
+        // Now and then a book made before it (pending, often) is kept by it at once: the link
+        // merges into the book's earlier write, ahead of this shelf's insert.
+        if a / 8 % 3 == 0, let (book, object) = pick(books, b / 3) {
+            note("book \(book).keeper = shelf \(ref)")
+            object.keeper = shelf
+            reference.books[book]!.keeper = ref
+        }
     }
 
     private func insertBook(_ a: UInt64, _ b: UInt64) throws {
