@@ -37,7 +37,7 @@ struct ForeignKey {
 
     /// The table each to-one column's declared foreign key points at, by table: a link the
     /// commit would write ahead of its target's insert waits for it (``KeyedInserts``).
-    static func linkTargets(of keys: [ForeignKey], schemas: [TableSchema]) -> [[Int: Int]] {
+    static func linkTargets(of keys: [ForeignKey], schemas: [TableSchema]) -> LinkTargets {
         var targets = schemas.map { _ in [Int: Int]() }
         for key in keys {
             let schema = schemas[key.childTable]
@@ -47,7 +47,7 @@ struct ForeignKey {
                 targets[key.childTable][column] = schemas.firstIndex { $0.name == targetName }
             }
         }
-        return targets
+        return LinkTargets(byColumn: targets)
     }
 
     /// The tables whose rows' deletion makes the database change rows of the models' tables on

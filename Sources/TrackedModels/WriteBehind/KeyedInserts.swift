@@ -21,22 +21,18 @@ struct KeyedInserts {
     private var clears: [Int: [Int]] = [:]
     /// The key each of those inserts writes and its position, by request.
     private var keys: [UInt64: (position: Int, key: SQLValue)] = [:]
-    /// The table each to-one column's declared foreign key points at, by table.
-    private let targets: [[Int: Int]]
+    /// Where declared foreign keys point.
+    private let targets: LinkTargets
 
     /// The keyed inserts and deletes of `units` in the tables `targets` names.
-    ///
-    /// - Parameter targets: The table each to-one column's declared foreign key points at, by
-    ///   table (``ForeignKey/linkTargets(of:schemas:)``).
-    init(_ units: [WriteUnit], targets: [[Int: Int]]) {
+    init(_ units: [WriteUnit], targets: LinkTargets) {
         self.targets = targets
-        let targetTables = Set(targets.flatMap(\.values))
-        guard !targetTables.isEmpty else { return }
+        guard !targets.tables.isEmpty else { return }
         var position = 0
         for unit in units {
             for operation in unit.operations {
                 defer { position += 1 }
-                guard targetTables.contains(operation.table) else { continue }
+                guard targets.tables.contains(operation.table) else { continue }
                 switch operation {
                 case .insert(let request):
                     guard let row = request.row else { continue }
@@ -59,7 +55,7 @@ struct KeyedInserts {
     /// is not there at `position` and the commit inserts it next: what the commit does to that
     /// row after `position` first is that insert (not a delete of a row that was there).
     func insert(table: Int, column: Int, key: SQLValue, after position: Int) -> UInt64? {
-        guard let target = targets[table][column], let events = rows[RowReference(table: target, key: key)],
+        guard let target = targets.byColumn[table][column], let events = rows[RowReference(table: target, key: key)],
               let next = events.first(where: { $0.position > position }), let request = next.insert else { return nil }
         if let clear = clears[target]?.first(where: { $0 > position }), clear < next.position { return nil }
         return request
@@ -69,5 +65,18 @@ struct KeyedInserts {
     func key(ofInsert request: UInt64, through position: Int) -> SQLValue? {
         guard let insert = keys[request], insert.position <= position else { return nil }
         return insert.key
+    }
+}
+
+/// The table each to-one column's declared foreign key points at, by table, and the set of
+/// those tables: read once at open (``ForeignKey/linkTargets(of:schemas:)``), asked at every
+/// commit.
+struct LinkTargets {
+    let byColumn: [[Int: Int]]
+    let tables: Set<Int>
+
+    init(byColumn: [[Int: Int]]) {
+        self.byColumn = byColumn
+        tables = Set(byColumn.flatMap(\.values))
     }
 }

@@ -22,7 +22,7 @@ final class PostgreSQLWriter: EngineWriter {
     /// Each table's to-one columns, where placeholders of assigned keys may stand.
     private let linkColumns: [[Int]]
     /// The table each to-one column's declared foreign key points at (``KeyedInserts``).
-    private let linkTargets: [[Int: Int]]
+    private let linkTargets: LinkTargets
     private let logger: Logger
     /// Whether a doorbell listens for other connections' commits (else the poll alone finds them).
     private let listensForCommits: Bool
@@ -31,7 +31,7 @@ final class PostgreSQLWriter: EngineWriter {
 
     init(
         session: PostgresSession, tables: [TableSchema], characterLimits: [[Int: Int]], changeLog: PostgreSQLChangeLogReader?, actionTargets: Set<Int>,
-        linkTargets: [[Int: Int]], listensForCommits: Bool, logger: Logger
+        linkTargets: LinkTargets, listensForCommits: Bool, logger: Logger
     ) {
         self.session = session
         self.characterLimits = characterLimits

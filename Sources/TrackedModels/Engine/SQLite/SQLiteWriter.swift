@@ -19,7 +19,7 @@ final class SQLiteWriter: EngineWriter {
     /// Each table's to-one columns, where placeholders of assigned keys may stand.
     private let linkColumns: [[Int]]
     /// The table each to-one column's declared foreign key points at (``KeyedInserts``).
-    private let linkTargets: [[Int: Int]]
+    private let linkTargets: LinkTargets
     /// The WAL file, whose writes mean another connection may have committed; nil for none.
     private let walFile: String?
     private var walSignal: FileChangeSignal?
@@ -34,7 +34,7 @@ final class SQLiteWriter: EngineWriter {
     ///   foreign key's `ON DELETE`): a commit that deletes one reads back what the database did.
     /// - Parameter linkTargets: The table each to-one column's declared foreign key points at,
     ///   by table: a link written ahead of its target's insert waits for it (``KeyedInserts``).
-    init(connection: Connection, tables: [TableSchema], changeLog: ChangeLogReader?, walFile: String?, actionTargets: Set<Int>, linkTargets: [[Int: Int]], logger: Logger) {
+    init(connection: Connection, tables: [TableSchema], changeLog: ChangeLogReader?, walFile: String?, actionTargets: Set<Int>, linkTargets: LinkTargets, logger: Logger) {
         self.actionTargets = actionTargets
         self.logger = logger
         self.connection = connection
