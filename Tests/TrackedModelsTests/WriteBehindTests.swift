@@ -221,24 +221,35 @@ import Testing
         configuration.busyTimeout = .milliseconds(20)
         configuration.maxBusyRetries = 8
         let store = try await Stores.rows(1, at: .file(path), configuration: configuration)
-        // Another connection holds the write lock until the writer has retried once; it runs
-        // off the main actor, so that tests busy there cannot delay the release.
+        // Another connection holds the write lock until the writer has retried once. It runs
+        // on a thread of its own: tasks of other tests that block the cooperative threads
+        // cannot delay the release past the writer's last retry.
         let (acquired, signal) = AsyncStream<Void>.makeStream()
+        let (released, release) = AsyncStream<(any Error)?>.makeStream()
         let worker = store.worker
-        let release = Task.detached {
-            let locker = try Peek(path)
-            try locker.execute("BEGIN IMMEDIATE")
-            signal.finish()
-            let deadline = ContinuousClock.now + .seconds(20)
-            while worker.statistics.withLock({ $0.busyRetries }) == 0, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(5))
+        Thread {
+            do {
+                let locker = try Peek(path)
+                try locker.execute("BEGIN IMMEDIATE")
+                signal.finish()
+                let deadline = ContinuousClock.now + .seconds(20)
+                while worker.statistics.withLock({ $0.busyRetries }) == 0, ContinuousClock.now < deadline {
+                    Thread.sleep(forTimeInterval: 0.005)
+                }
+                try locker.execute("COMMIT")
+                release.yield(nil)
+            } catch {
+                signal.finish()
+                release.yield(error)
             }
-            try locker.execute("COMMIT")
-        }
+            release.finish()
+        }.start()
         for await _ in acquired {}
         try #require(try store.find(Row.self, key: Int64(0))).count = 3
         try await store.flush()
-        try await release.value
+        for await failure in released {
+            if let failure { throw failure }
+        }
         #expect(store.writerStatistics.busyRetries > 0)
         #expect(try Peek(path).value("SELECT count FROM rows") == 3)
     }

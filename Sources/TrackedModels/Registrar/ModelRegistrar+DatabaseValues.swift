@@ -41,11 +41,12 @@ extension ModelRegistrar {
         }
         try? object._$assign(key, toColumn: primaryKeyColumns[table])
         let row = RowReference(table: table, key: key)
-        guard identityMap.object(table: table, key: key) == nil, !writeBehind.deletes(row, afterInsert: request) else {
+        guard identityMap.object(table: table, key: key) == nil, !writeBehind.decidesRow(row, afterInsert: request) else {
             // The program wrote that key itself: another object has it (an insert of that key,
-            // which the database refuses now that the row exists), or a delete made after this
-            // insert waits to commit. That object or that delete keeps the row; this object only
-            // learns its key.
+            // which the database refuses now that the row exists), or a delete or an insert of
+            // it made after this insert waits to commit (an insert whose object was deleted,
+            // and the delete discarded, shows the row without an object). That change keeps
+            // the row; this object only learns its key.
             if let memberships, memberships.hasParents(table: table) {
                 let values = object._$values()
                 memberships.childChanged(table: table, key: .null, old: { values[$0] }, new: { _ in .null })

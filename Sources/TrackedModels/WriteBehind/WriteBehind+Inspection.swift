@@ -6,16 +6,26 @@ extension WriteBehind {
         inFlight.flatMap(\.units).map { change($0, isInFlight: true) } + pending.all.map { change($0, isInFlight: false) }
     }
 
-    /// Whether a pending unit inserts this object (as the row it is attached to now).
+    /// Whether a pending unit inserts this object (as the row it is attached to now) and no
+    /// later one deletes that row again.
     func isInsertPending(_ object: any TrackedModel) -> Bool {
         let tracking = object._$tracking
         let row = RowReference(table: tracking.table, key: tracking.key)
-        return pending.all.contains { unit in
-            unit.objects.contains { $0 === object } && unit.unit.operations.contains { operation in
-                guard case .insert(let request) = operation else { return false }
-                return tracking.insertRequest.map { $0 == request.id } ?? (request.row == row)
+        var inserted = false
+        for unit in pending.all {
+            let holdsObject = unit.objects.contains { $0 === object }
+            for operation in unit.unit.operations {
+                switch operation {
+                case .insert(let request):
+                    if holdsObject, tracking.insertRequest.map({ $0 == request.id }) ?? (request.row == row) { inserted = true }
+                case .delete, .deleteAll:
+                    if operation.touches(row) { inserted = false }
+                case .update:
+                    break
+                }
             }
         }
+        return inserted
     }
 
     private func change(_ unit: PendingChanges.Unit, isInFlight: Bool) -> PendingChange {

@@ -178,27 +178,25 @@ extension WriteBehind {
         return values
     }
 
-    /// Whether a change that follows the insert with this request id, in program order,
-    /// deletes the row the database gave that insert (every change still queued follows it once
-    /// it committed).
-    func deletes(_ row: RowReference, afterInsert request: UInt64) -> Bool {
+    /// Whether a change still queued decides the row the database gave the insert with this
+    /// request id: an insert of that key (one the database refused shows the row, whatever
+    /// its place), or a delete that follows the insert in program order (every change still
+    /// queued follows it once it committed). That change, not the insert's object, keeps the
+    /// row.
+    func decidesRow(_ row: RowReference, afterInsert request: UInt64) -> Bool {
         let units = queuedUnits
         var isAfterInsert = !units.contains { $0.operations.contains { if case .insert(let insert) = $0 { insert.id == request } else { false } } }
-        var deleted = false
         for unit in units {
             for operation in unit.operations {
-                if case .insert(let insert) = operation, insert.id == request {
-                    isAfterInsert = true
-                } else if isAfterInsert, operation.touches(row) {
-                    switch operation {
-                    case .insert: deleted = false
-                    case .delete, .deleteAll: deleted = true
-                    case .update: break
-                    }
+                switch operation {
+                case .insert(let insert) where insert.id == request: isAfterInsert = true
+                case .insert where operation.touches(row): return true
+                case .delete, .deleteAll: if isAfterInsert, operation.touches(row) { return true }
+                case .insert, .update: break
                 }
             }
         }
-        return deleted
+        return false
     }
 
     /// Whether this store's changes not yet committed (pending or in flight) decide that a row

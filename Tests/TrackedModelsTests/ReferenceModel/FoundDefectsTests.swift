@@ -268,6 +268,27 @@ import Testing
         try await replay(on: .postgres, [(38, 0, 0), (33, 0, 0), (49, 171_620_423_058, 879_440_510_251)])
     }
 
+    /// Found by the 10x soak: an object whose insert the database refused, then deleted, then
+    /// inserted again by relating an item to it: discarding that last insert left it attached
+    /// (its refused first insert still pending counted as inserting it, though the delete
+    /// after it had undone it).
+    @Test func anObjectDeletedAfterARefusedInsertIsLetGoWhenItsInsertAgainIsDiscarded() async throws {
+        try await replay(table: 1_712_795_059, [
+            (41, 173_775_240_590, 843_321_730_621), (35, 394_455_771_121, 133_542_219_494), (62, 478_088_753_167, 635_465_661_906),
+            (45, 431_558_911_492, 717_883_792_381), (110, 592_249_840_634, 763_231_845_754), (118, 110_305_933_273, 838_275_587_734),
+            (15, 148_427_091_045, 88_946_635_406), (106, 494_534_006_102, 837_794_377_641), (14, 400_806_104_236, 734_212_919_628),
+            (15, 688_839_625_662, 31_522_202_207), (89, 1_086_933_522_007, 754_308_886_338), (114, 87_020_962_035, 490_686_704_144),
+        ])
+    }
+
+    /// Found by the 10x soak: a row inserted with a key, deleted, and the delete discarded,
+    /// shows again without an object; when a row inserted without a key got that key from
+    /// SQLite at the next commit, its object took the row and subscribers heard it inserted
+    /// again, though the pending insert (which the database now refuses) still shows it.
+    @Test func aRowShownByAPendingInsertWithoutAnObjectIsNotTakenByAnInsertGivenItsKey() async throws {
+        try await replay([(38, 0, 0), (33, 197_227_885_561, 0), (42, 0, 0), (114, 0, 0)])
+    }
+
     // MARK: - The examples
 
     @Test func aRefusedChangeFixedBetweenOtherWritesStoresTheLastOfThem() async throws {

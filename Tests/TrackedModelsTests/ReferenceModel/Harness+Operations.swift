@@ -800,9 +800,11 @@ extension Harness {
             reference.name(number, key: key)
             newObjects[number] = nil
             // Another object of this key (an insert the database now refuses) keeps the row,
-            // also one the program let go of that its pending insert keeps alive.
+            // also one the program let go of that its pending insert keeps alive, and so does
+            // a pending insert of the key whose object the program deleted (and the delete
+            // discarded): it shows the row without an object.
             let releasedButAlive = released.contains(key) && store?.registrar.object(table: 0, key: .integer(key)).map { $0 !== object } == true
-            if objects[key] == nil, !releasedButAlive { objects[key] = object } else { detached.append(object) }
+            if objects[key] == nil, !releasedButAlive, !reference.inserts(.key(key)) { objects[key] = object } else { detached.append(object) }
         }
         syncAttachment()
     }
