@@ -91,14 +91,7 @@ extension CompiledQuery {
             }
             var term = SortTerm(column: column, ascending: descriptor.order == .forward)
             if let comparator = descriptor.stringComparator {
-                guard let order = TextOrder(comparator) else {
-                    let property = columns.propertyPath(at: column)
-                    throw StoreError(
-                        code: .unsupportedPredicate,
-                        message: "sorting by \(property) with the string comparator \(comparator) has no translation; use SortDescriptor(\\.\(property), comparator: .lexical) (by Unicode scalars), or, on Apple platforms, .localizedStandard (as the Finder sorts)"
-                    )
-                }
-                term.textOrder = order
+                term.textOrder = try TextOrder(comparator, sorting: columns.propertyPath(at: column))
             }
             sort.append(term)
         }
@@ -185,40 +178,50 @@ extension CompiledQuery {
 }
 
 /// How a sort compares text: by Unicode scalar values (SQLite's `BINARY`, PostgreSQL's
-/// `COLLATE "C"`), or as Foundation's `localizedStandard` comparator does, the default of
-/// `SortDescriptor` for strings on Apple platforms. An engine sorts by the very same
-/// comparison (SQLite through a collation it registers), or refuses the order.
+/// `COLLATE "C"`), or, on Apple platforms, as Foundation's `localizedStandard` comparator does
+/// (the default of `SortDescriptor` for strings there). An engine sorts by the very same
+/// comparison (SQLite through a collation it registers), or refuses the order. Elsewhere
+/// Foundation has `.lexical` alone, so text sorts one way.
 enum TextOrder: Hashable, Sendable {
     case binary
+    #if canImport(Darwin)
     case localizedStandard
+    #endif
 
-    /// The order of a sort descriptor's string comparator, whichever its direction; nil for
-    /// any other comparator. (Only Apple platforms' Foundation has `.localizedStandard`, the
-    /// default there; elsewhere every comparator is `.lexical`.)
-    init?(_ comparator: String.StandardComparator) {
+    /// The order of a sort descriptor's string comparator, whichever its direction.
+    ///
+    /// - Throws: ``StoreError/Code/unsupportedPredicate`` for a comparator with no
+    ///   translation (`.localized`), naming `property`.
+    init(_ comparator: String.StandardComparator, sorting property: String) throws {
+        #if canImport(Darwin)
         var forward = comparator
         forward.order = .forward
-        if forward == .lexical {
-            self = .binary
-            return
-        }
-        #if canImport(Darwin)
         if forward == .localizedStandard {
             self = .localizedStandard
             return
         }
+        guard forward == .lexical else {
+            throw StoreError(
+                code: .unsupportedPredicate,
+                message: "sorting by \(property) with the string comparator \(comparator) has no translation; use SortDescriptor(\\.\(property), comparator: .lexical) (by Unicode scalars), or .localizedStandard (as the Finder sorts)"
+            )
+        }
         #endif
-        return nil
+        self = .binary
     }
 
     /// Compares two values; only text compares differently from ``SQLValue/compare(_:_:)``.
     func compare(_ a: SQLValue, _ b: SQLValue) -> ComparisonResult {
-        guard self == .localizedStandard, case .text(let x) = a, case .text(let y) = b else { return SQLValue.compare(a, b) }
-        return Self.compareLocalizedStandard(x, y)
+        #if canImport(Darwin)
+        if self == .localizedStandard, case .text(let x) = a, case .text(let y) = b { return Self.compareLocalizedStandard(x, y) }
+        #endif
+        return SQLValue.compare(a, b)
     }
 
+    #if canImport(Darwin)
     /// The comparison behind ``localizedStandard``, shared by the evaluator and the engines.
     static func compareLocalizedStandard(_ a: String, _ b: String) -> ComparisonResult {
         a.localizedStandardCompare(b)
     }
+    #endif
 }

@@ -158,10 +158,17 @@ extension ModelRegistrar {
     private func rowWentAway(_ object: any TrackedModel, table: Int, origin: ChangeOrigin) {
         let key = object._$tracking.key
         let old = object._$values()
+        // A to-one pointed at a new object shows NULL, as it does in a row of this key inserted
+        // again in the same delivery (heard as an update of the cells that differ): live
+        // results judge the row again, since their join reached that object.
+        let pointedAtANewObject = schemas[table].relationshipColumns.contains { column in
+            object._$relatedObject(column: column).flatMap(insertRequest(of:)) != nil
+        }
         tellWaitingParents(of: object)
         detach(object, table: table)
         writeBehind.dropChanges(of: RowReference(table: table, key: key))
         outbox.postDelete(table: table, key: key, values: old, origin: origin)
+        if pointedAtANewObject { outbox.postReevaluation(table: table, key: key, origin: origin) }
     }
 
     /// Puts an object back as it was before a discarded insert: detached, and gone for its

@@ -289,6 +289,17 @@ import Testing
         try await replay([(38, 0, 0), (33, 197_227_885_561, 0), (42, 0, 0), (114, 0, 0)])
     }
 
+    /// Found by the generator: a row pointed at a new object (its to-one shows NULL until the
+    /// object has its key), deleted and inserted again by another connection, which drops the
+    /// link: heard as an update of the cells that differ, the link's not among them, a live list
+    /// whose join had reached the new object kept the row.
+    @Test func aLiveListDropsARowWhoseLinkToANewObjectAnotherConnectionsReplaceTookAway() async throws {
+        try await replay(table: 389_806_029, [
+            (33, 0, 0), (56, 0, 0), (38, 150_491_226_659, 155_243_244_513), (85, 1_019_126_233_145, 556_185_466_041),
+            (10, 445_623_481_730, 922_524_930_998), (90, 576_351_094_789, 978_789_920_754),
+        ])
+    }
+
     // MARK: - The examples
 
     @Test func aRefusedChangeFixedBetweenOtherWritesStoresTheLastOfThem() async throws {

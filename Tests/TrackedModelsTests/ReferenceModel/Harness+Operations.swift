@@ -62,6 +62,7 @@ extension Harness {
         case 114..<117: try discardLast()
         case 117: try await fetchWithUntranslatableDescriptor(step.a)
         case 118: try await externalReset(step.a, step.b)
+        case 120: try discardAny(step.a)
         default: try insertManyKeyed(step.a, step.b)
         }
         syncAttachment()
@@ -899,15 +900,28 @@ extension Harness {
         mayReset = true
     }
 
-    /// Gives up on the last pending change, where the reference's units are the store's (one
-    /// for one): its rows show what was there before it.
+    /// Gives up on the last pending change (see ``discard(choosing:)``).
     func discardLast() throws {
+        try discard { $0.last }
+    }
+
+    /// Gives up on any pending change not in flight (see ``discard(choosing:)``): later
+    /// changes of the rows it inserted go with it.
+    func discardAny(_ a: UInt64) throws {
+        try discard { $0[Int(a % UInt64($0.count))] }
+    }
+
+    /// Gives up on the pending change `choose` picks among the positions of those not in
+    /// flight, where the reference's units are the store's (one for one): its rows show what
+    /// was there before it.
+    private func discard(choosing choose: ([Int]) -> Int?) throws {
         let store = try live
         let pending = store.pendingChanges
-        guard let last = pending.last, !last.isInFlight, pending.count == reference.units.count else { return }
-        note("discard the last pending change: \(last)")
-        try store.discard(last)
-        detachObjects(ofDiscarded: reference.discardLast())
+        let waiting = pending.indices.filter { !pending[$0].isInFlight }
+        guard !waiting.isEmpty, pending.count == reference.units.count, let index = choose(waiting) else { return }
+        note("discard \(index == pending.count - 1 ? "the last" : "the \(index + 1). of \(pending.count)") pending change: \(pending[index])")
+        try store.discard(pending[index])
+        detachObjects(ofDiscarded: reference.discard(at: index))
         mayReset = true
     }
 

@@ -639,13 +639,6 @@ struct Reference {
         for index in units.indices { units[index].operations = units[index].operations.map(rename) }
     }
 
-    /// Gives up on the last unit (`discard(_:)` of the last pending change), if it is not in
-    /// flight; returns the rows it inserted.
-    mutating func discardLast() -> [RowID] {
-        guard units.count > unitsInFlight, let last = units.popLast() else { return [] }
-        return last.operations.compactMap { if case .insert(let row, _) = $0 { row } else { nil } }
-    }
-
     /// Gives up on every unit not in flight (`discardPendingChanges()`); returns the rows they
     /// inserted.
     mutating func discardPending() -> [RowID] {
@@ -655,11 +648,17 @@ struct Reference {
         return inserted
     }
 
-    /// Gives up on the first refused unit, and on the updates and deletes of the rows it
-    /// inserted with a key that later units hold (they were made to the objects it inserted),
-    /// except in refused units; returns the rows it inserted.
+    /// Gives up on the first refused unit (see ``discard(at:)``).
     mutating func discardFirstRefused() -> [RowID] {
         guard let index = units.firstIndex(where: \.isRefused) else { return [] }
+        return discard(at: index)
+    }
+
+    /// Gives up on a unit not in flight (`discard(_:)` of its pending change), and on the
+    /// updates and deletes of the rows it inserted with a key that later units hold (they were
+    /// made to the objects it inserted), except in refused units; returns the rows it inserted.
+    mutating func discard(at index: Int) -> [RowID] {
+        precondition(index >= unitsInFlight, "unit \(index) is in flight")
         let inserted = units.remove(at: index).operations.compactMap { if case .insert(let row, _) = $0 { row } else { nil } }
         dropChanges(of: Set(inserted.compactMap { if case .key(let key) = $0 { key } else { nil } }), from: index)
         // Changes made to a new row while its insert was in flight go with it (they have no row).

@@ -62,12 +62,14 @@ struct PostgreSQLDialect {
     }
 
     private func write(_ term: CompiledQuery.SortTerm) throws -> String {
+        #if canImport(Darwin)
         guard term.textOrder == .binary else {
             throw StoreError(
                 code: .unsupportedPredicate,
                 message: "the localizedStandard order of \(query.column(at: term.column).property) has no PostgreSQL translation; sort with the default (binary) text order"
             )
         }
+        #endif
         return "\(column(term.column)) \(term.ascending ? "ASC NULLS FIRST" : "DESC NULLS LAST")"
     }
 

@@ -92,7 +92,9 @@ package final class Connection {
         self.filename = filename
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, Int32(clamping: busyTimeout.wholeMilliseconds))
+        #if canImport(Darwin)
         sqlite3_create_collation_v2(handle, SQLiteDialect.localizedStandardCollation, SQLITE_UTF8, nil, compareLocalizedStandard, nil)
+        #endif
     }
 
     deinit {
@@ -249,6 +251,7 @@ package final class Connection {
     }
 }
 
+#if canImport(Darwin)
 /// The collation behind ``TextOrder/localizedStandard``: the evaluator's very comparison.
 private func compareLocalizedStandard(_: UnsafeMutableRawPointer?, _ lengthA: Int32, _ a: UnsafeRawPointer?, _ lengthB: Int32, _ b: UnsafeRawPointer?) -> Int32 {
     let x = String(decoding: UnsafeRawBufferPointer(start: a, count: Int(lengthA)), as: UTF8.self)
@@ -259,6 +262,7 @@ private func compareLocalizedStandard(_: UnsafeMutableRawPointer?, _ lengthA: In
     case .orderedSame: return 0
     }
 }
+#endif
 
 extension Character {
     fileprivate var isWhitespaceOrSemicolon: Bool { isWhitespace || self == ";" }

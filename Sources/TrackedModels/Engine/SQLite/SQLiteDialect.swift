@@ -6,8 +6,10 @@
 /// Related SQLite documentation: <https://www.sqlite.org/lang_expr.html>,
 /// <https://www.sqlite.org/datatype3.html#collation>
 struct SQLiteDialect {
+    #if canImport(Darwin)
     /// The collation behind ``TextOrder/localizedStandard``.
     static let localizedStandardCollation = "tracked_localized_standard"
+    #endif
 
     /// The select of a query's matching rows in order, at most `limit` of them (no offset).
     static func select(_ query: CompiledQuery, limit: Int?) -> (sql: String, arguments: [SQLValue]) {
@@ -57,10 +59,14 @@ struct SQLiteDialect {
     }
 
     private func write(_ term: CompiledQuery.SortTerm) -> String {
+        #if canImport(Darwin)
         let expression = switch term.textOrder {
         case .binary: column(term.column)
         case .localizedStandard: "\(name(term.column)) COLLATE \(Self.localizedStandardCollation)"
         }
+        #else
+        let expression = column(term.column)
+        #endif
         return "\(expression) \(term.ascending ? "ASC" : "DESC")"
     }
 
