@@ -148,10 +148,9 @@ extension Harness {
             return try relate(object, toDetached: unlinkedDetached[Int(seed / 7 % UInt64(unlinkedDetached.count))])
         }
         if seed % 5 == 4, !new.isEmpty {
-            let number = new[Int(seed / 5 % UInt64(new.count))]
-            target = newObjects[number]
-            value = Reference.keyOfNew(number)
-        } else if case .integer(let key) = linkValue(seed: seed) {
+            return link(object, toNew: new[Int(seed / 5 % UInt64(new.count))])
+        }
+        if case .integer(let key) = linkValue(seed: seed) {
             if let held = objects[key] {
                 target = held
             } else if let found = try findWithoutWaiting(key) {
@@ -162,6 +161,17 @@ extension Harness {
             if let target { hold(target) }
             value = target?.id.map { SQLValue.integer($0) } ?? .null
         }
+        link(object, to: target, value: value)
+    }
+
+    /// Points an object's `link` at a new object whose key the database has yet to assign.
+    private func link(_ object: Item, toNew number: Int) {
+        link(object, to: newObjects[number], value: Reference.keyOfNew(number))
+    }
+
+    /// Points an object's `link` at `target`, whose key (or stand-in for the key to come) is
+    /// `value`.
+    private func link(_ object: Item, to target: Item?, value: SQLValue) {
         let row = row(of: object)
         note("relate \(row.map { "\($0)" } ?? "detached object \(object.id.map { "\($0)" } ?? "nil")").link to \(Reference.newRow(linkedBy: value).map { "new#\($0)" } ?? value.describedExactly)")
         let managed = isManaged(object)
@@ -651,6 +661,13 @@ extension Harness {
             case 0, 1: try increment(x, y)
             case 2 where !leavesNewObjectsAlone: try insertNew(y)
             case 3: try transaction(x, y, depth: 0)
+            case 4 where !leavesNewObjectsAlone && !reference.newRowsInFlight.isEmpty:
+                // A new row pointed at one whose insert is in flight: the commit gives the
+                // link its key while the row still waits for its own.
+                let targets = reference.newRowsInFlight.filter { newObjects[$0] != nil && reference.shown(.new($0)) != nil }
+                try insertNew(y)
+                guard let number = newObjects.keys.max(), !targets.isEmpty, let object = newObjects[number] else { break }
+                link(object, toNew: targets[Int(x % UInt64(targets.count))])
             default: try assign(x, y)
             }
         }

@@ -112,12 +112,14 @@ final class Harness {
     }
 
     /// Lets tasks the program runs on the main actor (consumers of the store's streams) take
-    /// what was sent to them, until `done` holds or about a second has passed.
+    /// what was sent to them, until `done` holds or ten seconds have passed.
     func letStreamsCatchUp(until done: () -> Bool) async {
-        var round = 0
-        while !done(), round < 1_200 {
-            if round < 200 { await Task.yield() } else { try? await Task.sleep(for: .milliseconds(1)) }
-            round += 1
+        // Yields first (most streams catch up in a few); then sleeps, up to a deadline long
+        // enough for a machine busy with other work (a loaded CI runner, a parallel soak).
+        for _ in 0..<200 where !done() { await Task.yield() }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !done(), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(1))
         }
     }
 

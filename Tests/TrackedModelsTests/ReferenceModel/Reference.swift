@@ -684,6 +684,11 @@ struct Reference {
         }
     }
 
+    /// The new rows whose inserts are in flight (their keys not known yet).
+    var newRowsInFlight: [Int] {
+        units.prefix(unitsInFlight).flatMap(\.operations).compactMap { if case .insert(.new(let number), _) = $0 { number } else { nil } }
+    }
+
     /// Whether a pending unit inserts the row.
     func inserts(_ row: RowID) -> Bool {
         units.contains { $0.operations.contains { if case .insert(row, _) = $0 { true } else { false } } }
