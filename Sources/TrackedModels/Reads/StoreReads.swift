@@ -33,10 +33,14 @@ final class StoreReads {
     private var readsLater: [UInt64: Task<Void, Never>] = [:]
     private var lastReadLater: UInt64 = 0
 
-    init(engine: any EngineReader, shown: ShownState, isolation: any Actor) {
+    /// Test hook (see ``ModelStore/Configuration/faultBeforeRead``).
+    private let faultBeforeRead: (@Sendable () -> StoreError?)?
+
+    init(engine: any EngineReader, shown: ShownState, isolation: any Actor, faultBeforeRead: (@Sendable () -> StoreError?)? = nil) {
         self.engine = engine
         self.shown = shown
         self.isolation = isolation
+        self.faultBeforeRead = faultBeforeRead
     }
 
     /// How many rounds an awaited read takes at most (see ``awaited(_:)``).
@@ -132,6 +136,7 @@ final class StoreReads {
             if missing.isEmpty { return try read.compose(answers) }
             guard readingAtOnce else { return nil }
             if prepared != nil, !engine.answersAtOnce { missedWhilePrepared += missing }
+            if let fault = faultBeforeRead?() { throw fault }
             answers.take(try engine.answerNow(missing), of: missing, keyColumn: shown.keyColumn)
         }
         throw StoreError(
@@ -159,6 +164,7 @@ final class StoreReads {
             if missing.isEmpty { return try read.compose(answers) }
             try Task.checkCancellation()
             let askedAt = deliveries
+            if let fault = faultBeforeRead?() { throw fault }
             let fetched = try await engine.answer(missing)
             if isClosed { throw StoreError.closed(operation: "read") }
             guard deliveries == askedAt else {
@@ -201,6 +207,7 @@ final class StoreReads {
                 case .done(let result):
                     return result
                 case .missed(let missed):
+                    if let fault = faultBeforeRead?() { throw fault }
                     let fetched = try await engine.answer(missed)
                     if isClosed { throw StoreError.closed(operation: "write") }
                     answers.take(fetched, of: missed, keyColumn: shown.keyColumn)

@@ -88,6 +88,10 @@ extension ModelStore {
         /// full disk, an I/O error or a busy database at that moment would.
         var faultBeforeCommit: (@Sendable () -> StoreError?)?
 
+        /// Test hook: runs before each read the store asks of the database; an error it
+        /// returns fails that read there, as an I/O error or a damaged page would.
+        var faultBeforeRead: (@Sendable () -> StoreError?)?
+
         public init() {}
     }
 

@@ -63,6 +63,7 @@ extension Harness {
         case 117: try await fetchWithUntranslatableDescriptor(step.a)
         case 118: try await externalReset(step.a, step.b)
         case 120: try discardAny(step.a)
+        case 121: try await readThatFails(step.a)
         default: try insertManyKeyed(step.a, step.b)
         }
         syncAttachment()

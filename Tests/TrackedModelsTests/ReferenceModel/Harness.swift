@@ -151,6 +151,8 @@ final class Harness {
     var transcript: [String] = []
     /// A failure the store's next commit meets just before it commits, once.
     let fault = FaultSlot()
+    /// A failure to inject into the store's next read of the database.
+    let readFault = FaultSlot()
     /// What the store logs (at every level, so that every message is made).
     let log = LogRecorder()
     /// What the `writeErrors` streams of the program's stores published, in order.
@@ -256,6 +258,7 @@ final class Harness {
         do {
             var configuration = Self.configuration
             configuration.faultBeforeCommit = { [fault] in fault.take() }
+            configuration.faultBeforeRead = { [readFault] in readFault.take() }
             configuration.logger = log.logger
             let store = try await ModelStore.open(engine.location(database), models: [Item.self], configuration: configuration)
             guard reference.declaration.databaseAssignsKeys else {
@@ -408,8 +411,8 @@ final class Harness {
     }
 }
 
-/// A failure to inject into a store's next commit, once; set by the test, taken by the store's
-/// database worker.
+/// A failure to inject into a store's next commit or read, once; set by the test, taken by the
+/// store (its database worker, for a commit).
 final class FaultSlot: Sendable {
     private let armed = Mutex<StoreError?>(nil)
 

@@ -1,0 +1,88 @@
+import Foundation
+@testable import TrackedModels
+
+/// Reads the database fails (an I/O error at the read), on SQLite, whose reads are answered on
+/// the caller's thread: the error is thrown, or, where a property cannot throw, published on
+/// `writeErrors`, and never turned into an answer that looks whole.
+extension Harness {
+    /// One read, the database failing it: a to-many shows the children the store holds
+    /// objects for (a part of the answer, in its order) and publishes the error; `fetch`,
+    /// `fetchCount` and `find` of a row not loaded throw it. A read the store answers from its
+    /// objects alone asks nothing of the database and answers in full. Nothing changes: the
+    /// checks after the step find the store as it was.
+    func readThatFails(_ a: UInt64) async throws {
+        guard engine == .sqlite else { return }
+        let store = try live
+        let injected = SQLiteError(code: .ioError, message: "injected I/O error").storeError
+        switch a % 4 {
+        case 0:
+            guard let object = pickHeld(a / 4), isManaged(object), let key = object.id else { return }
+            note("read \(key).linkedFrom, the database failing the read")
+            let errorsBefore = writeErrorsHeard.count
+            readFault.arm(injected)
+            let found = object.linkedFrom
+            let expected = rows(linkingTo: key)
+            guard readFault.take() == nil else {
+                guard isObjects(found, of: expected) else { throw Divergence(message: "row \(key).linkedFrom, read from objects alone, is \(found.map(\.id)); expected \(expected)") }
+                return
+            }
+            try checkPart(found, of: expected, key: key)
+            let published = { self.writeErrorsHeard.dropFirst(errorsBefore).contains { $0.message.contains("injected I/O error") } }
+            await letStreamsCatchUp(until: published)
+            guard published() else {
+                throw Divergence(message: "reading row \(key).linkedFrom failed, but writeErrors did not say so")
+            }
+        case 1:
+            note("fetch every item, the database failing the read")
+            try expectFailure("fetch") { _ = try store.fetch(FetchDescriptor<Item>()) }
+        case 2:
+            note("count every item, the database failing the read")
+            try expectFailure("fetchCount") { _ = try store.fetchCount(FetchDescriptor<Item>()) }
+        default:
+            let key = insertedKey(seed: a / 4)
+            guard store.registrar.object(table: 0, key: .integer(key)) == nil else { return }
+            note("find(\(key)), the database failing the read")
+            try expectFailure("find(\(key))") { _ = try store.find(Item.self, key: key) }
+        }
+    }
+
+    /// Runs a read with the fault armed: it must throw the injected error, unless it asked
+    /// nothing of the database (the fault is still armed then).
+    private func expectFailure(_ read: String, _ body: () throws -> Void) throws {
+        readFault.arm(SQLiteError(code: .ioError, message: "injected I/O error").storeError)
+        defer { readFault.arm(nil) }
+        do {
+            try body()
+            if readFault.take() == nil { throw Divergence(message: "\(read) returned, though the database failed its read") }
+        } catch let error as StoreError {
+            guard error.message.contains("injected I/O error") else { throw error }
+        }
+    }
+
+    /// What a to-many shows when the read of its children failed: the children the store
+    /// holds objects for, each a child the reference has, in the reference's order, among
+    /// them every child the program holds.
+    private func checkPart(_ found: [Item], of expected: [Reference.RowID], key: Int64) throws {
+        var rest = expected[...]
+        for item in found {
+            guard let position = rest.firstIndex(where: { row in
+                switch row {
+                case .key(let key): item.id == key
+                case .new(let number): item === newObjects[number]
+                }
+            }) else {
+                throw Divergence(message: "row \(key).linkedFrom, its read failed, shows \(item.id.map { "\($0)" } ?? "a new item") out of \(expected)")
+            }
+            rest = rest[(position + 1)...]
+        }
+        for row in expected {
+            let held: Item? = switch row {
+            case .key(let key): objects[key]
+            case .new(let number): newObjects[number]
+            }
+            if let held, !found.contains(where: { $0 === held }) {
+                throw Divergence(message: "row \(key).linkedFrom, its read failed, leaves out \(row), whose object the program holds")
+            }
+        }
+    }
+}
