@@ -14,15 +14,20 @@ extension Harness {
         guard engine == .sqlite else { return }
         let store = try live
         let injected = SQLiteError(code: .ioError, message: "injected I/O error").storeError
-        switch a % 4 {
+        switch a % 5 {
         case 0:
-            guard let object = pickHeld(a / 4), isManaged(object), let key = object.id else { return }
+            // Mostly a row no object shows yet: the store has not read its children (a to-many
+            // read once is kept current from then on, and asks nothing of the database).
+            let unread = reference.shownRows.keys.sorted().filter { store.registrar.object(table: 0, key: .integer($0)) == nil }
+            let fresh = a / 4 % 4 != 0 && !unread.isEmpty ? try store.find(Item.self, key: unread[Int(a / 16 % UInt64(unread.count))]) : nil
+            guard let object = fresh ?? pickHeld(a / 4).flatMap({ isManaged($0) ? $0 : nil }), let key = object.id else { return }
             note("read \(key).linkedFrom, the database failing the read")
             let errorsBefore = writeErrorsHeard.count
             readFault.arm(injected)
             let found = object.linkedFrom
             let expected = rows(linkingTo: key)
             guard readFault.take() == nil else {
+                note("(answered without the database)")
                 guard isObjects(found, of: expected) else { throw Divergence(message: "row \(key).linkedFrom, read from objects alone, is \(found.map(\.id)); expected \(expected)") }
                 return
             }
@@ -38,6 +43,19 @@ extension Harness {
         case 2:
             note("count every item, the database failing the read")
             try expectFailure("fetchCount") { _ = try store.fetchCount(FetchDescriptor<Item>()) }
+        case 3:
+            // A change whose delivery reads (live lists judging the rows it touched, their
+            // joins' targets): every list must still agree with the reference after it.
+            guard let object = pickHeld(a / 5), isManaged(object), let row = row(of: object) else { return }
+            let columns = Item.Column.assignable.filter { $0 != .link }
+            let column = columns[Int(a / 25 % UInt64(columns.count))]
+            let value = value(for: column, seed: a / 125)
+            note("set \(row).\(column) \(value.describedExactly), the database failing the next read")
+            let before = object._$values()[column.rawValue]
+            readFault.arm(injected)
+            object.assign(value, to: column)
+            readFault.arm(nil)
+            if !Values.same(before, value) { reference.write(.set(value), column: column.rawValue, of: row) }
         default:
             let key = insertedKey(seed: a / 4)
             guard store.registrar.object(table: 0, key: .integer(key)) == nil else { return }
@@ -54,6 +72,7 @@ extension Harness {
         do {
             try body()
             if readFault.take() == nil { throw Divergence(message: "\(read) returned, though the database failed its read") }
+            note("(answered without the database)")
         } catch let error as StoreError {
             guard error.message.contains("injected I/O error") else { throw error }
         }
