@@ -62,8 +62,9 @@ extension Harness {
         case 114..<117: try discardLast()
         case 117: try await fetchWithUntranslatableDescriptor(step.a)
         case 118: try await externalReset(step.a, step.b)
-        case 120: try discardAny(step.a)
-        case 121: try await readThatFails(step.a)
+        case 120..<122: try discardAny(step.a)
+        case 122..<125: try await readThatFails(step.a)
+        case 125..<128: try takeBackDeleteThenChange(step.a, step.b)
         default: try insertManyKeyed(step.a, step.b)
         }
         syncAttachment()
@@ -116,6 +117,36 @@ extension Harness {
         if managed, let row, !Values.same(before, value) {
             reference.write(.set(value), column: column.rawValue, of: row)
         }
+    }
+
+    /// Sets a column of a managed object that is not its link (which may read the database to
+    /// find its target).
+    func assignPlainColumn(of object: Item, seed: UInt64) {
+        guard let row = row(of: object) else { return }
+        let columns = Item.Column.assignable.filter { $0 != .link }
+        let column = columns[Int(seed % UInt64(columns.count))]
+        let value = value(for: column, seed: seed / 8)
+        note("set \(row).\(column) \(value.describedExactly)")
+        let before = object._$values()[column.rawValue]
+        object.assign(value, to: column)
+        if !Values.same(before, value) { reference.write(.set(value), column: column.rawValue, of: row) }
+    }
+
+    /// A row changed, then deleted; the program takes back the delete (the row shows again,
+    /// without an object: the deleted one stays detached), then the change, which subscribers
+    /// of a row no object shows hear cell by cell.
+    func takeBackDeleteThenChange(_ a: UInt64, _ b: UInt64) throws {
+        let held = heldObjects
+        guard !held.isEmpty else { return }
+        let object = held[Int(a % UInt64(held.count))]
+        guard isManaged(object), case .key = row(of: object) else { return }
+        // Subscribers hear each change, and then each undone: nothing in all.
+        madeSeveralChanges = true
+        assignPlainColumn(of: object, seed: b)
+        try delete(a)
+        syncAttachment()
+        try discardLast()
+        try discardLast()
     }
 
     /// A value for `link`: mostly the key of a row the program shows, so that changes of
@@ -662,7 +693,7 @@ extension Harness {
             case 0, 1: try increment(x, y)
             case 2 where !leavesNewObjectsAlone: try insertNew(y)
             case 3: try transaction(x, y, depth: 0)
-            case 4 where !leavesNewObjectsAlone && !reference.newRowsInFlight.isEmpty:
+            case 4...5 where !leavesNewObjectsAlone && !reference.newRowsInFlight.isEmpty:
                 // A new row pointed at one whose insert is in flight: the commit gives the
                 // link its key while the row still waits for its own.
                 let targets = reference.newRowsInFlight.filter { newObjects[$0] != nil && reference.shown(.new($0)) != nil }
