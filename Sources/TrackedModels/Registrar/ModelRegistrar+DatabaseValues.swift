@@ -158,12 +158,9 @@ extension ModelRegistrar {
     private func rowWentAway(_ object: any TrackedModel, table: Int, origin: ChangeOrigin) {
         let key = object._$tracking.key
         let old = object._$values()
-        // A to-one pointed at a new object shows NULL, as it does in a row of this key inserted
-        // again in the same delivery (heard as an update of the cells that differ): live
-        // results judge the row again, since their join reached that object.
-        let pointedAtANewObject = schemas[table].relationshipColumns.contains { column in
-            object._$relatedObject(column: column).flatMap(insertRequest(of:)) != nil
-        }
+        // A row of this key inserted again in the same delivery is heard as an update of the
+        // cells that differ.
+        let pointedAtANewObject = pointsAtANewObject(object, table: table)
         tellWaitingParents(of: object)
         detach(object, table: table)
         writeBehind.dropChanges(of: RowReference(table: table, key: key))
@@ -196,7 +193,18 @@ extension ModelRegistrar {
         for column in values.indices where values[column] != committed[column] {
             outbox.postUpdate(table: table, key: key, column: column, old: values[column], new: committed[column], origin: .local)
         }
+        if pointsAtANewObject(object, table: table) { outbox.postReevaluation(table: table, key: key) }
         outbox.endGroup(from: mark, keeping: true)
+    }
+
+    /// Whether an object's to-one points at a new object whose key the database has yet to
+    /// assign. Such a cell shows NULL, as the row that takes the object's place may: that the
+    /// row no longer reaches the new object is then no cell's change, and live results, whose
+    /// join reached it, must be told to judge the row again.
+    private func pointsAtANewObject(_ object: any TrackedModel, table: Int) -> Bool {
+        schemas[table].relationshipColumns.contains { column in
+            object._$relatedObject(column: column).flatMap(insertRequest(of:)) != nil
+        }
     }
 
     /// Tells subscribers what a row a discard may have brought back shows, read after the

@@ -376,6 +376,24 @@ import Testing
         #expect(list.keys == [4])
     }
 
+    /// Found by a review of the read-through mend: an insert of a key another connection's row
+    /// holds, pointing at a new object, shows in a live list through that link; discarding the
+    /// insert brings back the committed row, whose link is NULL as the insert's cell showed, so
+    /// no cell changed and the list kept the row.
+    @Test func discardingAnInsertOverACommittedRowTakesItsLinkToANewObjectOutOfALiveList() async throws {
+        let fixture = try Fixture()
+        let list = try fixture.store.results(for: FetchDescriptor<Item>(predicate: #Predicate { $0.link?.title == "target" }))
+        let target = Item(key: nil, values: [.null, .text("target"), .integer(0), .null, .real(0), .null, .integer(0), .null])
+        try fixture.store.insert(target)
+        let copy = Item(key: 3, values: [.integer(3), .text("copy"), .integer(0), .null, .real(0), .null, .integer(0), .null])
+        copy.link = target
+        try fixture.store.insert(copy)
+        #expect(list.keys == [3])
+        try fixture.store.discard(try #require(fixture.store.pendingChanges.last))
+        #expect(try fixture.store.fetch(FetchDescriptor<Item>(predicate: #Predicate { $0.link?.title == "target" })).isEmpty)
+        #expect(list.keys.isEmpty)
+    }
+
     @Test func aThrowingTransactionThatDeletedEverythingIsHeardByNobody() async throws {
         let fixture = try Fixture()
         var heard: [ChangeEvent] = []
