@@ -65,6 +65,7 @@ extension Harness {
         case 120..<122: try discardAny(step.a)
         case 122..<125: try await readThatFails(step.a)
         case 125..<128: try takeBackDeleteThenChange(step.a, step.b)
+        case 128: try insertTheNextRowID(step.b)
         default: try insertManyKeyed(step.a, step.b)
         }
         syncAttachment()
@@ -341,7 +342,19 @@ extension Harness {
     ///   (a known limit, in the closing note of issue 14). Outside one, such inserts are made.
     func insertKeyed(_ a: UInt64, _ b: UInt64, inTransaction: Bool = false) throws {
         if a % 16 == 15, let held = pickHeld(b), isManaged(held) { return try insertAgain(held) }
-        let key = insertedKey(seed: a)
+        try insertKeyed(insertedKey(seed: a), b, inTransaction: inTransaction)
+    }
+
+    /// An insert of the key SQLite is about to give a row inserted without one (past every
+    /// key the program shows or the file holds), while such a row waits: at the commit the
+    /// later of the two is refused, and the other's object keeps the row.
+    func insertTheNextRowID(_ b: UInt64) throws {
+        let largest = (Array(reference.file.keys) + Array(reference.shownRows.keys)).max() ?? 0
+        guard engine == .sqlite, !newObjects.isEmpty, largest < .max else { return }
+        try insertKeyed(largest + 1, b)
+    }
+
+    private func insertKeyed(_ key: Int64, _ b: UInt64, inTransaction: Bool = false) throws {
         if inTransaction, objects[key] == nil, reference.shown(.key(key)) != nil { return }
         var values = row(seed: b)
         values[0] = .integer(key)
