@@ -249,8 +249,10 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     /// Reads every matching row again (after a reset, or a transaction the list was made in).
     private func reload() {
-        // A read that fails leaves the rows as they were; the next reset reads them again.
-        changeLater { try? reloadNow() }
+        // A read that fails now is made again later, awaited.
+        changeLater {
+            do { try reloadNow() } catch { reloadLater() }
+        }
     }
 
     private func reloadNow() throws {
@@ -275,8 +277,9 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
                 return
             }
         } catch {
-            // The row could not be read: judge it on the next change, as reloading would.
-            return
+            // The row could not be read now: it is read again once the store's actor is free
+            // (`refreshExternalChanges()` awaits that), and placed then.
+            if event.kind == .reset { reloadLater() } else { reevaluateLater(event.key) }
         }
     }
 
@@ -295,8 +298,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
                 place(values[plan.schema.primaryKeyIndex], as: plan.matches(values) ? plan.entry(of: values) : nil)
             }
         } catch {
-            // The rows could not be read: they are judged on their next change.
-            return
+            // The rows could not be read now: they are read again later, and placed then.
+            store.reads.later(read) { [weak self] rows in self?.placeLater(rows) }
         }
     }
 
@@ -317,13 +320,15 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// Puts one row where its current values say: in, out, or elsewhere; once read, where its
     /// values must be read from a server.
     private func reevaluate(_ key: SQLValue) throws {
-        let read = store.reads.queryRow(plan, key: key)
-        guard let values = try store.reads.atOnce(read) else {
-            return store.reads.later(read) { [weak self] values in self?.placeLater(values.map { [$0] } ?? [], judging: [key]) }
-        }
+        guard let values = try store.reads.atOnce(store.reads.queryRow(plan, key: key)) else { return reevaluateLater(key) }
         let matches = values.map(plan.matches) ?? false
         if matches, let values { keepObject(key, values: values) }
         place(key, as: values.flatMap { matches ? plan.entry(of: $0) : nil })
+    }
+
+    /// Puts one row where its current values say once they are read, awaited.
+    private func reevaluateLater(_ key: SQLValue) {
+        store.reads.later(store.reads.queryRow(plan, key: key)) { [weak self] values in self?.placeLater(values.map { [$0] } ?? [], judging: [key]) }
     }
 
     // MARK: - Reading from a server
