@@ -43,10 +43,10 @@ extension ModelRegistrar {
         let row = RowReference(table: table, key: key)
         guard identityMap.object(table: table, key: key) == nil, !writeBehind.decidesRow(row, afterInsert: request) else {
             // The program wrote that key itself: another object has it (an insert of that key,
-            // which the database refuses now that the row exists), or a delete or an insert of
-            // it made after this insert waits to commit (an insert whose object was deleted,
-            // and the delete discarded, shows the row without an object). That change keeps
-            // the row; this object only learns its key.
+            // which the database refuses now that the row exists), or a queued change decides
+            // the row: an insert of that key still queued (one whose object was deleted, and the
+            // delete discarded, shows the row without an object), or a delete made after this
+            // insert. That change keeps the row; this object only learns its key.
             if let memberships, memberships.hasParents(table: table) {
                 let values = object._$values()
                 memberships.childChanged(table: table, key: .null, old: { values[$0] }, new: { _ in .null })
@@ -158,8 +158,8 @@ extension ModelRegistrar {
     private func rowWentAway(_ object: any TrackedModel, table: Int, origin: ChangeOrigin) {
         let key = object._$tracking.key
         let old = object._$values()
-        // A row of this key inserted again in the same delivery is heard as an update of the
-        // cells that differ.
+        // (A row of this key inserted again in the same delivery is heard as an update of the
+        // cells that differ: see pointsAtANewObject.)
         let pointedAtANewObject = pointsAtANewObject(object, table: table)
         tellWaitingParents(of: object)
         detach(object, table: table)
