@@ -223,7 +223,10 @@ import Testing
         let store = try await Stores.rows(1, at: .file(path), configuration: configuration)
         // Another connection holds the write lock until the writer has retried once. It runs
         // on a thread of its own: tasks of other tests that block the cooperative threads
-        // cannot delay the release past the writer's last retry.
+        // cannot delay the release past the writer's last retry. The deadline only keeps a
+        // writer that never tries from hanging the run: on a loaded CI machine the flush can
+        // take tens of seconds to reach the writer, so a release at the deadline is reported
+        // as such rather than as a commit that was never retried.
         let (acquired, signal) = AsyncStream<Void>.makeStream()
         let (released, release) = AsyncStream<(any Error)?>.makeStream()
         let worker = store.worker
@@ -232,8 +235,15 @@ import Testing
                 let locker = try Peek(path)
                 try locker.execute("BEGIN IMMEDIATE")
                 signal.finish()
-                let deadline = ContinuousClock.now + .seconds(20)
-                while worker.statistics.withLock({ $0.busyRetries }) == 0, ContinuousClock.now < deadline {
+                let deadline = ContinuousClock.now + .seconds(300)
+                while worker.statistics.withLock({ $0.busyRetries }) == 0 {
+                    guard ContinuousClock.now < deadline else {
+                        struct NeverRetried: Error, CustomStringConvertible {
+                            var description: String { "the writer did not retry under the held lock within 300 s" }
+                        }
+                        try locker.execute("COMMIT")
+                        throw NeverRetried()
+                    }
                     Thread.sleep(forTimeInterval: 0.005)
                 }
                 try locker.execute("COMMIT")
