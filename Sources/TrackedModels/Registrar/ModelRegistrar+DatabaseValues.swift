@@ -208,16 +208,14 @@ extension ModelRegistrar {
     }
 
     /// Tells subscribers what a row a discard may have brought back shows, read after the
-    /// discard: that it is there, or, where a discarded insert had shown it, that it is gone;
-    /// nothing when an object shows it by now.
+    /// discard: that it is there, or, where a discarded insert had shown it, that the row it
+    /// showed is gone (and the row the database holds, if any, there instead); nothing when
+    /// an object shows it by now.
     func announceRowRestored(_ row: RowReference, values: [SQLValue]?, shownBefore: Bool) {
         guard identityMap.object(table: row.table, key: row.key) == nil, values != nil || shownBefore else { return }
         let mark = outbox.beginGroup()
-        if let values {
-            outbox.postInsert(table: row.table, key: row.key, values: values, origin: .local)
-        } else {
-            outbox.postDeleteOfUnknownRow(table: row.table, key: row.key, origin: .local)
-        }
+        if shownBefore { outbox.postDeleteOfUnknownRow(table: row.table, key: row.key, origin: .local) }
+        if let values { outbox.postInsert(table: row.table, key: row.key, values: values, origin: .local) }
         outbox.endGroup(from: mark, keeping: true)
     }
 
@@ -247,9 +245,11 @@ extension ModelRegistrar {
                 let shown = row.flatMap { writeBehind.uncommittedValues(of: $0, over: reading.committed($0)) }
                 forgetInsert(of: object, table: object._$tracking.table, shown: shown)
             case .restore(let row):
-                // Unless the row is gone anyway (or an object shows it already).
+                // Unless the row is gone anyway (or an object shows it already). A row a
+                // discarded insert showed without an object is the database's row now (the
+                // insert's key was another insert's meanwhile, say).
                 guard identityMap.object(table: row.table, key: row.key) == nil, let values = reading.current(row) else { continue }
-                outbox.postInsert(table: row.table, key: row.key, values: values, origin: .local)
+                announceRowRestored(row, values: values, shownBefore: discarded.shownWithoutObject.contains(row))
             }
         }
     }

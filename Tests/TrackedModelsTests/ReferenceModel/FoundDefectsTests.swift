@@ -103,6 +103,21 @@ import Testing
         try await replay(on: .postgres, [(33, 0, 0), (56, 0, 0), (42, 0, 0), (118, 24675711008, 147238873776)])
     }
 
+    /// Found by the taken-back delete step on PostgreSQL: a refused bulk insert's row, its
+    /// object deleted and the delete discarded (shown without an object), while an insert
+    /// without a key got that very key from the server's sequence and committed. Discarding
+    /// the bulk insert read the row back later, found the new row, and announced it as an
+    /// insert of a row subscribers were shown: it is heard as the shown row's delete, then the
+    /// database's row's insert (on SQLite, where the row is read at once, the same).
+    @Test func discardingAnInsertShownWithoutAnObjectOverAnotherRowOfItsKeyIsHeardAsBoth() async throws {
+        _ = try await TestEngine.postgres.makeDatabase(in: TemporaryDirectory())
+        try await replay(table: 3_462_290_274, on: .postgres, [
+            (119, 109_850_972_495, 1_019_455_639_122), (60, 1_010_332_831_463, 964_584_197_734), (41, 252_951_476_185, 362_052_588_064),
+            (42, 263_657_053_814, 603_763_648_825), (126, 737_620_933_055, 51_567_652_344), (62, 982_783_759_885, 239_258_573_941),
+            (125, 3_550_386_562, 1_034_139_946_224),
+        ])
+    }
+
     /// Found next: an insert whose delete was discarded, then discarded itself, left the object
     /// `find` had made of the row meanwhile attached, showing a row that never existed.
     @Test(arguments: TestEngine.allCases)

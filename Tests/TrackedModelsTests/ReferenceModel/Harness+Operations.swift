@@ -66,6 +66,10 @@ extension Harness {
         case 122..<125: try await readThatFails(step.a)
         case 125..<128: try takeBackDeleteThenChange(step.a, step.b)
         case 128: try insertTheNextRowID(step.b)
+        case 129 where engine == .sqlite: try transaction(step.a, step.b, depth: 0, body: { try self.deleteAListedRowAndReadTheList(step.a) })
+        case 130: try await flushWithChangesInFlight(step.a, step.b, incrementingAgain: true)
+        case 131: try await flushWithChangesInFlight(step.a, step.b, failingFirst: true)
+        case 132: changeBesideARefusal(step.a, step.b)
         default: try insertManyKeyed(step.a, step.b)
         }
         syncAttachment()
@@ -136,13 +140,9 @@ extension Harness {
     /// A row changed, then deleted; the program takes back the delete (the row shows again,
     /// without an object: the deleted one stays detached), then the change, which subscribers
     /// of a row no object shows hear cell by cell.
-    ///
-    /// On SQLite only, for now: on PostgreSQL, where the row must be read back later, a
-    /// program that then discards the row's insert too is heard wrongly (issue 27's note of
-    /// stop 37 has the program); the next stop fixes it and lets this step run there.
     func takeBackDeleteThenChange(_ a: UInt64, _ b: UInt64) throws {
         let held = heldObjects
-        guard engine == .sqlite, !held.isEmpty else { return }
+        guard !held.isEmpty else { return }
         let object = held[Int(a % UInt64(held.count))]
         guard isManaged(object), case .key = row(of: object) else { return }
         // Subscribers hear each change, and then each undone: nothing in all.
@@ -585,7 +585,9 @@ extension Harness {
 
     /// A transaction of a few operations decoded from `a` and `b`, which throws at its end when
     /// `b` is odd; nested ones come from the same numbers.
-    func transaction(_ a: UInt64, _ b: UInt64, depth: Int) throws {
+    /// - Parameter body: What the transaction does; by default one to four operations drawn
+    ///   from `a` and `b`.
+    func transaction(_ a: UInt64, _ b: UInt64, depth: Int, body: (() throws -> Void)? = nil) throws {
         let store = try live
         var random = Xoshiro(seed: a ^ (b << 1))
         let throwing = b % 2 == 1
@@ -600,7 +602,8 @@ extension Harness {
         let fedBefore = Set(linkedFromWatches.filter { $0.value.fed.value }.keys)
         do {
             try store.transaction {
-                for _ in 0..<count {
+                if let body { try body() }
+                for _ in 0..<(body == nil ? count : 0) {
                     let inner = random.next() % 12
                     let x = random.next() % 1_000_000, y = random.next() % 1_000_000
                     switch inner {
@@ -635,6 +638,21 @@ extension Harness {
             mayReset = deletedAll
         }
         note("\(String(repeating: "  ", count: depth))}")
+    }
+
+    /// Inside a transaction: makes a live list, deletes a row it lists, and reads every list's
+    /// elements. The list hears the delete when the transaction ends, so the element of that
+    /// row (which the list has not made yet) is the deleted object, detached, as it was then.
+    private func deleteAListedRowAndReadTheList(_ a: UInt64) throws {
+        let listsBefore = lists.count
+        try makeLiveListWithoutWaiting(a)
+        guard lists.count > listsBefore, let listed = lists.last?.results.keys else { return }
+        let held = heldObjects
+        if let index = held.indices.first(where: { isManaged(held[$0]) && held[$0].id.map(listed.contains) == true }) {
+            try delete(UInt64(index))
+            syncAttachment()
+        }
+        try readListsInsideATransaction()
     }
 
     /// Reads every element of every live list inside a transaction, as a view redrawn in one
@@ -694,16 +712,28 @@ extension Harness {
     /// claim one row. The store keeps what the new one's object was changed in flight behind
     /// the refused insert, the keyed object shows its own values, and the reference cannot
     /// say which object the row is (a known limit, in issue 27's note).
-    func flushWithChangesInFlight(_ a: UInt64, _ b: UInt64) async throws {
+    ///
+    /// - Parameter incrementingAgain: Whether the flush takes an increment of a counter, which
+    ///   the program then increments again while it is in flight (the first commit's counter
+    ///   value shows with the second increment on top until that commits too).
+    /// - Parameter failingFirst: Whether the commit in flight meets an I/O error: its changes
+    ///   are handed back, in front of those made meanwhile.
+    func flushWithChangesInFlight(_ a: UInt64, _ b: UInt64, incrementingAgain: Bool = false, failingFirst: Bool = false) async throws {
         let store = try live
-        note("flush, and while it is in flight:")
+        if incrementingAgain { try increment(a, b) }
+        note("flush\(failingFirst ? " that meets an I/O error at its commit" : ""), and while it is in flight:")
+        // Armed only where the submit takes something: else the flush below would meet it.
+        let failing = failingFirst && reference.hasPendingUnits
+        if failing { fault.arm(SQLiteError(code: .ioError, message: "injected I/O error").storeError) }
+        defer { fault.arm(nil) }
         store.writeBehind.submit(retryingRejected: true)
         reference.unitsTakenForCommit()
         leavesNewObjectsAlone = reference.units.contains { unit in unit.operations.contains { if case .insert(.key, _) = $0 { true } else { false } } }
         defer { leavesNewObjectsAlone = false }
         var random = Xoshiro(seed: a ^ (b << 2))
         let changes = Int(random.next() % 3) + 1
-        madeSeveralChanges = changes > 1
+        madeSeveralChanges = changes > 1 || incrementingAgain
+        if incrementingAgain { try increment(a, random.next()) }
         for _ in 0..<changes {
             let x = random.next() % 1_000_000, y = random.next() % 1_000_000
             switch random.next() % 8 {
@@ -733,7 +763,9 @@ extension Harness {
         default: break
         }
         note("(the flush is awaited)")
-        try await flush(failing: nil)
+        // A flush made while a commit is in flight answers for it: it throws that commit's
+        // error, and every change stays pending.
+        try await flush(failing: failing ? .atCommit : nil)
     }
 
     /// Where a flush's commit fails, if it does.
@@ -992,6 +1024,14 @@ extension Harness {
     }
 
     /// Assigns a valid value to each cell that makes the first refused change fail.
+    /// Changes a cell of a refused change's row that does not fix it: the refused change keeps
+    /// its error, and the new change waits behind it (it may not commit ahead of it).
+    func changeBesideARefusal(_ a: UInt64, _ b: UInt64) {
+        let keys = reference.units.filter(\.isRefused).flatMap(\.changedKeys).filter { objects[$0] != nil }
+        guard !keys.isEmpty, let object = objects[keys[Int(a % UInt64(keys.count))]] else { return }
+        assignPlainColumn(of: object, seed: b)
+    }
+
     func fixRefused() throws {
         guard let unit = reference.units.first(where: \.isRefused) else { return }
         for operation in unit.operations {

@@ -608,6 +608,8 @@ struct Reference {
         var trial = self
         _ = trial.flush(fileKeys: fileKeys, keyOf: keyOf)
         if trial.units.count == units.count { self = trial }
+        // A commit in flight that fails hands its units back: they are pending again.
+        unitsInFlight = 0
         return !units.isEmpty
     }
 
