@@ -242,17 +242,10 @@ final class StoreReads {
     /// change is delivered. Nothing happens when the store closed meanwhile or the read failed
     /// (the row is judged again on its next change).
     func later<Read: ShownRead>(_ read: Read, then: @escaping (Read.Result) -> Void) {
-        // One after another, in the order they were asked for: what they place is heard in
-        // the order of the changes that asked (a row a discard brought back, then the cells a
-        // later discard took back), each read from the store as the one before left it.
-        let previous = readsLater[lastReadLater]
         lastReadLater += 1
         let later = ReadLater(reads: self, number: lastReadLater, read: read, then: then)
         let isolation = isolation
-        readsLater[lastReadLater] = Task {
-            await previous?.value
-            await later.run(on: isolation)
-        }
+        readsLater[lastReadLater] = Task { await later.run(on: isolation) }
     }
 
     /// Returns once every read ``later(_:then:)`` started has placed its result (also those

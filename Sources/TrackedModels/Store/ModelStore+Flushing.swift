@@ -100,7 +100,9 @@ extension ModelStore {
         for row in gone { registrar.announceRowRestored(row, values: nil, shownBefore: true) }
         for row in unread {
             let shownBefore = discarded.shownWithoutObject.contains(row)
+            restoresAwaitingRead.insert(row)
             reads.later(reads.current(row)) { [weak self] values in
+                self?.restoresAwaitingRead.remove(row)
                 self?.registrar.announceRowRestored(row, values: values, shownBefore: shownBefore)
             }
         }
@@ -141,6 +143,9 @@ extension ModelStore {
     /// Tells the subscribers of a row no object shows that a discarded update's cells are back
     /// to what the row holds; once it is read, where it must be read from a server.
     private func announceUndone(_ row: RowReference, shown cells: [Int: DiscardedChanges.ShownCell]) {
+        // A row whose return is still to be announced is announced as it is then, these cells
+        // undone: its subscribers know it gone, not these cells.
+        guard !restoresAwaitingRead.contains(row) else { return }
         if let current = try? reads.atOnce(reads.current(row)) {
             registrar.announceUndone(row, shown: cells, current: current)
         } else {

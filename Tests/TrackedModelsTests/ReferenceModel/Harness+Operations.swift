@@ -70,6 +70,11 @@ extension Harness {
         case 130: try await flushWithChangesInFlight(step.a, step.b, incrementingAgain: true)
         case 131: try await flushWithChangesInFlight(step.a, step.b, failingFirst: true)
         case 132: changeBesideARefusal(step.a, step.b)
+        // A transaction that deletes every row (objects and inserts waiting for a key among
+        // them) and throws: all of it comes back.
+        case 133: try transaction(step.a, step.b | 1, depth: 0, body: { try self.deleteAll() })
+        // SQLite only: PostgreSQL takes a round trip per row, seconds for these.
+        case 134 where engine == .sqlite: try await bulkInsertRefusedAtItsEnd(step.a)
         default: try insertManyKeyed(step.a, step.b)
         }
         syncAttachment()
@@ -766,6 +771,40 @@ extension Harness {
         // A flush made while a commit is in flight answers for it: it throws that commit's
         // error, and every change stays pending.
         try await flush(failing: failing ? .atCommit : nil)
+    }
+
+    /// A bulk insert of more rows than wait between the program and the worker (the program
+    /// waits for room), the last with the first's key: the database refuses it at its end,
+    /// and nothing of it stays, nor of the changes pending before it (committed in its
+    /// transaction), which stay pending.
+    func bulkInsertRefusedAtItsEnd(_ a: UInt64) async throws {
+        let store = try live
+        var seed = a
+        var template = row(seed: seed)
+        while reference.refusal(of: reference.declaration.stored(template)) != nil {
+            seed &+= 1
+            template = row(seed: seed)
+        }
+        // Keys past those the program uses (a PostgreSQL INTEGER key holds them too).
+        let keys = (0..<(4 * 2_048 + 2)).map { Int64(1_500_000_000 + $0) } + [1_500_000_000]
+        let rows = keys.map { key in
+            var values = template
+            values[0] = .integer(key)
+            return values
+        }
+        note("bulkInsert of \(rows.count) rows like (\(template.dropFirst().map(\.describedExactly).joined(separator: ", "))), keys 1500000000…, the last with the first's key")
+        var thrown: (any Error)?
+        do {
+            try await store.bulkInsert(contentsOf: try rows.map { values in Item(key: try Int64(sqlValue: values[0]), values: values) })
+        } catch {
+            thrown = error
+        }
+        var trial = reference
+        guard trial.bulkInsert(rows, fileKeys: try await fileKeys(), keyOf: { number in newObjects[number]?.id }) != nil else {
+            throw Divergence(message: "the reference takes a bulk insert whose last row has its first row's key")
+        }
+        guard thrown != nil else { throw Divergence(message: "a bulk insert whose last row has its first row's key succeeded") }
+        reference = trial
     }
 
     /// Where a flush's commit fails, if it does.
