@@ -116,11 +116,13 @@ extension ModelRegistrar {
             for (key, object, values, targets) in objects {
                 restore(object, to: values, targets: targets)
                 attach(object, table: table, key: key)
+                tellWaitingParents(of: object)
             }
-            for (request, entry, values) in waiting {
-                restore(entry.object, to: values)
+            for (request, entry, values, targets) in waiting {
+                restore(entry.object, to: values, targets: targets)
                 entry.object._$tracking.attach(to: self, table: table, key: .null, insertRequest: request)
                 unkeyedInserts[request] = entry
+                tellWaitingParents(of: entry.object)
             }
         }
     }

@@ -381,7 +381,7 @@ final class ModelRegistrar {
         if undoLog.isOpen {
             undoLog.record(.deletedAll(
                 objects.map { ($0.key, $0.object, $0.object._$values(), relatedTargets(of: $0.object, table: table)) },
-                waiting: waiting.map { ($0.key, $0.value, $0.value.object._$values()) },
+                waiting: waiting.map { ($0.key, $0.value, $0.value.object._$values(), relatedTargets(of: $0.value.object, table: table)) },
                 table: table
             ))
         }

@@ -59,6 +59,18 @@ extension Harness {
         }
     }
 
+    /// Another connection's change, heard while the database fails the next read: a live list
+    /// that must read to judge a row it touched (or to reload, after a change of the whole
+    /// table) reads again later; once the store settles every list agrees with the reference.
+    func externalChangeHeardWhileAReadFails(_ a: UInt64, _ b: UInt64) async throws {
+        guard engine == .sqlite else { return }
+        if a % 3 == 0 { try await externalReset(a / 3, b) } else { try await externalUpdate(a / 3, b) }
+        note("(heard while the database fails the next read)")
+        readFault.arm(SQLiteError(code: .ioError, message: "injected I/O error").storeError)
+        defer { readFault.arm(nil) }
+        try await live.refreshExternalChanges()
+    }
+
     /// Runs a read with the fault armed: it must throw the injected error, unless it asked
     /// nothing of the database (the fault is still armed then).
     private func expectFailure(_ read: String, _ body: () throws -> Void) throws {

@@ -75,6 +75,8 @@ extension Harness {
         case 133: try transaction(step.a, step.b | 1, depth: 0, body: { try self.deleteAll() })
         // SQLite only: PostgreSQL takes a round trip per row, seconds for these.
         case 134 where engine == .sqlite: try await bulkInsertRefusedAtItsEnd(step.a)
+        case 135: try await externalDeleteUnderARefusal(step.a)
+        case 136: try await externalChangeHeardWhileAReadFails(step.a, step.b)
         default: try insertManyKeyed(step.a, step.b)
         }
         syncAttachment()
@@ -1224,7 +1226,18 @@ extension Harness {
     }
 
     func externalDelete(_ a: UInt64) async throws {
-        let key = fileKey(a)
+        try await externalDelete(key: fileKey(a))
+    }
+
+    /// Another connection deletes a row a refused change updates or deletes: the change has no
+    /// row left, and is refused for good (trying again could only change another row).
+    func externalDeleteUnderARefusal(_ a: UInt64) async throws {
+        let keys = reference.units.filter(\.isRefused).flatMap(\.changedKeys).filter { reference.file[$0] != nil }
+        guard !keys.isEmpty else { return }
+        try await externalDelete(key: keys[Int(a % UInt64(keys.count))])
+    }
+
+    private func externalDelete(key: Int64) async throws {
         note("other connection: DELETE \(key)")
         _ = reference.external { rows in
             rows[key] = nil
