@@ -239,11 +239,12 @@ final class StoreReads {
 
     /// Reads later on the store's actor, awaiting the database, and hands the result to `then`
     /// there: for the paths that keep live results current, which run synchronously while a
-    /// change is delivered. Nothing happens when the store closed meanwhile or the read failed
-    /// (the row is judged again on its next change).
-    func later<Read: ShownRead>(_ read: Read, then: @escaping (Read.Result) -> Void) {
+    /// change is delivered. Nothing happens when the store closed meanwhile; when the read
+    /// failed, `failed` is told why (by default nothing happens: the row is judged again on
+    /// its next change).
+    func later<Read: ShownRead>(_ read: Read, then: @escaping (Read.Result) -> Void, failed: @escaping (any Error) -> Void = { _ in }) {
         lastReadLater += 1
-        let later = ReadLater(reads: self, number: lastReadLater, read: read, then: then)
+        let later = ReadLater(reads: self, number: lastReadLater, read: read, then: then, failed: failed)
         let isolation = isolation
         readsLater[lastReadLater] = Task { await later.run(on: isolation) }
     }
@@ -265,10 +266,19 @@ final class StoreReads {
         let number: UInt64
         let read: Read
         let then: (Read.Result) -> Void
+        let failed: (any Error) -> Void
 
         func run(on actor: isolated any Actor) async {
             defer { reads.readsLater[number] = nil }
-            guard !reads.isClosed, let result = try? await reads.awaited(read), !reads.isClosed else { return }
+            guard !reads.isClosed else { return }
+            let result: Read.Result
+            do {
+                result = try await reads.awaited(read)
+            } catch {
+                if !reads.isClosed { failed(error) }
+                return
+            }
+            guard !reads.isClosed else { return }
             then(result)
         }
     }

@@ -212,11 +212,18 @@ extension ModelRegistrar {
     /// showed is gone (and the row the database holds, if any, there instead); nothing when
     /// an object shows it by now.
     func announceRowRestored(_ row: RowReference, values: [SQLValue]?, shownBefore: Bool) {
-        guard identityMap.object(table: row.table, key: row.key) == nil, values != nil || shownBefore else { return }
-        let mark = outbox.beginGroup()
-        if shownBefore { outbox.postDeleteOfUnknownRow(table: row.table, key: row.key, origin: .local) }
-        if let values { outbox.postInsert(table: row.table, key: row.key, values: values, origin: .local) }
-        outbox.endGroup(from: mark, keeping: true)
+        guard identityMap.object(table: row.table, key: row.key) == nil else { return }
+        // Each in a group of its own: in one, they would net to an update of every cell.
+        if shownBefore {
+            let mark = outbox.beginGroup()
+            outbox.postDeleteOfUnknownRow(table: row.table, key: row.key, origin: .local)
+            outbox.endGroup(from: mark, keeping: true)
+        }
+        if let values {
+            let mark = outbox.beginGroup()
+            outbox.postInsert(table: row.table, key: row.key, values: values, origin: .local)
+            outbox.endGroup(from: mark, keeping: true)
+        }
     }
 
     /// Tells the subscribers of a row that no object shows (live results among them) that

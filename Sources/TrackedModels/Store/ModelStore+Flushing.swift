@@ -98,14 +98,7 @@ extension ModelStore {
             }
         ))
         for row in gone { registrar.announceRowRestored(row, values: nil, shownBefore: true) }
-        for row in unread {
-            let shownBefore = discarded.shownWithoutObject.contains(row)
-            restoresAwaitingRead.insert(row)
-            reads.later(reads.current(row)) { [weak self] values in
-                self?.restoresAwaitingRead.remove(row)
-                self?.registrar.announceRowRestored(row, values: values, shownBefore: shownBefore)
-            }
-        }
+        for row in unread { announceRestoredOnceRead(row, shownBefore: discarded.shownWithoutObject.contains(row)) }
         // A row whose discarded write pointed a to-one at a new object shows NULL before and
         // after, but no longer reaches that object: live results judge it again.
         for (row, cells) in discarded.shown where cells.values.contains(where: \.holdsKeyPlaceholder) {
@@ -140,12 +133,40 @@ extension ModelStore {
         }
     }
 
+    /// Announces a row a discard brought back once it is read from the server. A row brought
+    /// back again before that is announced once, by the last read (the freshest), as shown
+    /// before if either discard had shown it. A read that fails tells live results to judge the
+    /// row again, and the program, on `writeErrors`, that its subscribers were not told.
+    private func announceRestoredOnceRead(_ row: RowReference, shownBefore: Bool) {
+        var awaiting = restoresAwaitingRead[row] ?? RestoreAwaitingRead()
+        awaiting.reads += 1
+        awaiting.shownBefore = awaiting.shownBefore || shownBefore
+        restoresAwaitingRead[row] = awaiting
+        func settle() -> RestoreAwaitingRead? {
+            guard var awaiting = restoresAwaitingRead[row] else { return nil }
+            awaiting.reads -= 1
+            restoresAwaitingRead[row] = awaiting.reads > 0 ? awaiting : nil
+            return awaiting.reads > 0 ? nil : awaiting
+        }
+        reads.later(reads.current(row), then: { [weak self] values in
+            guard let self, let settled = settle() else { return }
+            registrar.announceRowRestored(row, values: values, shownBefore: settled.shownBefore)
+        }, failed: { [weak self] error in
+            guard let self, settle() != nil else { return }
+            outbox.postReevaluation(table: row.table, key: row.key)
+            writeBehind.errors.publish(StoreError(
+                code: (error as? StoreError)?.code ?? .engineFailure,
+                message: "row \(row.key) of \(registrar.schemas[row.table].name) came back when its pending changes were discarded, but it could not be read (\(error)); its subscribers were not told: fetch it again"
+            ))
+        })
+    }
+
     /// Tells the subscribers of a row no object shows that a discarded update's cells are back
     /// to what the row holds; once it is read, where it must be read from a server.
     private func announceUndone(_ row: RowReference, shown cells: [Int: DiscardedChanges.ShownCell]) {
         // A row whose return is still to be announced is announced as it is then, these cells
         // undone: its subscribers know it gone, not these cells.
-        guard !restoresAwaitingRead.contains(row) else { return }
+        guard restoresAwaitingRead[row] == nil else { return }
         if let current = try? reads.atOnce(reads.current(row)) {
             registrar.announceUndone(row, shown: cells, current: current)
         } else {
@@ -168,4 +189,12 @@ extension ModelStore {
         checkIsolation("writeErrors")
         return writeBehind.errors.makeStream()
     }
+}
+
+/// A row a discard brought back, while its announcement waits for the row to be read.
+struct RestoreAwaitingRead {
+    /// The reads started for it and not yet returned: the last to return announces it.
+    var reads = 0
+    /// Whether a discarded insert had shown the row to its subscribers.
+    var shownBefore = false
 }

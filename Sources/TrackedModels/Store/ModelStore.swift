@@ -59,7 +59,7 @@ public final class ModelStore {
     var feedStreams: [UInt64: AsyncStream<ChangeEvent>.Continuation] = [:]
     /// Rows a discard brought back whose return is announced once they are read (PostgreSQL):
     /// until then, their subscribers know them gone (see `ModelStore+Flushing`).
-    var restoresAwaitingRead: Set<RowReference> = []
+    var restoresAwaitingRead: [RowReference: RestoreAwaitingRead] = [:]
 
     /// Opens a local database (SQLite) for the models and checks that each one matches its
     /// table.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import PostgresTestSupport
 import Testing
@@ -136,6 +137,40 @@ struct PostgresStoreTests {
         try await PostgresServer.psql(url, "UPDATE rows SET count = 10 WHERE id = 1; UPDATE rows SET count = 0 WHERE id = 5")
         try await settle(store) { busy.map(\.id) == [4, 6, 1] }
         #expect(busy.map(\.id) == [4, 6, 1])
+        try await store.close()
+    }
+
+    /// A row a discarded delete brings back is announced once read from the server. When that
+    /// read fails, the program is told on `writeErrors` (its subscribers were not told), and
+    /// live lists judge the row again: they agree with a fresh fetch once the store settles.
+    @Test func aRestoredRowThatCannotBeReadIsReportedAndJudgedAgain() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let fault = FaultSlot()
+        var configuration = Stores.configuration()
+        configuration.faultBeforeRead = { [fault] in fault.take() }
+        let store = try await ModelStore.open(.postgres(url), models: [Row.self], configuration: configuration)
+        try store.insert(contentsOf: (1...3).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
+        let all = try await store.async.results(for: FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
+        let reported = Mutex<[String]>([])
+        let listening = Task { [errors = store.writeErrors] in
+            for await error in errors { reported.withLock { $0.append(error.message) } }
+        }
+        defer { listening.cancel() }
+        do {
+            // Let go of the row's object: the row comes back without one, and must be read.
+            let row = try #require(try await store.async.find(Row.self, key: 2))
+            try store.delete(row)
+        }
+        try await store.refreshExternalChanges()
+        #expect(all.map(\.id) == [1, 3])
+        fault.arm(StoreError(code: .engineFailure, message: "injected read failure"))
+        try store.discard(try #require(store.pendingChanges.last))
+        let told = { reported.withLock { $0.contains { $0.contains("came back when its pending changes were discarded, but it could not be read") } } }
+        try await settle(store) { told() }
+        #expect(told())
+        #expect(all.map(\.id) == [1, 2, 3])
+        #expect(try await store.async.fetch(FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)])).map(\.id) == [1, 2, 3])
         try await store.close()
     }
 

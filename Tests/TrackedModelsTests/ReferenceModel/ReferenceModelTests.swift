@@ -14,7 +14,7 @@ import Testing
 ///
 /// A failure prints the seed (`.fixedSeed(...)` replays it), the shrunk program and what
 /// differed. CI runs a fixed budget; set `TRACKEDMODELS_REFERENCE_PROGRAMS` to run more
-/// programs (for example 2000 for a long soak; PostgreSQL runs a fifth of them, each step being
+/// programs (for example 3000 for a long soak; PostgreSQL runs a fifth of them, each step being
 /// round trips to a server) and `TRACKEDMODELS_REFERENCE_STEPS` for longer
 /// ones. `TRACKEDMODELS_REFERENCE_TRACE=1` prints every operation as it runs (for a program that
 /// crashes the process, which then prints no seed); `TRACKEDMODELS_REFERENCE_REPLAY` runs one
@@ -22,7 +22,7 @@ import Testing
 /// default, or `postgres`).
 @MainActor
 @Suite(.serialized) struct ReferenceModelTests {
-    static let programs = ProcessInfo.processInfo.environment["TRACKEDMODELS_REFERENCE_PROGRAMS"].flatMap(Int.init) ?? 150
+    static let programs = ProcessInfo.processInfo.environment["TRACKEDMODELS_REFERENCE_PROGRAMS"].flatMap(Int.init) ?? 300
     static let steps = ProcessInfo.processInfo.environment["TRACKEDMODELS_REFERENCE_STEPS"].flatMap(Int.init) ?? 40
 
     static let step = zip(Gen.int(in: 0...136), Gen.uint64(in: 0...(1 << 40)), Gen.uint64(in: 0...(1 << 40)))
