@@ -57,8 +57,9 @@ public final class ModelStore {
     var lastPoll: UInt64 = 0
     /// The continuations of ``changes(_:bufferingPolicy:)`` streams, by subscription.
     var feedStreams: [UInt64: AsyncStream<ChangeEvent>.Continuation] = [:]
-    /// Rows a discard brought back whose return is announced once they are read (PostgreSQL):
-    /// until then, their subscribers know them gone (see `ModelStore+Flushing`).
+    /// Rows a discard brought back whose return is announced once they are read (on
+    /// PostgreSQL, or after a read that failed): until then, their subscribers know them gone
+    /// (see `ModelStore+Flushing`).
     var restoresAwaitingRead: [RowReference: RestoreAwaitingRead] = [:]
 
     /// Opens a local database (SQLite) for the models and checks that each one matches its

@@ -70,8 +70,8 @@ extension Harness {
         case 130: try await flushWithChangesInFlight(step.a, step.b, incrementingAgain: true)
         case 131: try await flushWithChangesInFlight(step.a, step.b, failingFirst: true)
         case 132: changeBesideARefusal(step.a, step.b)
-        // A transaction that deletes every row (objects and inserts waiting for a key among
-        // them) and throws: all of it comes back.
+        // A transaction that deletes every row (each through the delete rule of `linkedFrom`)
+        // and throws: all of it comes back.
         case 133: try transaction(step.a, step.b | 1, depth: 0, body: { try self.deleteAll() })
         // SQLite only: PostgreSQL takes a round trip per row, seconds for these.
         case 134 where engine == .sqlite: try await bulkInsertRefusedAtItsEnd(step.a)
@@ -775,8 +775,8 @@ extension Harness {
         try await flush(failing: failing ? .atCommit : nil)
     }
 
-    /// A bulk insert of more rows than wait between the program and the worker (the program
-    /// waits for room), the last with the first's key: the database refuses it at its end,
+    /// A bulk insert of more rows than can wait between the program and the worker at once
+    /// (four chunks of 2,048), the last with the first's key: the database refuses it at its end,
     /// and nothing of it stays, nor of the changes pending before it (committed in its
     /// transaction), which stay pending.
     func bulkInsertRefusedAtItsEnd(_ a: UInt64) async throws {
