@@ -6,13 +6,13 @@ extension WriteBehind {
         inFlight.flatMap(\.units).map { change($0, isInFlight: true) } + pending.all.map { change($0, isInFlight: false) }
     }
 
-    /// Whether a pending unit inserts this object (as the row it is attached to now) and no
-    /// later one deletes that row again.
+    /// Whether a unit not yet committed (in flight or pending) inserts this object (as the row
+    /// it is attached to now) and no later one deletes that row again.
     func isInsertPending(_ object: any TrackedModel) -> Bool {
         let tracking = object._$tracking
         let row = RowReference(table: tracking.table, key: tracking.key)
         var inserted = false
-        for unit in pending.all {
+        for unit in inFlight.flatMap(\.units) + pending.all {
             let holdsObject = unit.objects.contains { $0 === object }
             for operation in unit.unit.operations {
                 switch operation {

@@ -429,7 +429,10 @@ final class WriteBehind {
     /// Removes every pending unit that is not in flight.
     func discardAll() -> DiscardedChanges {
         let shown = rowsShown(byInsertsOf: pending.all)
-        return DiscardedChanges(pending.removeAll(), shownBefore: shown)
+        // An object a commit in flight inserts stays attached (the program related to it again
+        // after its delete was taken back, say): that insert still shows it.
+        let discarded = pending.removeAll()
+        return DiscardedChanges(discarded, shownBefore: shown, insertedAgain: isInsertPending)
     }
 
     /// The keyed rows these units insert that show (their insert is the last thing that

@@ -118,6 +118,16 @@ import Testing
         ])
     }
 
+    /// Found by this stop's soak: an object whose delete was taken back (the row shown without
+    /// it), related to again (inserted again), and that re-insert discarded while the commit
+    /// of its first insert was in flight: it was detached, though that insert still shows the
+    /// row and holds it, as it stays attached when that insert is still pending.
+    @Test(arguments: TestEngine.allCases)
+    func discardingAReinsertWhileTheFirstInsertIsInFlightLeavesTheObjectAttached(_ engine: TestEngine) async throws {
+        _ = try await engine.makeDatabase(in: TemporaryDirectory())
+        try await replay(on: engine, [(119, 0, 0), (125, 0, 8_820_970), (62, 503_000_537_154, 513_584_488_895)])
+    }
+
     /// Found by the shelves generator's thrown `deleteAll`: a book waiting for its key, on a
     /// shelf waiting for its key, came back from the rolled-back delete of every book
     /// pointing at nothing (its to-ones were not put back, only its values).
