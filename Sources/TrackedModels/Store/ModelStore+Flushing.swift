@@ -180,7 +180,8 @@ extension ModelStore {
     /// and threshold flushes) and changes the database refused; and what a property's setter or
     /// getter could not throw: a relationship the store refused to point at an object (another
     /// store's, or a new one with the key of an object it has; the relationship was left as it
-    /// was), or a to-many whose children could not be read. Each access makes a new stream.
+    /// was), a to-many whose children could not be read, or a row a discard brought back that
+    /// could not be read to tell its subscribers. Each access makes a new stream.
     ///
     /// ```swift
     /// Task { for await error in store.writeErrors { logger.error("write-behind: \(error)") } }
