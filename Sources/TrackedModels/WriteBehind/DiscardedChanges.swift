@@ -66,8 +66,8 @@ struct DiscardedChanges {
 
     /// - Parameters:
     ///   - shownBefore: The rows the units insert that showed before they were removed.
-    ///   - insertedAgain: Whether a unit still pending inserts an object again (the program
-    ///     related to it after it was deleted, say): it stays attached.
+    ///   - insertedAgain: Whether a unit in flight or still pending inserts an object again
+    ///     (the program related to it after it was deleted, say): it stays attached.
     init(_ units: [PendingChanges.Unit], shownBefore: Set<RowReference>, insertedAgain: (any TrackedModel) -> Bool = { _ in false }) {
         // An object is forgotten once, by the first unit that inserted it: later units that
         // insert it again find it detached by then.

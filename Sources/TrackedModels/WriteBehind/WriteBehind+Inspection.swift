@@ -8,7 +8,7 @@ extension WriteBehind {
 
     /// Whether a unit not yet committed (in flight or pending) inserts this object (as the row
     /// it is attached to now) and no later one deletes that row again.
-    func isInsertPending(_ object: any TrackedModel) -> Bool {
+    func isInsertUncommitted(_ object: any TrackedModel) -> Bool {
         let tracking = object._$tracking
         let row = RowReference(table: tracking.table, key: tracking.key)
         var inserted = false

@@ -423,7 +423,7 @@ final class WriteBehind {
     func discard(_ id: UInt64) -> DiscardedChanges? {
         guard let unit = pending.all.first(where: { $0.id == id }) else { return nil }
         let shown = rowsShown(byInsertsOf: [unit])
-        return pending.remove(unit: id).map { DiscardedChanges([$0], shownBefore: shown, insertedAgain: isInsertPending) }
+        return pending.remove(unit: id).map { DiscardedChanges([$0], shownBefore: shown, insertedAgain: isInsertUncommitted) }
     }
 
     /// Removes every pending unit that is not in flight.
@@ -432,7 +432,7 @@ final class WriteBehind {
         // An object a commit in flight inserts stays attached (the program related to it again
         // after its delete was taken back, say): that insert still shows it.
         let discarded = pending.removeAll()
-        return DiscardedChanges(discarded, shownBefore: shown, insertedAgain: isInsertPending)
+        return DiscardedChanges(discarded, shownBefore: shown, insertedAgain: isInsertUncommitted)
     }
 
     /// The keyed rows these units insert that show (their insert is the last thing that
