@@ -139,7 +139,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     private func object(for key: SQLValue) -> Model {
         if let object = objects[key] {
-            if object._$tracking.isAttached, store.registrar.rowKey(of: object) != key {
+            if object._$tracking.isAttached, object._$tracking.rowKey != key {
                 // Deleted and inserted again under another key: it is another row's now.
                 objects[key] = nil
             } else if object._$tracking.isAttached || store.isClosed || !replace(detached: object, key: key) {

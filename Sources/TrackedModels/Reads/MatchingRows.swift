@@ -59,7 +59,7 @@ struct MatchingRows: ShownRead {
         if let read = read(changed, judged: changed.judged(pointing: pointing.count)) { needs.add(read) }
         // The targets of the rows judged here.
         var judged: [[SQLValue]] = pointing.map { key, committed in
-            shown.registrar.object(table: plan.table, key: key)?._$values() ?? committed
+            shown.registrar.identityMap.object(table: plan.table, shownAs: key)?._$values() ?? committed
         }
         for key in changed.rows.keys {
             if case .some(.some(let values)) = shown.knownCurrentValues(of: RowReference(table: plan.table, key: key), given: answers) {
@@ -91,7 +91,7 @@ struct MatchingRows: ShownRead {
                 changed.rows.keys.contains($0[keyColumn]) || pointing[$0[keyColumn]] != nil || changed.assignedAhead.contains($0[keyColumn])
             }
             var values: [[SQLValue]] = pointing.map { key, committed in
-                shown.registrar.object(table: plan.table, key: key)?._$values() ?? committed
+                shown.registrar.identityMap.object(table: plan.table, shownAs: key)?._$values() ?? committed
             }
             for key in changed.rows.keys {
                 if let current = shown.currentValues(of: RowReference(table: plan.table, key: key), given: answers) { values.append(current) }
@@ -252,7 +252,7 @@ extension ShownState {
     /// back); a keyed row's is its last write still to commit.
     private func linkedInsert(of cell: CellReference) -> UInt64? {
         guard KeyPlaceholder.request(in: cell.row.key) != nil else { return writeBehind.linkedInsert(of: cell) }
-        return registrar.object(table: cell.row.table, key: cell.row.key)?._$relatedObject(column: cell.column).flatMap(registrar.insertRequest(of:))
+        return registrar.identityMap.object(table: cell.row.table, shownAs: cell.row.key)?._$relatedObject(column: cell.column).flatMap(registrar.insertRequest(of:))
     }
 
     /// What a row's to-one points at, as this store shows it; nil for nothing.
@@ -260,7 +260,7 @@ extension ShownState {
         if values[join.column] != .null {
             return currentValues(of: RowReference(table: join.targetTable, key: values[join.column]), given: answers)
         }
-        guard registrar.hasUnkeyedInserts, let request = linkedInsert(of: CellReference(row: row, column: join.column)) else { return nil }
+        guard registrar.identityMap.hasUnkeyed, let request = linkedInsert(of: CellReference(row: row, column: join.column)) else { return nil }
         let target = RowReference(table: join.targetTable, key: KeyPlaceholder.value(forInsert: request))
         // The target is there: its key column holds its identity (a predicate reads the key to
         // tell whether the to-one points at a row).

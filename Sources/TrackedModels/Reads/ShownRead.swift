@@ -44,7 +44,7 @@ struct ShownState {
 
     /// Whether a row's current values need its committed row, and it is not in hand.
     func needsCommittedRow(of row: RowReference, given answers: ReadAnswers) -> Bool {
-        registrar.object(table: row.table, key: row.key) == nil && registrar.deliveredCommittedValues(of: row) == nil
+        registrar.identityMap.object(table: row.table, shownAs: row.key) == nil && registrar.deliveredCommittedValues(of: row) == nil
             && answers.committed(row) == nil && KeyPlaceholder.request(in: row.key) == nil && !isAssignedAhead(row)
             && writeBehind.showsCommittedValues(of: row)
     }
@@ -53,7 +53,7 @@ struct ShownState {
     /// to apply: until it does, the row shows by that insert's placeholder, not by this key
     /// (as in ``MatchingRows``), so that no second object is made of it.
     private func isAssignedAhead(_ row: RowReference) -> Bool {
-        registrar.hasUnkeyedInserts && writeBehind.worker.insertRequest(assignedKey: row) != nil
+        registrar.identityMap.hasUnkeyed && writeBehind.worker.insertRequest(assignedKey: row) != nil
     }
 
     /// Lists the committed row a row's current values need, if they need one.
@@ -71,7 +71,7 @@ struct ShownState {
 
     /// A row's current values, given what the database holds for it (nil: no row).
     func currentValues(of row: RowReference, committed: [SQLValue]?) -> [SQLValue]? {
-        if let object = registrar.object(table: row.table, key: row.key) { return object._$values() }
+        if let object = registrar.identityMap.object(table: row.table, shownAs: row.key) { return object._$values() }
         guard KeyPlaceholder.request(in: row.key) == nil, !isAssignedAhead(row) else { return nil }
         // Being delivered, the row was just read with its change: newer than any read before.
         return writeBehind.uncommittedValues(of: row, over: registrar.deliveredCommittedValues(of: row) ?? committed)

@@ -13,7 +13,7 @@ extension ModelRegistrar {
         let mark = outbox.beginGroup()
         // The objects of the inserts the commit gave keys, found before they get them: the
         // links' targets, and the links' rows that waited for their own key.
-        let inserted = finished.links.isEmpty ? [:] : unkeyedInserts.mapValues(\.object)
+        let inserted = finished.links.isEmpty ? [:] : identityMap.unkeyed.mapValues(\.object)
         for (request, key) in finished.assignedKeys.sorted(by: { $0.key < $1.key }) {
             assignKey(key, toInsert: request)
         }
@@ -27,11 +27,59 @@ extension ModelRegistrar {
         outbox.endGroup(from: mark, keeping: true)
     }
 
+    /// Gives the objects that point at new rows the keys those rows were given, where they
+    /// still point at them (at the inserting object, or at an object of that key), and tells
+    /// the rows' subscribers (objects or not); the file has them already, or will in the
+    /// commit that writes them.
+    ///
+    /// - Parameter inserts: The objects of inserts that waited for their key, by insert
+    ///   request, as they were before the keys were given.
+    private func applyLinks(_ links: [ResolvedLink], inserts: [UInt64: any TrackedModel]) {
+        for resolved in links {
+            let (link, key) = (resolved.link, resolved.key)
+            let object: (any TrackedModel)? = switch link.row {
+            case .key(let row): identityMap.object(table: link.table, key: row)
+            case .insert(let request): inserts[request]
+            }
+            if let object {
+                let tracking = object._$tracking
+                guard tracking.foreignKeys[link.column] == .null, let target = object._$relatedObject(column: link.column),
+                      target === inserts[link.request] || target._$tracking.registrar === self && target._$tracking.key == key
+                else { continue }
+                tracking.foreignKeys[link.column] = key
+            }
+            // A row that got its own key in this commit is told by that key (not one whose
+            // object was detached: another object has its key).
+            var known: SQLValue?
+            switch link.row {
+            case .key(let row): known = row
+            case .insert: if let tracking = object?._$tracking, tracking.isAttached { known = tracking.key }
+            }
+            guard let row = known, row != .null else {
+                // A row still waiting for its own key: live results judge it again (its to-one
+                // holds the key now, where it showed the target by its placeholder).
+                if case .insert(let request) = link.row, object?._$tracking.insertRequest == request {
+                    unkeyedRowChanged(table: link.table, request: request)
+                }
+                continue
+            }
+            if object == nil {
+                // A row no object shows is told where the key is what it shows: its last write
+                // still to commit, or the committed one when none follows.
+                let cell = CellReference(row: RowReference(table: link.table, key: row), column: link.column)
+                let last = writeBehind.lastStoredValue(of: cell)
+                let shows = last == key || resolved.isCommitted && last == nil && writeBehind.decidesExistence(of: cell.row) == nil
+                guard shows else { continue }
+            }
+            outbox.postUpdate(table: link.table, key: row, column: link.column, old: .null, new: key, origin: .local)
+        }
+    }
+
     /// Gives an inserted object the key the database assigned: it joins the identity map and
     /// its subscribers hear the insert (changes made while the insert was in flight change the
     /// keyed row by now). Does nothing the second time.
     func assignKey(_ key: SQLValue, toInsert request: UInt64) {
-        guard let (object, table) = unkeyedInserts.removeValue(forKey: request) else { return }
+        guard let (object, table) = identityMap.removeUnkeyed(request: request) else { return }
         let mark = outbox.beginGroup()
         defer {
             // Live results let go of its row by its key's placeholder; the insert brings it
@@ -47,21 +95,13 @@ extension ModelRegistrar {
             // the row: an insert of that key still queued (one whose object was deleted, and the
             // delete discarded, shows the row without an object), or a delete made after this
             // insert. That change keeps the row; this object only learns its key.
-            if let memberships, memberships.hasParents(table: table) {
-                let values = object._$values()
-                memberships.childChanged(table: table, key: .null, old: { values[$0] }, new: { _ in .null })
-            }
+            let values = object._$values()
+                relationships.childChanged(table: table, old: { values[$0] }, new: { _ in .null })
             object._$tracking.detach()
             return
         }
         attach(object, table: table, key: key)
         outbox.postInsert(table: table, key: key, values: object._$values(), origin: .local)
-    }
-
-    /// The object of an insert of the table whose key the database has yet to assign (or has
-    /// just assigned, before the object learns it), by the insert's request.
-    func unkeyedInsert(table: Int, request: UInt64) -> (any TrackedModel)? {
-        unkeyedInserts[request].flatMap { $0.table == table ? $0.object : nil }
     }
 
     /// Applies what other connections committed: one event per subscriber and row, origin
@@ -130,9 +170,9 @@ extension ModelRegistrar {
                 // updates and deletes of it have no row left (as when a delete is heard row by row).
                 if announcingReset, values == nil { writeBehind.dropChanges(of: row) }
                 // No object shows it, but a parent may list it (a discarded change re-pointed it).
-                if let memberships, memberships.hasParents(table: table) {
+                if relationships.hasParents(table: table) {
                     let current = writeBehind.uncommittedValues(of: row, over: values)
-                    memberships.childChanged(table: table, key: key, old: { _ in SQLValue?.none }, new: { current?[$0] ?? .null }, origin: origin)
+                    relationships.childChanged(table: table, key: key, old: { _ in SQLValue?.none }, new: { current?[$0] ?? .null }, origin: origin)
                 }
                 continue
             }
@@ -161,7 +201,7 @@ extension ModelRegistrar {
         // (A row of this key inserted again in the same delivery is heard as an update of the
         // cells that differ: see pointsAtANewObject.)
         let pointedAtANewObject = pointsAtANewObject(object, table: table)
-        tellWaitingParents(of: object)
+        relationships.tellWaitingParents(of: object)
         detach(object, table: table)
         writeBehind.dropChanges(of: RowReference(table: table, key: key))
         outbox.postDelete(table: table, key: key, values: old, origin: origin)
@@ -177,12 +217,10 @@ extension ModelRegistrar {
     private func forgetInsert(of object: any TrackedModel, table: Int, shown committed: [SQLValue]?) {
         let key = object._$tracking.key
         let values = object._$values()
-        tellWaitingParents(of: object)
+        relationships.tellWaitingParents(of: object)
         detach(object, table: table)
         guard key != .null else {
-            if let memberships, memberships.hasParents(table: table) {
-                memberships.childChanged(table: table, key: .null, old: { values[$0] }, new: { _ in .null })
-            }
+            relationships.childChanged(table: table, old: { values[$0] }, new: { _ in .null })
             return
         }
         guard let committed else {
@@ -264,20 +302,20 @@ extension ModelRegistrar {
     /// Shows again what the object of an insert whose key the database has yet to assign holds
     /// once a change made to it while the insert was in flight is discarded.
     func reshowInsert(_ request: UInt64) {
-        guard let (object, table) = unkeyedInserts[request], let stored = writeBehind.storedValues(ofInsert: request, table: table) else { return }
+        guard let (object, table) = identityMap.unkeyed[request], let stored = writeBehind.storedValues(ofInsert: request, table: table) else { return }
         let before = object._$values()
         defer {
             // The parents it pointed at and points at now hear it (their to-manys list it).
-            if let memberships, memberships.hasParents(table: table) {
+            if relationships.hasParents(table: table) {
                 let after = object._$values()
-                memberships.childChanged(table: table, key: .null, old: { before[$0] }, new: { after[$0] })
+                relationships.childChanged(table: table, old: { before[$0] }, new: { after[$0] })
             }
         }
         for (column, (now, then)) in zip(before, stored).enumerated() where column != primaryKeyColumns[table] {
             if schemas[table].relationshipColumns.contains(column), then == .null || KeyPlaceholder.request(in: then) != nil {
                 // A link to a new object shows NULL until that object has its key; the object
                 // points at it, or at nothing.
-                let target = KeyPlaceholder.request(in: then).flatMap { unkeyedInserts[$0]?.object }
+                let target = KeyPlaceholder.request(in: then).flatMap { identityMap.unkeyed[$0]?.object }
                 if now != .null { try? object._$assign(.null, toColumn: column) }
                 if object._$relatedObject(column: column) !== target { object._$setRelatedObject(target, column: column) }
             } else if now != then {

@@ -19,7 +19,7 @@ extension ModelRegistrar {
     /// object it held (a target waiting for its key, say) and its key are remembered, so that
     /// a transaction that throws puts both back.
     func willRelate(_ object: some TrackedModel, column: Int, from target: (any TrackedModel)?, key: SQLValue) {
-        if let target { childrenChanged(of: target, childTable: object._$tracking.table, column: column) }
+        if let target { relationships.childrenChanged(of: target, childTable: object._$tracking.table, column: column) }
         guard undoLog.isOpen else { return }
         undoLog.recordFirst(.related(object, column: column, target: target, key: key), of: UndoLog.Cell(object: ObjectIdentifier(object), column: column))
     }
@@ -36,7 +36,7 @@ extension ModelRegistrar {
         let isOutermost = !undoLog.isOpen
         if isOutermost {
             writeBehind.beginTransaction()
-            memberships?.startTracking()
+            relationships.transactionBegan()
         }
         undoLog.open(snapshot: isOutermost ? nil : writeBehind.transactionSnapshot(), outboxMark: outbox.beginGroup())
     }
@@ -51,13 +51,7 @@ extension ModelRegistrar {
         if !succeeded, let snapshot = level.snapshot { writeBehind.restoreTransaction(to: snapshot) }
         if !undoLog.isOpen { writeBehind.endTransaction(keeping: succeeded) }
         outbox.endGroup(from: level.outboxMark, keeping: succeeded)
-        // Observation heard the children's changes as they were made: the parents told then
-        // have their objects' observers told that they are taken back (feeds heard nothing of
-        // them, the level's events being dropped).
-        if !succeeded, let memberships {
-            memberships.transactionFailed()
-            for table in memberships.touchedTables.sorted() { tellWaitingParents(ofChildTable: table) }
-        }
+        if !succeeded { relationships.transactionFailed() }
         if !succeeded || !undoLog.isOpen {
             for handler in level.whenEnded { handler() }
             // What they read now includes the enclosing level's changes, undone if it fails.
@@ -65,7 +59,7 @@ extension ModelRegistrar {
                 for handler in level.whenEnded { undoLog.whenEnded(handler) }
             }
         }
-        if !undoLog.isOpen { memberships?.stopTracking() }
+        if !undoLog.isOpen { relationships.transactionEnded() }
     }
 
     /// Gives a re-attached object back the values it had when it was detached, and the objects
@@ -97,32 +91,32 @@ extension ModelRegistrar {
                 _ = writeBehind.record(.set(old), column: column, ofInsert: request, table: object._$tracking.table)
             }
         case .related(let object, let column, let target, let key):
-            tellWaitingParents(of: object)
-            if let target { childrenChanged(of: target, childTable: object._$tracking.table, column: column) }
+            relationships.tellWaitingParents(of: object)
+            if let target { relationships.childrenChanged(of: target, childTable: object._$tracking.table, column: column) }
             object._$tracking.foreignKeys[column] = key
             object._$setRelatedObject(target, column: column)
             if let request = object._$tracking.insertRequest {
                 _ = writeBehind.record(.set(storedValue(of: object, column: column, shown: key)), column: column, ofInsert: request, table: object._$tracking.table)
             }
         case .inserted(let object, let table, let handedOverChildren):
-            tellWaitingParents(of: object)
+            relationships.tellWaitingParents(of: object)
             detach(object, table: table)
             object._$tracking.handedOverChildren = handedOverChildren
         case .deleted(let object, let table, let key, let values, let targets):
             restore(object, to: values, targets: targets)
             attach(object, table: table, key: key)
-            tellWaitingParents(of: object)
+            relationships.tellWaitingParents(of: object)
         case .deletedAll(let objects, let waiting, let table):
             for (key, object, values, targets) in objects {
                 restore(object, to: values, targets: targets)
                 attach(object, table: table, key: key)
-                tellWaitingParents(of: object)
+                relationships.tellWaitingParents(of: object)
             }
             for (request, entry, values, targets) in waiting {
                 restore(entry.object, to: values, targets: targets)
                 entry.object._$tracking.attach(to: self, table: table, key: .null, insertRequest: request)
-                unkeyedInserts[request] = entry
-                tellWaitingParents(of: entry.object)
+                identityMap.insertUnkeyed(entry.object, table: table, request: request)
+                relationships.tellWaitingParents(of: entry.object)
             }
         }
     }

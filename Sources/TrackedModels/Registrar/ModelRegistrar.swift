@@ -15,27 +15,19 @@ final class ModelRegistrar {
     let types: [any TrackedModel.Type]
     private let tableIndexByType: [ObjectIdentifier: Int]
     let primaryKeyColumns: [Int]
-    private(set) var identityMap: IdentityMap
+    let identityMap: IdentityMap
     let outbox: Outbox
     let writeBehind: WriteBehind
-    /// Objects whose insert waits for the database to assign their key, by insert request.
-    var unkeyedInserts: [UInt64: UnkeyedInsert] = [:]
+    /// Relationships' reads and who hears a child's change; the registrar tells it of changes.
+    let relationships: Relationships
     /// Rows without objects whose external changes are being delivered, as committed.
     var deliveredRows: [RowReference: [SQLValue]] = [:]
-    typealias UnkeyedInsert = (object: any TrackedModel, table: Int)
     /// The cells read by each active dependency capture, innermost last.
     private var captures: [Set<FeedIndex.Key>] = []
     /// Open transaction levels, outermost first, and how to undo them.
     // Unchecked exclusivity: read on every write; it is mutated only through its own methods,
     // which call out to nothing while they run.
     @exclusivity(unchecked) var undoLog = UndoLog()
-    /// Loads a row's object through the store, for a to-one relationship read; set by the store.
-    var loadObject: ((_ table: Int, _ key: SQLValue) -> (any TrackedModel)?)?
-    /// Loads the objects of the rows of a table whose column holds a key, in key order, for a
-    /// to-many relationship read; set by the store.
-    var loadChildren: ((_ table: Int, _ column: Int, _ key: SQLValue) throws -> [any TrackedModel])?
-    /// Which parents hear a change of a child row; nil when no model has a to-many relationship.
-    private(set) var memberships: Memberships?
     /// Objects whose insert is inserting what they point at, with the insert request reserved
     /// for them when the database assigns their key (what points back at them holds its
     /// placeholder).
@@ -65,37 +57,17 @@ final class ModelRegistrar {
         identityMap = IdentityMap(tableCount: models.count)
         self.outbox = outbox
         self.writeBehind = writeBehind
-        if schemas.contains(where: { !$0.relationships.isEmpty }) {
-            let memberships = Memberships(
-                schemas: schemas, tableOf: { [tableIndexByType] in tableIndexByType[$0] },
-                notify: { [unowned self] table, key, relationship, origin in
-                    identityMap.object(table: table, key: key)?._$childrenChanged(relationship: relationship)
-                    let parent = RowReference(table: table, key: key)
-                    guard feeds.hasSubscriptions(.children(parent, relationship: relationship)) else { return }
-                    if let origin { outbox.postChildren(table: table, key: key, relationship: relationship, origin: origin) }
-                    // A feed stays: what the children are now is what its next change is told from.
-                    recordChildren(of: parent, relationship: relationship)
-                },
-                parentKeys: { [unowned self] table, relationship in
-                    identityMap.objects(table: table).map(\.key) + feeds.childrenKeys(table: table, relationship: relationship)
-                }
-            )
-            self.memberships = memberships
-            outbox.memberships = memberships
-        }
+        relationships = Relationships(
+            schemas: schemas, identityMap: identityMap, writeBehind: writeBehind, outbox: outbox,
+            tableOf: { [tableIndexByType] in tableIndexByType[$0] }
+        )
     }
 
     var feeds: FeedIndex { outbox.feeds }
-    /// Whether inserts wait for the database to assign their keys.
-    var hasUnkeyedInserts: Bool { !unkeyedInserts.isEmpty }
-
     /// The rows of a table's inserts whose key the database has yet to assign, in the order
     /// they were inserted: each by its key's placeholder (its temporary identity).
     func unkeyedRows(table: Int) -> [RowReference] {
-        guard hasUnkeyedInserts else { return [] }
-        return unkeyedInserts.filter { $0.value.table == table }.keys.sorted().map {
-            RowReference(table: table, key: KeyPlaceholder.value(forInsert: $0))
-        }
+        identityMap.unkeyedObjects(table: table).map { RowReference(table: table, key: KeyPlaceholder.value(forInsert: $0.request)) }
     }
 
     /// The table of a model type given by identity (a relationship's target or child).
@@ -113,27 +85,14 @@ final class ModelRegistrar {
 
     // MARK: - Identity map
 
-    /// The key reads name an object's row by: its key, or its key's placeholder while the
-    /// database has yet to assign it (its temporary identity).
-    func rowKey(of object: any TrackedModel) -> SQLValue {
-        object._$tracking.insertRequest.map(KeyPlaceholder.value(forInsert:)) ?? object._$tracking.key
-    }
-
-    /// The object of a row: by its key, or, for an insert whose key the database has yet to
-    /// assign, by its key's placeholder (its temporary identity).
-    func object(table: Int, key: SQLValue) -> (any TrackedModel)? {
-        if let object = identityMap.object(table: table, key: key) { return object }
-        return KeyPlaceholder.request(in: key).flatMap { unkeyedInsert(table: table, request: $0) }
-    }
-
     /// The identity-mapped object of a row read from the database: the existing one, or a new
     /// one decoded and attached.
     func object<Model: TrackedModel>(_ type: Model.Type, table: Int, values: [SQLValue]) throws -> Model {
         let key = values[primaryKeyColumns[table]]
-        if let existing = object(table: table, key: key) as? Model { return existing }
+        if let existing = identityMap.object(table: table, shownAs: key) as? Model { return existing }
         let object = try Model(_$row: ModelRow(schema: schemas[table], values: values))
         attach(object, table: table, key: key)
-        if hasUnkeyedInserts { showPendingTargets(of: object, table: table) }
+        if identityMap.hasUnkeyed { showPendingTargets(of: object, table: table) }
         return object
     }
 
@@ -143,7 +102,7 @@ final class ModelRegistrar {
     func showPendingTargets(of object: any TrackedModel, table: Int) {
         for column in schemas[table].relationshipColumns where object._$tracking.foreignKeys[column] == .null {
             let cell = CellReference(row: RowReference(table: table, key: object._$tracking.key), column: column)
-            let target = writeBehind.linkedInsert(of: cell).flatMap { unkeyedInserts[$0]?.object }
+            let target = writeBehind.linkedInsert(of: cell).flatMap { identityMap.unkeyed[$0]?.object }
             guard object._$relatedObject(column: column) !== target else { continue }
             object._$setRelatedObject(target, column: column)
         }
@@ -158,7 +117,7 @@ final class ModelRegistrar {
         let tracking = object._$tracking
         let request = tracking.insertRequest
         if let request {
-            unkeyedInserts.removeValue(forKey: request)
+            identityMap.removeUnkeyed(request: request)
             forgetLinks(to: object, table: table)
         }
         if tracking.key != .null, identityMap.object(table: table, key: tracking.key) === object {
@@ -177,7 +136,7 @@ final class ModelRegistrar {
         for (childTable, schema) in schemas.enumerated() {
             let columns = schema.relationshipColumns.filter { schema.columns[$0].reference?.model == target }
             guard !columns.isEmpty else { continue }
-            let children = identityMap.objects(table: childTable).map(\.object) + unkeyedInserts.values.filter { $0.table == childTable }.map(\.object)
+            let children = identityMap.objects(table: childTable).map(\.object) + identityMap.unkeyedObjects(table: childTable).map(\.object)
             for child in children {
                 for column in columns where child._$relatedObject(column: column) === object && child._$tracking.foreignKeys[column] == .null {
                     child._$setRelatedObject(nil, column: column)
@@ -191,18 +150,14 @@ final class ModelRegistrar {
         for table in schemas.indices {
             for (_, object) in identityMap.removeAll(table: table) { object._$tracking.detach() }
         }
-        for (_, entry) in unkeyedInserts { entry.object._$tracking.detach() }
-        unkeyedInserts.removeAll()
-        memberships?.forgetAll()
+        for object in identityMap.removeAllUnkeyed() { object._$tracking.detach() }
+        relationships.forgetAll()
     }
 
     /// Called by an object's tracking when the object goes away.
     func objectWentAway(table: Int, key: SQLValue) {
         identityMap.removeIfGone(table: table, key: key)
-        let parent = RowReference(table: table, key: key)
-        memberships?.forget(parentTable: table, key: key) { [feeds] relationship in
-            feeds.hasSubscriptions(.children(parent, relationship: relationship))
-        }
+        relationships.parentWentAway(table: table, key: key)
     }
 
     // MARK: - The program's changes
@@ -244,9 +199,7 @@ final class ModelRegistrar {
         if isKeyed {
             outbox.postUpdate(table: table, key: tracking.key, column: column, old: old, new: new, origin: .local)
         } else {
-            if let memberships, memberships.hasParents(table: table) {
-                memberships.childChanged(table: table, key: .null, column: column, old: { _ in old }, new: { _ in new })
-            }
+            relationships.childChanged(table: table, column: column, old: { _ in old }, new: { _ in new })
             unkeyedRowChanged(table: table, request: tracking.insertRequest)
         }
     }
@@ -305,14 +258,14 @@ final class ModelRegistrar {
         if !assignsKey, identityMap.object(table: table, key: suppliedKey) != nil {
             throw StoreError.duplicateKey(types[table], key: suppliedKey)
         }
-        let relationships = schemas[table].relationshipColumns
+        let linkColumns = schemas[table].relationshipColumns
         // Everything that can refuse the insert is checked before anything is inserted.
-        if !relationships.isEmpty { try checkTargets(of: object, table: table) }
+        if !linkColumns.isEmpty { try checkTargets(of: object, table: table) }
         if !schemas[table].relationships.isEmpty { try checkPendingChildren(of: object, table: table) }
         // What points back at the object while its targets are inserted holds the placeholder
         // of its key, when the database assigns it.
-        let reserved = assignsKey && !relationships.isEmpty ? writeBehind.reserveInsertRequest() : nil
-        if !relationships.isEmpty {
+        let reserved = assignsKey && !linkColumns.isEmpty ? writeBehind.reserveInsertRequest() : nil
+        if !linkColumns.isEmpty {
             insertingObjects[ObjectIdentifier(object)] = .some(reserved)
             do {
                 try insertTargets(of: object, table: table)
@@ -328,18 +281,16 @@ final class ModelRegistrar {
         }
         let values = object._$values()
         var stored = values
-        for column in relationships {
+        for column in linkColumns {
             object._$tracking.foreignKeys[column] = values[column]
             stored[column] = storedValue(pointingAt: object._$relatedObject(column: column), shown: values[column])
         }
-        if !relationships.isEmpty { insertingObjects[ObjectIdentifier(object)] = nil }
+        if !linkColumns.isEmpty { insertingObjects[ObjectIdentifier(object)] = nil }
         if assignsKey {
             let request = writeBehind.recordInsert(table: table, values: stored, key: nil, of: object, reserved: reserved)
             object._$tracking.attach(to: self, table: table, key: .null, insertRequest: request)
-            unkeyedInserts[request] = (object, table)
-            if let memberships, memberships.hasParents(table: table) {
-                memberships.childChanged(table: table, key: .null, old: { _ in .null }, new: { values[$0] })
-            }
+            identityMap.insertUnkeyed(object, table: table, request: request)
+            relationships.childChanged(table: table, old: { _ in .null }, new: { values[$0] })
             unkeyedRowChanged(table: table, request: request)
         } else {
             attach(object, table: table, key: suppliedKey)
@@ -356,7 +307,7 @@ final class ModelRegistrar {
     func userDidDelete(_ object: some TrackedModel, table: Int) {
         let key = object._$tracking.key
         let values = object._$values()
-        tellWaitingParents(of: object)
+        relationships.tellWaitingParents(of: object)
         detach(object, table: table)
         writeBehind.recordDelete(RowReference(table: table, key: key), of: object)
         if undoLog.isOpen {
@@ -369,19 +320,16 @@ final class ModelRegistrar {
     /// before the deletion), records deleting all its rows, and tells the table's subscribers
     /// to re-read (a reset).
     func userDidDeleteAll(table: Int) {
-        tellWaitingParents(ofChildTable: table)
+        relationships.tellWaitingParents(ofChildTable: table)
         let objects = identityMap.removeAll(table: table)
         for (_, object) in objects { object._$tracking.detach() }
-        let waiting = unkeyedInserts.filter { $0.value.table == table }
-        for (request, entry) in waiting {
-            unkeyedInserts[request] = nil
-            entry.object._$tracking.detach()
-        }
+        let waiting = identityMap.removeAllUnkeyed(table: table)
+        for (_, entry) in waiting { entry.object._$tracking.detach() }
         writeBehind.recordDeleteAll(table: table)
         if undoLog.isOpen {
             undoLog.record(.deletedAll(
                 objects.map { ($0.key, $0.object, $0.object._$values(), relatedTargets(of: $0.object, table: table)) },
-                waiting: waiting.map { ($0.key, $0.value, $0.value.object._$values(), relatedTargets(of: $0.value.object, table: table)) },
+                waiting: waiting.map { ($0.request, $0.entry, $0.entry.object._$values(), relatedTargets(of: $0.entry.object, table: table)) },
                 table: table
             ))
         }

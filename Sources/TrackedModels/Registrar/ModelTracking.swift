@@ -24,6 +24,9 @@ public final class ModelTracking {
     var key: SQLValue = .null
     /// The insert request of an object whose key the database has not assigned yet.
     var insertRequest: UInt64?
+    /// The key reads name the object's row by: its key, or its key's placeholder while the
+    /// database has yet to assign it (its temporary identity).
+    var rowKey: SQLValue { insertRequest.map(KeyPlaceholder.value(forInsert:)) ?? key }
     /// Where the row's last write went, so that the next one skips the lookup.
     // Unchecked exclusivity: only `PendingChanges.write` accesses it, once per write, and
     // nothing it calls reaches this object.

@@ -45,7 +45,7 @@ struct UndoLog {
         case deleted(any TrackedModel, table: Int, key: SQLValue, values: [SQLValue], targets: [Int: any TrackedModel])
         case deletedAll(
             [(key: SQLValue, object: any TrackedModel, values: [SQLValue], targets: [Int: any TrackedModel])],
-            waiting: [(request: UInt64, entry: ModelRegistrar.UnkeyedInsert, values: [SQLValue], targets: [Int: any TrackedModel])],
+            waiting: [(request: UInt64, entry: IdentityMap.Unkeyed, values: [SQLValue], targets: [Int: any TrackedModel])],
             table: Int
         )
     }

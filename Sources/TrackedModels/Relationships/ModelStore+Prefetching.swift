@@ -48,14 +48,14 @@ extension ModelStore {
         var seen: Set<SQLValue> = []
         for object in objects {
             let key = object._$tracking.foreignKeys[column] ?? .null
-            guard key != .null, registrar.object(table: table, key: key) == nil, seen.insert(key).inserted else { continue }
+            guard key != .null, registrar.identityMap.object(table: table, shownAs: key) == nil, seen.insert(key).inserted else { continue }
             keys.append(key)
         }
         return PrefetchStep(read: rows(of: table, where: registrar.schemas[table].primaryKeyIndex, isIn: keys)) { [unowned self] found in
             let targets = try found.joined().map { try anyObject(table: table, values: $0) }
             for object in objects where object._$relatedObject(column: column) == nil {
                 let key = object._$tracking.foreignKeys[column] ?? .null
-                if key != .null, let target = registrar.object(table: table, key: key) { object._$setRelatedObject(target, column: column) }
+                if key != .null, let target = registrar.identityMap.object(table: table, shownAs: key) { object._$setRelatedObject(target, column: column) }
             }
             withExtendedLifetime(targets) {}
         }
@@ -70,16 +70,12 @@ extension ModelStore {
         let childTable = try registrar.tableIndex(of: schema.child)
         let keys = parents.map(\._$tracking.key).filter { $0 != .null }
         return PrefetchStep(read: rows(of: childTable, where: schema.childColumn, isIn: keys)) { [unowned self] found in
-            guard let memberships = registrar.memberships else { return }
             var children: [SQLValue: [any TrackedModel]] = [:]
             for values in found.joined() {
                 children[values[schema.childColumn], default: []].append(try anyObject(table: childTable, values: values))
             }
             for key in keys {
-                let found = children[key] ?? []
-                memberships.didRead(
-                    parentTable: parentTable, relationship: relationship, parentKey: key, children: found.map(registrar.rowKey(of:)), holding: found
-                )
+                registrar.relationships.didPrefetch(children[key] ?? [], parentTable: parentTable, relationship: relationship, parentKey: key)
             }
         }
     }

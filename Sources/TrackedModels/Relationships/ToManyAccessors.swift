@@ -15,7 +15,7 @@ public func _$children<Parent: TrackedModel, Child: TrackedModel>(
         // A property read cannot throw: the error is published on writeErrors and logged, and
         // the children the store holds objects for are what the property shows meanwhile.
         registrar.refuse(error as? StoreError ?? StoreError(code: .engineFailure, message: "cannot read the children of \(Parent.self): \(error)"))
-        return registrar.loadedChildren(Child.self, column: Child.columnIndex(of: inverse), of: parent)
+        return registrar.relationships.loadedChildren(Child.self, column: Child.columnIndex(of: inverse), of: parent)
     }
 }
 

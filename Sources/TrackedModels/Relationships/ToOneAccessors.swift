@@ -37,7 +37,7 @@ public func _$read<Target: TrackedModel>(_ value: Target?, column: Int, tracking
     guard let registrar = tracking.registrar else { return value }
     let key = tracking.foreignKeys[column] ?? .null
     if let value, value._$tracking.isAttached, foreignKey(of: value) == key { return value }
-    let target = key == .null ? nil : registrar.relatedObject(Target.self, key: key)
+    let target = key == .null ? nil : registrar.relationships.target(Target.self, key: key)
     if target !== value { cache(target) }
     return target
 }

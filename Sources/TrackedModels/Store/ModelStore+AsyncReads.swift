@@ -50,7 +50,7 @@ extension ModelStore {
             try store.checkOpen("find")
             let table = try store.registrar.tableIndex(of: type)
             let values = try await store.reads.awaited(store.reads.current(RowReference(table: table, key: key.sqlValue)))
-            if let object = store.registrar.object(table: table, key: key.sqlValue) as? Model { return object }
+            if let object = store.registrar.identityMap.object(table: table, shownAs: key.sqlValue) as? Model { return object }
             return try values.map { try store.object(Model.self, table: table, values: $0) }
         }
 
@@ -133,7 +133,7 @@ extension ModelStore {
             try store.checkOpen("deleteAll")
             let table = try store.registrar.tableIndex(of: type)
             // Where the delete is refused, or reads nothing, it is made at once.
-            guard store.hasDeleteRules(table: table), !store.registrar.unkeyedInserts.values.contains(where: { $0.table == table }) else {
+            guard store.hasDeleteRules(table: table), store.registrar.identityMap.unkeyedObjects(table: table).isEmpty else {
                 return try store.deleteAll(type)
             }
             let every = try store.reads.matching(store.compile(FetchDescriptor<Model>()), windowed: true)

@@ -24,7 +24,7 @@ extension ModelStore {
         if case .children(let key, let relationship) = scope.shape {
             // Reads the children once: another process's change that does not name a child's
             // old parent finds the parent through them.
-            registrar.recordChildren(of: RowReference(table: table, key: key), relationship: relationship)
+            registrar.relationships.recordChildren(of: RowReference(table: table, key: key), relationship: relationship)
         }
         return token
     }

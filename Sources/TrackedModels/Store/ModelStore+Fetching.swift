@@ -55,7 +55,7 @@ extension ModelStore {
     public func find<Model: TrackedModel>(_ type: Model.Type, key: Model.PrimaryKeyValue) throws -> Model? {
         try checkOpen("find")
         let table = try registrar.tableIndex(of: type)
-        if let object = registrar.object(table: table, key: key.sqlValue) as? Model { return object }
+        if let object = registrar.identityMap.object(table: table, shownAs: key.sqlValue) as? Model { return object }
         return try reads.now(reads.current(RowReference(table: table, key: key.sqlValue))).map { try object(Model.self, table: table, values: $0) }
     }
 
@@ -79,11 +79,11 @@ extension ModelStore {
     /// store heard so, is the inserting object: it gets its key now rather than having a second
     /// object made for the same row.
     func object<Model: TrackedModel>(_ type: Model.Type, table: Int, values: [SQLValue]) throws -> Model {
-        if registrar.hasUnkeyedInserts {
+        if registrar.identityMap.hasUnkeyed {
             let row = RowReference(table: table, key: values[Model._$schema.primaryKeyIndex])
-            if registrar.object(table: table, key: row.key) == nil,
+            if registrar.identityMap.object(table: table, shownAs: row.key) == nil,
                let request = worker.insertRequest(assignedKey: row),
-               registrar.unkeyedInsert(table: table, request: request) != nil {
+               registrar.identityMap.unkeyedObject(table: table, request: request) != nil {
                 registrar.assignKey(row.key, toInsert: request)
             }
         }

@@ -195,7 +195,7 @@ extension ModelStore {
         try checkOpen("deleteAll")
         let table = try registrar.tableIndex(of: type)
         guard hasDeleteRules(table: table) else { return registrar.userDidDeleteAll(table: table) }
-        guard !registrar.unkeyedInserts.values.contains(where: { $0.table == table }) else {
+        guard registrar.identityMap.unkeyedObjects(table: table).isEmpty else {
             throw StoreError(
                 code: .notAttached,
                 message: "cannot delete every \(Model.self): one waits for the key the database assigns, and its delete rules need it; flush first (nothing changed)"

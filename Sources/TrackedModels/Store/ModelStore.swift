@@ -188,8 +188,8 @@ public final class ModelStore {
         reads = StoreReads(
             engine: database.reader, shown: ShownState(registrar: registrar, writeBehind: writeBehind), isolation: isolation, faultBeforeRead: configuration.faultBeforeRead
         )
-        registrar.loadObject = { [unowned self] table, key in loadRelatedObject(table: table, key: key) }
-        registrar.loadChildren = { [unowned self] table, column, key in try loadChildren(table: table, column: column, key: key) }
+        registrar.relationships.loadObject = { [unowned self] table, key in loadRelatedObject(table: table, key: key) }
+        registrar.relationships.loadChildren = { [unowned self] table, column, key in try loadChildren(table: table, column: column, key: key) }
         mailbox.start(delivering: self)
         worker.start()
     }

@@ -94,7 +94,7 @@ extension Harness {
         for _ in 0..<12 where keys.count < Int(a % 3) + 1 {
             let key = insertedKey(seed: random.next() % 1_000_000)
             guard !keys.contains(key), reference.shown(.key(key)) == nil, reference.file[key] == nil, objects[key] == nil,
-                  store.registrar.object(table: 0, key: .integer(key)) == nil, !released.contains(key)
+                  store.registrar.identityMap.object(table: 0, shownAs: .integer(key)) == nil, !released.contains(key)
             else { continue }
             keys.append(key)
         }

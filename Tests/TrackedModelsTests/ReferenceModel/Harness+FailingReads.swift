@@ -18,7 +18,7 @@ extension Harness {
         case 0:
             // Mostly a row no object shows yet: the store has not read its children (a to-many
             // read once is kept current from then on, and asks nothing of the database).
-            let unread = reference.shownRows.keys.sorted().filter { store.registrar.object(table: 0, key: .integer($0)) == nil }
+            let unread = reference.shownRows.keys.sorted().filter { store.registrar.identityMap.object(table: 0, shownAs: .integer($0)) == nil }
             let fresh = a / 4 % 4 != 0 && !unread.isEmpty ? try store.find(Item.self, key: unread[Int(a / 16 % UInt64(unread.count))]) : nil
             guard let object = fresh ?? pickHeld(a / 4).flatMap({ isManaged($0) ? $0 : nil }), let key = object.id else { return }
             note("read \(key).linkedFrom, the database failing the read")
@@ -53,7 +53,7 @@ extension Harness {
             readFault.arm(nil)
         default:
             let key = insertedKey(seed: a / 4)
-            guard store.registrar.object(table: 0, key: .integer(key)) == nil else { return }
+            guard store.registrar.identityMap.object(table: 0, shownAs: .integer(key)) == nil else { return }
             note("find(\(key)), the database failing the read")
             try expectFailure("find(\(key))") { _ = try store.find(Item.self, key: key) }
         }

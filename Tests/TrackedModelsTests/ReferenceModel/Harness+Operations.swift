@@ -242,7 +242,7 @@ extension Harness {
         }
         // Refused while the store has another object of its key (one the program may not hold
         // any more: a fetch's, kept alive by a list or a pending change).
-        let refused = target.id.map { store.registrar.object(table: 0, key: .integer($0)) != nil } ?? false
+        let refused = target.id.map { store.registrar.identityMap.object(table: 0, shownAs: .integer($0)) != nil } ?? false
         let before = object.link
         let managed = isManaged(object)
         object.link = target
@@ -377,10 +377,10 @@ extension Harness {
         let store = try live
         // (A list keeps the object of a member its window moved past.)
         let managedByLists = (lists.map(\.results) + generatedLists.compactMap { $0 }).contains { $0.holdsObject(ofKey: .integer(key)) }
-            && store.registrar.object(table: 0, key: .integer(key)) != nil
+            && store.registrar.identityMap.object(table: 0, shownAs: .integer(key)) != nil
         // An object the program let go of may still be alive (its changes pending, or a held
         // object's link caching it): the store manages it until it goes away.
-        let releasedButAlive = released.contains(key) && store.registrar.object(table: 0, key: .integer(key)) != nil
+        let releasedButAlive = released.contains(key) && store.registrar.identityMap.object(table: 0, shownAs: .integer(key)) != nil
         let hasObject = objects[key] != nil || isHeldThroughLinks(key) || managedByLists || releasedButAlive
         do {
             try live.insert(object)
@@ -412,7 +412,7 @@ extension Harness {
         let count = QueuedRowIndex.Slot.walkedBelow + Int(a % 32)
         let first = (Int64(1) << 30) + Int64(transcript.count) * 1_000
         let keys = (0..<Int64(count)).map { first + $0 }
-        guard !keys.contains(where: { objects[$0] != nil || store.registrar.object(table: 0, key: .integer($0)) != nil }) else { return }
+        guard !keys.contains(where: { objects[$0] != nil || store.registrar.identityMap.object(table: 0, shownAs: .integer($0)) != nil }) else { return }
         let rows = keys.enumerated().map { offset, key in
             var values = row(seed: b &+ UInt64(offset))
             values[0] = .integer(key)
@@ -943,7 +943,7 @@ extension Harness {
             // also one the program let go of that its pending insert keeps alive, and so does
             // a pending insert of the key whose object the program deleted (and the delete
             // discarded): it shows the row without an object.
-            let releasedButAlive = released.contains(key) && store?.registrar.object(table: 0, key: .integer(key)).map { $0 !== object } == true
+            let releasedButAlive = released.contains(key) && store?.registrar.identityMap.object(table: 0, shownAs: .integer(key)).map { $0 !== object } == true
             if objects[key] == nil, !releasedButAlive, !reference.inserts(.key(key)) { objects[key] = object } else { detached.append(object) }
         }
         syncAttachment()
