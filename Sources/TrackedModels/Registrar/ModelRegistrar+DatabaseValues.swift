@@ -96,7 +96,7 @@ extension ModelRegistrar {
             // delete discarded, shows the row without an object), or a delete made after this
             // insert. That change keeps the row; this object only learns its key.
             let values = object._$values()
-                relationships.childChanged(table: table, old: { values[$0] }, new: { _ in .null })
+            relationships.childChanged(table: table, old: { values[$0] }, new: { _ in .null })
             object._$tracking.detach()
             return
         }
