@@ -4,7 +4,8 @@
 ///
 /// It also holds the objects whose insert waits for the database to assign their key, by
 /// insert request (their temporary identity), strongly: until the key arrives, nothing else
-/// finds them. The registrar alone changes the map; relationships and reads look objects up in it.
+/// finds them. It is changed only through the registrar (attaching, detaching, keys arriving);
+/// relationships and reads look objects up in it.
 final class IdentityMap {
     private struct Entry {
         weak var object: (any TrackedModel)?
@@ -60,7 +61,8 @@ final class IdentityMap {
         tables[table].compactMap { key, entry in entry.object.map { (key, $0) } }
     }
 
-    /// Entries, live or not yet forgotten, for tests and diagnostics.
+    /// Keyed entries, live or not yet forgotten (not the inserts waiting for their key), for
+    /// tests and diagnostics.
     var count: Int { tables.reduce(0) { $0 + $1.count } }
 
     /// Forgets every row of a table, returning its live objects.

@@ -95,8 +95,10 @@ extension ModelRegistrar {
             // the row: an insert of that key still queued (one whose object was deleted, and the
             // delete discarded, shows the row without an object), or a delete made after this
             // insert. That change keeps the row; this object only learns its key.
-            let values = object._$values()
-            relationships.childChanged(table: table, old: { values[$0] }, new: { _ in .null })
+            if relationships.hasParents(table: table) {
+                let values = object._$values()
+                relationships.childChanged(table: table, old: { values[$0] }, new: { _ in .null })
+            }
             object._$tracking.detach()
             return
         }

@@ -63,7 +63,6 @@ final class ModelRegistrar {
         )
     }
 
-    var feeds: FeedIndex { outbox.feeds }
     /// The rows of a table's inserts whose key the database has yet to assign, in the order
     /// they were inserted: each by its key's placeholder (its temporary identity).
     func unkeyedRows(table: Int) -> [RowReference] {

@@ -40,7 +40,7 @@ final class Outbox {
     /// net effect of a burst of changes), in the order it was asked for.
     private var whenIdle: [() -> Void] = []
 
-    /// Hears every change of a row that a to-many relationship reads (set by the registrar
+    /// Hears every change of a row that a to-many relationship reads (set by ``Relationships``
     /// when a model has one), before feeds do: Observation of `list.rows` depends on it.
     var memberships: Memberships?
 

@@ -145,8 +145,9 @@ extension TrackedModel {
 }
 
 extension ModelRegistrar {
-    /// The program read the children of `parent` through a to-one column of `Child`'s table
-    /// (see ``Relationships/children(_:column:of:)``): the read is noted for dependency capture.
+    /// The children of `parent` through a to-one column of `Child`'s table, read for the
+    /// program (its to-many property) or a delete rule (see ``Relationships/children(_:column:of:)``):
+    /// the read is noted for dependency capture.
     func children<Child: TrackedModel>(_ type: Child.Type, column: Int, of parent: some TrackedModel) throws -> [Child] {
         let tracking = parent._$tracking
         if tracking.key != .null, let relationship = relationships.relationship(parentTable: tracking.table, child: type, column: column) {

@@ -7,8 +7,9 @@ import Foundation
 ///
 /// It owns what relationships keep between reads (who was read as whose child, children loaded
 /// ahead of a read). It finds objects in the identity map and the rows waiting to be written in
-/// write-behind, and changes neither: the registrar tells it of the program's changes and of the
-/// database's, and it tells observers.
+/// write-behind, and changes neither itself (the store's loaders it calls attach the objects
+/// they read, through the registrar). The registrar tells it of the program's changes and of
+/// the database's, and it tells observers.
 ///
 /// ```swift
 /// let rows = list.rows   // the registrar notes the read, then `children(Row.self, column:of:)`
