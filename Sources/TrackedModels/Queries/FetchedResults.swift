@@ -57,10 +57,15 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// which would otherwise cost every read and every change.
     private let revisionKeyPath: KeyPath<FetchedResults, Int>
     private var changes = ListChanges()
+    /// A read placed later failed (the server refused the query, say for an overflow the rows
+    /// cause, or the connection was lost): what the list holds may be out of date. The next
+    /// change it hears reads every matching row again, as a reset does.
+    private var isStale = false
     /// The window's keys as last published, while a change is waiting to be published.
     private var windowBefore: [SQLValue]?
     private var isPublishScheduled = false
-    private let observers = DifferenceObservers<Difference>()
+    /// Who hears the list's changes (see ``onChange(_:)``, in `FetchedResults+Subscription`).
+    let observers = DifferenceObservers<Difference>()
 
     /// Results of a plan, starting from the rows it matches now (``MatchingRows``, not
     /// windowed).
@@ -198,38 +203,12 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         case .none:
             break
         }
-        store.reads.later(read) { [weak self] values in
+        readLater(read) { [weak self] values in
             guard let self, let values, members[key] != nil, objects[key] === object else { return }
             objects[key] = nil
             keepObject(key, values: values)
         }
         return false
-    }
-
-    // MARK: - Observing changes
-
-    /// Calls `handler` with each change of the results, as insertions and removals with
-    /// offsets (a move is a removal and an insertion associated with each other), once the
-    /// burst of changes that caused it has been delivered.
-    ///
-    /// ```swift
-    /// let subscription = results.onChange { difference in
-    ///     for change in difference.inferringMoves() { print(change) }
-    /// }
-    /// ```
-    public func onChange(_ handler: @escaping (Difference) -> Void) -> Subscription {
-        let id = observers.add(handler)
-        return Subscription { [weak self] in self?.observers.remove(id) }
-    }
-
-    /// Each change of the results, as an `AsyncSequence`. Each access makes a new stream; it
-    /// is dropped at the first change after its iteration ended.
-    ///
-    /// ```swift
-    /// for await difference in results.differences { apply(difference) }
-    /// ```
-    public var differences: AsyncStream<Difference> {
-        observers.makeStream()
     }
 
     // MARK: - Keeping current
@@ -263,6 +242,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     private func apply(_ event: ChangeEvent) {
         beginChange()
+        if reloadIfStale() { return }
         do {
             switch event.kind {
             case .reset:
@@ -289,9 +269,10 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         guard event.kind != .reset else { return apply(event) }
         let read = store.reads.matching(plan.rowsPointing(at: event.key, through: join), windowed: false)
         beginChange()
+        if reloadIfStale() { return }
         do {
             guard let pointing = try store.reads.atOnce(read) else {
-                return store.reads.later(read) { [weak self] rows in self?.placeLater(rows) }
+                return readLater(read) { [weak self] rows in self?.placeLater(rows) }
             }
             for values in pointing {
                 if plan.matches(values) { keepObject(values[plan.schema.primaryKeyIndex], values: values) }
@@ -299,7 +280,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
             }
         } catch {
             // The rows could not be read now: they are read again later, and placed then.
-            store.reads.later(read) { [weak self] rows in self?.placeLater(rows) }
+            readLater(read) { [weak self] rows in self?.placeLater(rows) }
         }
     }
 
@@ -309,12 +290,24 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private func reevaluateRows(reaching key: SQLValue, through join: CompiledQuery.Join) {
         guard let request = KeyPlaceholder.request(in: key) else { return }
         beginChange()
+        if reloadIfStale() { return }
         for row in store.writeBehind.rowsLinking(toInsert: request, table: plan.table, column: join.column) {
-            switch row {
-            case .key(let key): try? reevaluate(key)
-            case .insert(let request): try? reevaluate(KeyPlaceholder.value(forInsert: request))
+            let key = switch row {
+            case .key(let key): key
+            case .insert(let request): KeyPlaceholder.value(forInsert: request)
             }
+            // A row that cannot be read now is read again later.
+            do { try reevaluate(key) } catch { reevaluateLater(key) }
         }
+    }
+
+    /// Reads every matching row again, as a reset does, where the list may be out of date (see
+    /// ``isStale``); whether it did. Call inside a change.
+    private func reloadIfStale() -> Bool {
+        guard isStale else { return false }
+        isStale = false
+        do { try reloadNow() } catch { reloadLater() }
+        return true
     }
 
     /// Puts one row where its current values say: in, out, or elsewhere; once read, where its
@@ -328,15 +321,21 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     /// Puts one row where its current values say once they are read, awaited.
     private func reevaluateLater(_ key: SQLValue) {
-        store.reads.later(store.reads.queryRow(plan, key: key)) { [weak self] values in self?.placeLater(values.map { [$0] } ?? [], judging: [key]) }
+        readLater(store.reads.queryRow(plan, key: key)) { [weak self] values in self?.placeLater(values.map { [$0] } ?? [], judging: [key]) }
     }
 
     // MARK: - Reading from a server
 
+    /// Reads later, awaited, and hands the result to `then`; a read that fails leaves the list
+    /// stale (see ``isStale``).
+    private func readLater<Read: ShownRead>(_ read: Read, then: @escaping (Read.Result) -> Void) {
+        store.reads.later(read, then: then, failed: { [weak self] _ in self?.isStale = true })
+    }
+
     /// Reads all the matching rows again, from the server, and takes them once read (after a
     /// reset, on PostgreSQL).
     private func reloadLater() {
-        store.reads.later(store.reads.matching(plan, windowed: false)) { [weak self] matching in
+        readLater(store.reads.matching(plan, windowed: false)) { [weak self] matching in
             guard let self else { return }
             changeLater {
                 changes.compareWhole(current: rows.keys(in: 0..<rows.count))

@@ -118,6 +118,20 @@ import Testing
         ])
     }
 
+    /// Found by CI's budget on PostgreSQL: a live list whose query the server refuses while the
+    /// rows make it overflow (`count + -9223372036854775808`) could not read its rows again after
+    /// a bulk insert's reset, and kept the row of an insert whose key had arrived meanwhile.
+    /// Once the overflowing row was deleted, the query worked again, but the list still held
+    /// that row: a read placed later that fails now makes the next change read every row again.
+    @Test func aLiveListWhoseReadFailedReadsItsRowsAgainAtTheNextChange() async throws {
+        _ = try await TestEngine.postgres.makeDatabase(in: TemporaryDirectory())
+        try await replay(table: 1_574_473_555, on: .postgres, [
+            (40, 763_908_998_871, 685_737_614_626), (91, 239_813_311_611, 796_028_155_746), (18, 1_055_411_791_676, 705_115_432_829),
+            (118, 774_775_796_114, 27_795_402_291), (41, 1_064_165_035_593, 913_982_474_687), (94, 824_778_924_174, 545_761_962_861),
+            (15, 946_621_473_330, 772_818_272_422), (114, 241_795_513_501, 1_069_240_163_694), (88, 448_927_676_696, 459_926_483_917),
+        ])
+    }
+
     /// Found by this stop's soak: an object whose delete was taken back (the row shown without
     /// it), related to again (inserted again), and that re-insert discarded while the commit
     /// of its first insert was in flight: it was detached, though that insert still shows the

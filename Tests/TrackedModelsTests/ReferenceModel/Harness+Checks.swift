@@ -47,6 +47,7 @@ extension Harness {
             }
             try await checkLink(of: object, row: .key(key), expected: expected)
             try checkLinkedFrom(object, key: key)
+            try checkTitleWatch(object, key: key)
         }
         for (number, object) in newObjects {
             guard object._$tracking.isAttached else { throw Divergence(message: "inserted object new#\(number) is detached") }
@@ -97,6 +98,17 @@ extension Harness {
         guard isObjects(found, of: expected) else {
             throw Divergence(message: "row \(key).linkedFrom is \(found.map { $0.id.map { "\($0)" } ?? "new" }); expected \(expected)")
         }
+    }
+
+    /// An object's `title` read under `withTracking`: a title that changed since the last
+    /// check was heard by the subscription made then.
+    private func checkTitleWatch(_ object: Item, key: Int64) throws {
+        let fed = HeardFlag()
+        let (title, token) = try live.withTracking { object.title } onChange: { _ in fed.value = true }
+        if let watch = titleWatches[key], watch.object === object, watch.title != title, !watch.fed.value {
+            throw Divergence(message: "row \(key).title went from \(watch.title.debugDescription) to \(title.debugDescription), and withTracking's subscriber heard nothing")
+        }
+        titleWatches[key] = TitleWatch(object: object, title: title, fed: fed, token: token)
     }
 
     private func checkFind(_ store: ModelStore, _ shown: [Int64: [SQLValue]]) async throws {

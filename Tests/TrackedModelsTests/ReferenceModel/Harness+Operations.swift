@@ -279,6 +279,7 @@ extension Harness {
         note("release the object of \(key)")
         objects[key] = nil
         linkedFromWatches[key] = nil
+        titleWatches[key] = nil
         released.insert(key)
     }
 
@@ -776,7 +777,8 @@ extension Harness {
     }
 
     /// A bulk insert of more rows than can wait between the program and the worker at once
-    /// (four chunks of 2,048), the last with the first's key: the database refuses it at its end,
+    /// (four chunks of 2,048; it sends eight and three rows, so that the program waits for
+    /// room while the worker inserts), the last with the first's key: the database refuses it at its end,
     /// and nothing of it stays, nor of the changes pending before it (committed in its
     /// transaction), which stay pending.
     func bulkInsertRefusedAtItsEnd(_ a: UInt64) async throws {
@@ -788,7 +790,7 @@ extension Harness {
             template = row(seed: seed)
         }
         // Keys past those the program uses (a PostgreSQL INTEGER key holds them too).
-        let keys = (0..<(4 * 2_048 + 2)).map { Int64(1_500_000_000 + $0) } + [1_500_000_000]
+        let keys = (0..<(8 * 2_048 + 2)).map { Int64(1_500_000_000 + $0) } + [1_500_000_000]
         let rows = keys.map { key in
             var values = template
             values[0] = .integer(key)
@@ -980,6 +982,7 @@ extension Harness {
         feeds = []
         generatedLists = []
         linkedFromWatches = [:]
+        titleWatches = [:]
         store = nil
         events = []
     }

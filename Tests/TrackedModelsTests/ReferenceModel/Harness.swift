@@ -59,6 +59,18 @@ final class Harness {
     /// check that finds it changed requires that its observers heard something.
     var linkedFromWatches: [Int64: LinkedFromWatch] = [:]
 
+    /// Each held object's `title` as the last check read it under the store's dependency
+    /// capture (`withTracking`): a later check that finds it changed requires that the
+    /// one-shot subscriber heard something.
+    var titleWatches: [Int64: TitleWatch] = [:]
+
+    struct TitleWatch {
+        let object: Item
+        let title: String
+        let fed: HeardFlag
+        let token: FeedToken
+    }
+
     struct LinkedFromWatch {
         let object: Item
         let members: [String]
