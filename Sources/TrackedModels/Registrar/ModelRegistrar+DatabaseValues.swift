@@ -250,9 +250,10 @@ extension ModelRegistrar {
     /// Tells subscribers what a row a discard may have brought back shows, read after the
     /// discard: that it is there, or, where a discarded insert had shown it, that the row it
     /// showed is gone (and the row the database holds, if any, there instead); nothing when
-    /// an object shows it by now.
-    func announceRowRestored(_ row: RowReference, values: [SQLValue]?, shownBefore: Bool) {
-        guard identityMap.object(table: row.table, key: row.key) == nil else { return }
+    /// an object shows it by now, unless `objectsMadeSince`: the row was read later, and an
+    /// object a read made for it meanwhile (`find`, say) told nobody.
+    func announceRowRestored(_ row: RowReference, values: [SQLValue]?, shownBefore: Bool, objectsMadeSince: Bool = false) {
+        guard objectsMadeSince || identityMap.object(table: row.table, key: row.key) == nil else { return }
         // Each in a group of its own: in one, they would net to an update of every cell.
         if shownBefore {
             let mark = outbox.beginGroup()
@@ -266,11 +267,12 @@ extension ModelRegistrar {
         }
     }
 
-    /// Tells the subscribers of a row that no object shows (live results among them) that
-    /// the cells a discarded update had shown are back to what the row holds now: `current`,
-    /// committed with what is still pending. (A row an object shows is reloaded into it.)
+    /// Tells the subscribers of a row that no object showed when the discard was made (live
+    /// results among them) that the cells a discarded update had shown are back to what the row
+    /// holds now: `current`, committed with what is still pending. (A row an object shows is
+    /// reloaded into it; an object a read made for the row since told nobody.)
     func announceUndone(_ row: RowReference, shown: [Int: DiscardedChanges.ShownCell], current: [SQLValue]?) {
-        guard identityMap.object(table: row.table, key: row.key) == nil, let current else { return }
+        guard let current else { return }
         let mark = outbox.beginGroup()
         for (column, cell) in shown.sorted(by: { $0.key < $1.key }) {
             // A to-one pointed at a new object showed NULL.

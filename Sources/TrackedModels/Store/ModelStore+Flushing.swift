@@ -150,7 +150,8 @@ extension ModelStore {
         }
         reads.later(reads.current(row), then: { [weak self] values in
             guard let self, let settled = settle() else { return }
-            registrar.announceRowRestored(row, values: values, shownBefore: settled.shownBefore)
+            // No object showed the row when it was discarded: one that does now was made since.
+            registrar.announceRowRestored(row, values: values, shownBefore: settled.shownBefore, objectsMadeSince: true)
         }, failed: { [weak self] error in
             guard let self, settle() != nil else { return }
             outbox.postReevaluation(table: row.table, key: row.key)

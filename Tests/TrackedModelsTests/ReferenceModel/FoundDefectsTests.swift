@@ -132,6 +132,18 @@ import Testing
         ])
     }
 
+    /// Found by this stop's soak on PostgreSQL: a row whose delete was discarded is read back
+    /// later before it is announced; the checks' `find` made its object meanwhile, and the
+    /// announcement, finding an object, told nobody, so a live list never took the row back.
+    /// An object made since the discard told nobody either: the row is announced.
+    @Test func aRowBackFromADiscardedDeleteIsHeardThoughAReadMadeItsObjectMeanwhile() async throws {
+        _ = try await TestEngine.postgres.makeDatabase(in: TemporaryDirectory())
+        try await replay(table: 65_146_935, on: .postgres, [
+            (49, 835_973_073_084, 906_857_067_102), (63, 1_054_329_702_691, 257_060_699_630),
+            (32, 10_641_576_651, 601_304_286_656), (125, 94_345_280_944, 155_695_908_692),
+        ])
+    }
+
     /// Found by this stop's soak: an object whose delete was taken back (the row shown without
     /// it), related to again (inserted again), and that re-insert discarded while the commit
     /// of its first insert was in flight: it was detached, though that insert still shows the
