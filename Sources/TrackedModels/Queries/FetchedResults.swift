@@ -59,8 +59,10 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private var changes = ListChanges()
     /// A read placed later failed (the server refused the query, say for an overflow the rows
     /// cause, or the connection was lost): what the list holds may be out of date. The next
-    /// change it hears reads every matching row again, as a reset does.
+    /// change it hears is applied, then every matching row is read again, as a reset does.
     private var isStale = false
+    /// Reloads started: a read that fails once a later reload has started tells nothing new.
+    private var reloads = 0
     /// The window's keys as last published, while a change is waiting to be published.
     private var windowBefore: [SQLValue]?
     private var isPublishScheduled = false
@@ -203,7 +205,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         case .none:
             break
         }
-        readLater(read) { [weak self] values in
+        store.reads.later(read) { [weak self] values in
             guard let self, let values, members[key] != nil, objects[key] === object else { return }
             objects[key] = nil
             keepObject(key, values: values)
@@ -215,6 +217,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     /// Takes the matching rows: at creation, and after a reset.
     private func load(_ matching: [[SQLValue]]) {
+        isStale = false
         members.removeAll(keepingCapacity: true)
         let entries = matching.map { values in
             let entry = plan.entry(of: values)
@@ -235,6 +238,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     }
 
     private func reloadNow() throws {
+        reloads += 1
         guard let matching = try store.reads.atOnce(store.reads.matching(plan, windowed: false)) else { return reloadLater() }
         changes.compareWhole(current: rows.keys(in: 0..<rows.count))
         load(matching)
@@ -242,7 +246,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     private func apply(_ event: ChangeEvent) {
         beginChange()
-        if reloadIfStale() { return }
+        defer { reloadIfStale() }
         do {
             switch event.kind {
             case .reset:
@@ -269,7 +273,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         guard event.kind != .reset else { return apply(event) }
         let read = store.reads.matching(plan.rowsPointing(at: event.key, through: join), windowed: false)
         beginChange()
-        if reloadIfStale() { return }
+        defer { reloadIfStale() }
         do {
             guard let pointing = try store.reads.atOnce(read) else {
                 return readLater(read) { [weak self] rows in self?.placeLater(rows) }
@@ -290,7 +294,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private func reevaluateRows(reaching key: SQLValue, through join: CompiledQuery.Join) {
         guard let request = KeyPlaceholder.request(in: key) else { return }
         beginChange()
-        if reloadIfStale() { return }
+        defer { reloadIfStale() }
         for row in store.writeBehind.rowsLinking(toInsert: request, table: plan.table, column: join.column) {
             let key = switch row {
             case .key(let key): key
@@ -302,12 +306,11 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     }
 
     /// Reads every matching row again, as a reset does, where the list may be out of date (see
-    /// ``isStale``); whether it did. Call inside a change.
-    private func reloadIfStale() -> Bool {
-        guard isStale else { return false }
+    /// ``isStale``). Call inside a change, once its event is applied.
+    private func reloadIfStale() {
+        guard isStale else { return }
         isStale = false
         do { try reloadNow() } catch { reloadLater() }
-        return true
     }
 
     /// Puts one row where its current values say: in, out, or elsewhere; once read, where its
@@ -329,12 +332,17 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// Reads later, awaited, and hands the result to `then`; a read that fails leaves the list
     /// stale (see ``isStale``).
     private func readLater<Read: ShownRead>(_ read: Read, then: @escaping (Read.Result) -> Void) {
-        store.reads.later(read, then: then, failed: { [weak self] _ in self?.isStale = true })
+        let reloadsBefore = reloads
+        store.reads.later(read, then: then, failed: { [weak self] _ in
+            guard let self, reloads == reloadsBefore else { return }
+            isStale = true
+        })
     }
 
     /// Reads all the matching rows again, from the server, and takes them once read (after a
     /// reset, on PostgreSQL).
     private func reloadLater() {
+        reloads += 1
         readLater(store.reads.matching(plan, windowed: false)) { [weak self] matching in
             guard let self else { return }
             changeLater {

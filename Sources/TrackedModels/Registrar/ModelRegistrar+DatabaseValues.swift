@@ -251,9 +251,12 @@ extension ModelRegistrar {
     /// discard: that it is there, or, where a discarded insert had shown it, that the row it
     /// showed is gone (and the row the database holds, if any, there instead); nothing when
     /// an object shows it by now, unless `objectsMadeSince`: the row was read later, and an
-    /// object a read made for it meanwhile (`find`, say) told nobody.
+    /// object a read made for it meanwhile (`find`, say) told nobody (one the program inserted
+    /// since, still pending, was heard when inserted).
     func announceRowRestored(_ row: RowReference, values: [SQLValue]?, shownBefore: Bool, objectsMadeSince: Bool = false) {
-        guard objectsMadeSince || identityMap.object(table: row.table, key: row.key) == nil else { return }
+        if identityMap.object(table: row.table, key: row.key) != nil {
+            guard objectsMadeSince, writeBehind.decidesExistence(of: row) != true else { return }
+        }
         // Each in a group of its own: in one, they would net to an update of every cell.
         if shownBefore {
             let mark = outbox.beginGroup()
