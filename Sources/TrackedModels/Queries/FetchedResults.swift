@@ -60,7 +60,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// A read placed later failed (the server refused the query, say for an overflow the rows
     /// cause, or the connection was lost): what the list holds may be out of date. The next
     /// change it hears is applied, then every matching row is read again, as a reset does.
-    private var isStale = false
+    private(set) var isStale = false
     /// Reloads started: a read that fails once a later reload has started tells nothing new.
     private var reloads = 0
     /// The window's keys as last published, while a change is waiting to be published.
@@ -205,11 +205,13 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         case .none:
             break
         }
-        store.reads.later(read) { [weak self] values in
+        store.reads.later(read, then: { [weak self] values in
             guard let self, let values, members[key] != nil, objects[key] === object else { return }
             objects[key] = nil
             keepObject(key, values: values)
-        }
+        }, failed: { [weak self] error in
+            self?.store.writeBehind.errors.reportFailedRead(error, "a live list of \(Model.self) could not read row \(key) again; the object it shows for it shows the row as it was: fetch it again")
+        })
         return false
     }
 
@@ -330,12 +332,13 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     // MARK: - Reading from a server
 
     /// Reads later, awaited, and hands the result to `then`; a read that fails leaves the list
-    /// stale (see ``isStale``).
+    /// stale (see ``isStale``), and says so on `writeErrors` (once, until it is current again).
     private func readLater<Read: ShownRead>(_ read: Read, then: @escaping (Read.Result) -> Void) {
         let reloadsBefore = reloads
-        store.reads.later(read, then: then, failed: { [weak self] _ in
-            guard let self, reloads == reloadsBefore else { return }
+        store.reads.later(read, then: then, failed: { [weak self] error in
+            guard let self, reloads == reloadsBefore, !isStale else { return }
             isStale = true
+            store.writeBehind.errors.reportFailedRead(error, "a live list of \(Model.self) could not read the rows it must judge; it shows what it showed until its next change, which reads them all again")
         })
     }
 
@@ -436,11 +439,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         observers.send(difference)
     }
 
-    /// Whether the results keep an object for a row (a member read since it joined, in the
-    /// window or not); for tests.
-    func holdsObject(ofKey key: SQLValue) -> Bool {
-        objects[key] != nil
-    }
+    /// Whether the results keep an object for a row (a member read since it joined); for tests.
+    func holdsObject(ofKey key: SQLValue) -> Bool { objects[key] != nil }
 
     /// Checks the order and counts of the rows; for tests.
     func checkInvariants() {

@@ -6,7 +6,7 @@
 /// are), and composes what the store shows once it has them all. This type runs them:
 /// ``now(_:)`` on the caller's thread, where the engine answers at once (SQLite);
 /// ``awaited(_:)`` for either engine, the store's actor free while a server answers
-/// (PostgreSQL); ``later(_:then:)`` for paths that cannot wait (live results while a change is
+/// (PostgreSQL); ``later(_:then:failed:)`` for paths that cannot wait (live results while a change is
 /// delivered). Nothing else knows whether a read must be awaited.
 ///
 /// ```swift
@@ -29,7 +29,7 @@ final class StoreReads {
     /// The reads such a write needed that were not gathered (the store changed meanwhile),
     /// where they must be awaited.
     private var missedWhilePrepared: [DatabaseRead] = []
-    /// Reads ``later(_:then:)`` started that have not placed their result yet, by number.
+    /// Reads ``later(_:then:failed:)`` started that have not placed their result yet, by number.
     private var readsLater: [UInt64: Task<Void, Never>] = [:]
     private var lastReadLater: UInt64 = 0
 
@@ -118,7 +118,7 @@ final class StoreReads {
     }
 
     /// What a read shows, where it can be read on the caller's thread: nil where it needs the
-    /// database and the engine's reads must be awaited (see ``later(_:then:)``).
+    /// database and the engine's reads must be awaited (see ``later(_:then:failed:)``).
     func atOnce<Read: ShownRead>(_ read: Read) throws -> Read.Result? {
         try run(read, readingAtOnce: engine.answersAtOnce)
     }
@@ -136,7 +136,8 @@ final class StoreReads {
             if missing.isEmpty { return try read.compose(answers) }
             guard readingAtOnce else { return nil }
             if prepared != nil, !engine.answersAtOnce { missedWhilePrepared += missing }
-            if let fault = faultBeforeRead?() { throw fault }
+            // An engine whose reads must be awaited refuses here, reading nothing.
+            if engine.answersAtOnce, let fault = faultBeforeRead?() { throw fault }
             answers.take(try engine.answerNow(missing), of: missing, keyColumn: shown.keyColumn)
         }
         throw StoreError(
@@ -240,16 +241,16 @@ final class StoreReads {
     /// Reads later on the store's actor, awaiting the database, and hands the result to `then`
     /// there: for the paths that keep live results current, which run synchronously while a
     /// change is delivered. Nothing happens when the store closed meanwhile; when the read
-    /// failed, `failed` is told why (by default nothing happens: the row is judged again on
-    /// its next change).
-    func later<Read: ShownRead>(_ read: Read, then: @escaping (Read.Result) -> Void, failed: @escaping (any Error) -> Void = { _ in }) {
+    /// failed, `failed` is told why (each caller says what it left out of date, on
+    /// ``ModelStore/writeErrors``).
+    func later<Read: ShownRead>(_ read: Read, then: @escaping (Read.Result) -> Void, failed: @escaping (any Error) -> Void) {
         lastReadLater += 1
         let later = ReadLater(reads: self, number: lastReadLater, read: read, then: then, failed: failed)
         let isolation = isolation
         readsLater[lastReadLater] = Task { await later.run(on: isolation) }
     }
 
-    /// Returns once every read ``later(_:then:)`` started has placed its result (also those
+    /// Returns once every read ``later(_:then:failed:)`` started has placed its result (also those
     /// they started in turn).
     func placedReadsLater() async {
         while let (number, task) = readsLater.first {
@@ -258,7 +259,7 @@ final class StoreReads {
         }
     }
 
-    /// A read that ``later(_:then:)`` runs in a task of its own.
+    /// A read that ``later(_:then:failed:)`` runs in a task of its own.
     private struct ReadLater<Read: ShownRead>: @unchecked Sendable {
         // @unchecked Sendable: the read side, the read and the closure belong to the store's
         // actor, and are used only in `run(on:)`, which runs isolated to that actor.

@@ -128,8 +128,17 @@ extension ModelStore {
             let apply = { [weak self] (values: [[SQLValue]?]) -> Void in
                 self?.registrar.applyReloaded(table: table, rows: zip(rows, values).map { (key: $0.key, values: $1) }, announcingReset: announcingReset, origin: .local)
             }
-            // A read that fails leaves the objects as they are, as a failed reload always has.
-            if let values = try? reads.atOnce(read) { apply(values) } else { reads.later(read, then: apply) }
+            // A read that fails now is made again later, awaited; one that fails then too leaves
+            // the objects as they are, says so on writeErrors, and still announces the reset a
+            // discarded change of the whole table owes (live lists read their rows again).
+            let name = registrar.schemas[table].name
+            if let values = try? reads.atOnce(read) { apply(values) } else {
+                reads.later(read, then: apply, failed: { [weak self] error in
+                    guard let self else { return }
+                    if announcingReset { outbox.postReset(table: table, origin: .local) }
+                    writeBehind.errors.reportFailedRead(error, "rows of \(name) came back when their pending changes were discarded, but could not be read; their objects show what they showed before: fetch them again")
+                })
+            }
         }
     }
 
@@ -155,10 +164,7 @@ extension ModelStore {
         }, failed: { [weak self] error in
             guard let self, settle() != nil else { return }
             outbox.postReevaluation(table: row.table, key: row.key)
-            writeBehind.errors.publish(StoreError(
-                code: (error as? StoreError)?.code ?? .engineFailure,
-                message: "row \(row.key) of \(registrar.schemas[row.table].name) came back when its pending changes were discarded, but it could not be read (\(error)); its subscribers were not told: fetch it again"
-            ))
+            writeBehind.errors.reportFailedRead(error, "row \(row.key) of \(registrar.schemas[row.table].name) came back when its pending changes were discarded, but it could not be read; its subscribers were not told: fetch it again")
         })
     }
 
@@ -168,12 +174,18 @@ extension ModelStore {
         // A row whose return is still to be announced is announced as it is then, these cells
         // undone: its subscribers know it gone, not these cells.
         guard restoresAwaitingRead[row] == nil else { return }
+        // A read that fails now is made again later, awaited.
         if let current = try? reads.atOnce(reads.current(row)) {
             registrar.announceUndone(row, shown: cells, current: current)
         } else {
-            reads.later(reads.current(row)) { [weak self] values in
+            reads.later(reads.current(row), then: { [weak self] values in
                 self?.registrar.announceUndone(row, shown: cells, current: values)
-            }
+            }, failed: { [weak self] error in
+                guard let self else { return }
+                // Live lists judge the row again (their own read may fare better).
+                outbox.postReevaluation(table: row.table, key: row.key)
+                writeBehind.errors.reportFailedRead(error, "changes to row \(row.key) of \(registrar.schemas[row.table].name) were discarded, but the row could not be read; their subscribers were not told: fetch it again")
+            })
         }
     }
 
@@ -182,7 +194,10 @@ extension ModelStore {
     /// getter could not throw: a relationship the store refused to point at an object (another
     /// store's, or a new one with the key of an object it has; the relationship was left as it
     /// was), a to-many whose children could not be read, or a row a discard brought back that
-    /// could not be read to tell its subscribers. Each access makes a new stream.
+    /// could not be read to tell its subscribers. Also what the store read of its own accord
+    /// and could not (awaited from a server): a live list that could not read the rows it must
+    /// judge says so once, and reads them all again at its next change. Each access makes a new
+    /// stream.
     ///
     /// ```swift
     /// Task { for await error in store.writeErrors { logger.error("write-behind: \(error)") } }

@@ -35,6 +35,20 @@ final class WriteErrorStreams {
         publish(error)
     }
 
+    /// Publishes, and logs, that a read the store made of its own accord failed (one that keeps
+    /// live results or objects current, awaited from a server): `consequence` says what it left
+    /// out of date and what to do; the read's error follows it.
+    ///
+    /// ```swift
+    /// errors.reportFailedRead(error, "row 3 of notes could not be read again; fetch it again")
+    /// ```
+    func reportFailedRead(_ error: any Error, _ consequence: String) {
+        var failure = error as? StoreError ?? StoreError(code: .engineFailure, message: "\(error)")
+        failure.message = "\(consequence) (\(failure.message))"
+        logger.warning("a read failed", metadata: ["error": "\(failure.message)", "code": "\(failure.code)"])
+        publish(failure)
+    }
+
     /// Publishes an error to every stream still listened to.
     func publish(_ error: StoreError) {
         continuations.removeAll { continuation in

@@ -1,9 +1,9 @@
 import Foundation
 @testable import TrackedModels
 
-/// Reads the database fails (an I/O error at the read), on SQLite, whose reads are answered on
-/// the caller's thread: the error is thrown, or, where a property cannot throw, published on
-/// `writeErrors`, and never turned into an answer that looks whole.
+/// Reads the database fails (an I/O error at the read): the error is thrown, or, where a
+/// property cannot throw or the store read of its own accord (later, awaited from a server),
+/// published on `writeErrors`, and never turned into an answer that looks whole.
 extension Harness {
     /// One read, the database failing it: a to-many shows the children the store holds
     /// objects for (a part of the answer, in its order) and publishes the error; `fetch`,
@@ -11,9 +11,11 @@ extension Harness {
     /// objects alone asks nothing of the database and answers in full. Nothing changes: the
     /// checks after the step find the store as it was.
     func readThatFails(_ a: UInt64) async throws {
-        guard engine == .sqlite else { return }
         let store = try live
         let injected = SQLiteError(code: .ioError, message: "injected I/O error").storeError
+        // On PostgreSQL the program's reads are awaited, and throw what they meet; what the
+        // store reads there of its own accord (later, awaited) is case 3.
+        guard engine == .sqlite || a % 5 == 3 else { return }
         switch a % 5 {
         case 0:
             // Mostly a row no object shows yet: the store has not read its children (a to-many
@@ -48,8 +50,11 @@ extension Harness {
             // joins' targets): every list must still agree with the reference after it.
             guard let object = pickHeld(a / 5), isManaged(object) else { return }
             note("the database fails the next read:")
+            let errorsBefore = writeErrorsHeard.count
+            let anyStale = isAnyListStale
             readFault.arm(injected)
             assignPlainColumn(of: object, seed: a / 25)
+            if engine == .postgres { try await mendAfterAFailedLaterRead(a / 125, errorsBefore: errorsBefore, mustBeTold: !anyStale) }
             readFault.arm(nil)
         default:
             let key = insertedKey(seed: a / 4)
@@ -63,12 +68,38 @@ extension Harness {
     /// that must read to judge a row it touched (or to reload, after a change of the whole
     /// table) reads again later; once the store settles every list agrees with the reference.
     func externalChangeHeardWhileAReadFails(_ a: UInt64, _ b: UInt64) async throws {
-        guard engine == .sqlite else { return }
         if a % 3 == 0 { try await externalReset(a / 3, b) } else { try await externalUpdate(a / 3, b) }
         note("(heard while the database fails the next read)")
+        let errorsBefore = writeErrorsHeard.count
+        let anyStale = isAnyListStale
         readFault.arm(SQLiteError(code: .ioError, message: "injected I/O error").storeError)
         defer { readFault.arm(nil) }
         try await live.refreshExternalChanges()
+        // A reload a reset started may fail while a later one (a list joined to its own table
+        // hears the reset twice) is already under way: that failure leaves nothing out of date,
+        // and says nothing.
+        if engine == .postgres { try await mendAfterAFailedLaterRead(b / 7, errorsBefore: errorsBefore, mustBeTold: a % 3 != 0 && !anyStale) }
+    }
+
+    /// Whether a live list is already out of date (a read the server refused): one that fails
+    /// again says nothing new.
+    private var isAnyListStale: Bool {
+        (lists.map(\.results) + generatedLists.compactMap { $0 }).contains { $0.isStale }
+    }
+
+    /// On PostgreSQL the reads a delivery needs are made later, awaited. Once they are placed,
+    /// the one the fault failed (if any needed the database) must have said so on
+    /// `writeErrors` where `mustBeTold`; a live list it left out of date reads its rows again
+    /// at its next change, here an insert every list hears, and must agree with the reference
+    /// after it.
+    private func mendAfterAFailedLaterRead(_ seed: UInt64, errorsBefore: Int, mustBeTold: Bool) async throws {
+        try await live.refreshExternalChanges()
+        guard readFault.take() == nil else { return note("(no read needed the database)") }
+        let published = { self.writeErrorsHeard.dropFirst(errorsBefore).contains { $0.message.contains("injected I/O error") } }
+        if mustBeTold { await letStreamsCatchUp(until: published) }
+        guard published() || !mustBeTold else { throw Divergence(message: "a read the store made later failed, but writeErrors did not say so") }
+        note("then, heard by every live list:")
+        try insertNew(seed)
     }
 
     /// Runs a read with the fault armed: it must throw the injected error, unless it asked
