@@ -28,7 +28,8 @@ enum WorkerEvent: Sendable {
 final class DatabaseWorker: @unchecked Sendable {
     // @unchecked Sendable: `engine`, `timer`, `isHalted` and `earlierKeys` are touched only by
     // blocks running on `queue`, which is serial (and by `init`, before any block exists);
-    // `statistics` and `assignedKeys` are Mutexes; everything else is immutable after `init`.
+    // `statistics`, `progress` and `assignedKeys` are Mutexes; everything else is
+    // immutable after `init`.
     private let queue = DispatchQueue(label: "TrackedModels.DatabaseWorker")
     private var engine: (any EngineWriter)?
     private var isHalted = false
@@ -43,6 +44,8 @@ final class DatabaseWorker: @unchecked Sendable {
     /// Test hook: an error to fail a commit with, just before it commits.
     private let faultBeforeCommit: (@Sendable () -> StoreError?)?
     let statistics = Mutex(WriterStatistics())
+    /// Which batches the database holds, published as they commit (see ``CommitProgress``).
+    private let progress = Mutex(CommitProgress())
     /// Keys the database assigned to inserts, published before their commit, so that a fetch
     /// that sees the row can find the object that inserted it.
     private let assignedKeys = Mutex<[RowReference: UInt64]>([:])
@@ -155,6 +158,11 @@ final class DatabaseWorker: @unchecked Sendable {
         engine = nil
     }
 
+    /// Which of the store's batches the database holds now. Safe from any thread.
+    var commitProgress: CommitProgress {
+        progress.withLock { $0 }
+    }
+
     /// The insert request the database gave this row's key to, while the store has not applied
     /// that key yet. Safe from any thread: the key is published before its commit.
     func insertRequest(assignedKey row: RowReference) -> UInt64? {
@@ -238,10 +246,18 @@ final class DatabaseWorker: @unchecked Sendable {
                 return .committed(report)
             }
             do {
-                let commit = try engine.commit(units, rows: batch.rows, earlierKeys: keys) { report in
-                    if let fault = faultBeforeCommit?() { throw fault }
-                    publishAssignedKeys(report.assignedKeys, tables: insertTables)
+                let commit: EngineCommit
+                do {
+                    commit = try engine.commit(units, rows: batch.rows, earlierKeys: keys) { report in
+                        if let fault = faultBeforeCommit?() { throw fault }
+                        publishAssignedKeys(report.assignedKeys, tables: insertTables)
+                        progress.withLock { $0.committing = batch.sequence }
+                    }
+                } catch {
+                    progress.withLock { $0.committing = nil }
+                    throw error
                 }
+                progress.withLock { $0 = CommitProgress(committedThrough: batch.sequence, leftOut: Set(rejected.keys).union(held)) }
                 afterCommit?()
                 for (request, key) in commit.report.assignedKeys { earlierKeys[request] = (key, batch.sequence) }
                 if !commit.external.isEmpty { report(.externalChanges(commit.external)) }

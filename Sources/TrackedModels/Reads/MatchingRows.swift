@@ -84,7 +84,7 @@ struct MatchingRows: ShownRead {
         var rows = read(changed, judged: judged).map(answers.rows) ?? []
         if changed.hasChangedTargets, !plan.readsThroughJoins {
             // The selection and the order stand; the targets show their current values.
-            rows = rows.map(showingCurrentTargets)
+            rows = rows.map { showingCurrentTargets($0, held: answers.held) }
         }
         if judged > 0 || !changed.unkeyed.isEmpty || changed.rows.deletesEveryRow {
             rows.removeAll {
@@ -156,13 +156,13 @@ struct MatchingRows: ShownRead {
     }
 
     /// A row of the query as the database answered it, its targets' columns as this store
-    /// shows them (the database's answer is their committed values).
-    private func showingCurrentTargets(_ row: [SQLValue]) -> [SQLValue] {
+    /// shows them (the database's answer is their committed values, holding `held`).
+    private func showingCurrentTargets(_ row: [SQLValue], held: CommitProgress) -> [SQLValue] {
         var shownRow = row
         for join in plan.joins where row[join.column] != .null {
             let columns = join.offset..<(join.offset + join.target.columns.count)
             let committed = row[join.offset + join.target.primaryKeyIndex] == .null ? nil : Array(row[columns])
-            let target = shown.currentValues(of: RowReference(table: join.targetTable, key: row[join.column]), committed: committed)
+            let target = shown.currentValues(of: RowReference(table: join.targetTable, key: row[join.column]), committed: committed, held: held)
             shownRow.replaceSubrange(columns, with: target ?? Array(repeating: .null, count: join.target.columns.count))
         }
         return shownRow

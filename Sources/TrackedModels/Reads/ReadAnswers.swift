@@ -4,6 +4,10 @@
 struct ReadAnswers {
     private var results: [DatabaseRead: [[SQLValue]]] = [:]
     private var committedRows: [RowReference: [SQLValue]?] = [:]
+    /// Which of this store's batches the database held when the answers were read (the same
+    /// for every answer in hand: see ``StoreReads``); what is still queued is laid over them
+    /// less those batches.
+    private(set) var held = CommitProgress()
 
     /// Whether the answer to `read` is in hand (for ``DatabaseRead/rows(table:keys:)``, the
     /// answer for every key, whichever read brought it).
@@ -18,15 +22,22 @@ struct ReadAnswers {
         results[read] ?? []
     }
 
+    /// Whether answers read while the database held `held` can be composed with those in hand:
+    /// none is in hand, or they hold the same of this store's batches still in flight.
+    func canJoin(_ held: CommitProgress, inFlight: some Sequence<UInt64>) -> Bool {
+        (results.isEmpty && committedRows.isEmpty) || self.held.holdsTheSame(as: held, of: inFlight)
+    }
+
     /// A row as committed: `.some(nil)` when the database has none, nil when it was not read.
     func committed(_ row: RowReference) -> [SQLValue]?? {
         committedRows[row]
     }
 
-    /// Takes the answers to `reads`, in their order.
+    /// Takes the answers to `reads`, in their order, read while the database held `held`.
     ///
     /// - Parameter keyColumn: The position of each table's primary key in its rows.
-    mutating func take(_ answers: [[[SQLValue]]], of reads: [DatabaseRead], keyColumn: (Int) -> Int) {
+    mutating func take(_ answers: [[[SQLValue]]], of reads: [DatabaseRead], held: CommitProgress, keyColumn: (Int) -> Int) {
+        self.held = held
         for (read, rows) in zip(reads, answers) {
             guard case .rows(let table, let keys) = read else {
                 results[read] = rows

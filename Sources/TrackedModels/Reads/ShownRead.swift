@@ -66,15 +66,20 @@ struct ShownState {
     /// (committed or not). A row named by its key's placeholder is an insert's whose key the
     /// database has yet to assign: its object's values (the key NULL), while it has one.
     func currentValues(of row: RowReference, given answers: ReadAnswers) -> [SQLValue]? {
-        currentValues(of: row, committed: answers.committed(row) ?? nil)
+        // A row not read (what is queued decides it) holds no batch.
+        let committed = answers.committed(row)
+        return currentValues(of: row, committed: committed ?? nil, held: committed == nil ? CommitProgress() : answers.held)
     }
 
-    /// A row's current values, given what the database holds for it (nil: no row).
-    func currentValues(of row: RowReference, committed: [SQLValue]?) -> [SQLValue]? {
+    /// A row's current values, given what the database holds for it (nil: no row), read while
+    /// it held the batches `held` says (see ``CommitProgress``).
+    func currentValues(of row: RowReference, committed: [SQLValue]?, held: CommitProgress) -> [SQLValue]? {
         if let object = registrar.identityMap.object(table: row.table, shownAs: row.key) { return object._$values() }
         guard KeyPlaceholder.request(in: row.key) == nil, !isAssignedAhead(row) else { return nil }
-        // Being delivered, the row was just read with its change: newer than any read before.
-        return writeBehind.uncommittedValues(of: row, over: registrar.deliveredCommittedValues(of: row) ?? committed)
+        // Being delivered, the row was just read with its change: newer than any read before,
+        // and read after the commits the store has heard of, only those.
+        if let delivered = registrar.deliveredCommittedValues(of: row) { return writeBehind.uncommittedValues(of: row, over: delivered) }
+        return writeBehind.uncommittedValues(of: row, over: committed, held: held)
     }
 
     /// A row's current values where they are known from the answers in hand; nil when its
@@ -109,6 +114,38 @@ struct CommittedRow: ShownRead {
 
     func compose(_ answers: ReadAnswers) -> [SQLValue]? {
         answers.committed(row) ?? nil
+    }
+}
+
+/// A row as committed with this store's changes not yet committed laid over it, whatever an
+/// object shows (what a row shows without an insert that is being taken back); nil when there
+/// is no row then.
+struct UncommittedRow: ShownRead {
+    let shown: ShownState
+    let row: RowReference
+
+    func needs(given answers: ReadAnswers, into needs: inout ReadNeeds) {
+        if answers.committed(row) == nil, KeyPlaceholder.request(in: row.key) == nil { needs.committedRow(row) }
+    }
+
+    func compose(_ answers: ReadAnswers) -> [SQLValue]? {
+        let committed = answers.committed(row)
+        return shown.writeBehind.uncommittedValues(of: row, over: committed ?? nil, held: committed == nil ? CommitProgress() : answers.held)
+    }
+}
+
+/// Rows as committed, read again to be shown anew (after a discard), with which of this
+/// store's batches the database held when they were read: what is still queued is laid over
+/// them less those (see ``CommitProgress``).
+struct ReloadedRows: ShownRead {
+    let rows: [RowReference]
+
+    func needs(given answers: ReadAnswers, into needs: inout ReadNeeds) {
+        for row in rows where answers.committed(row) == nil && KeyPlaceholder.request(in: row.key) == nil { needs.committedRow(row) }
+    }
+
+    func compose(_ answers: ReadAnswers) -> (values: [[SQLValue]?], held: CommitProgress) {
+        (rows.map { answers.committed($0) ?? nil }, answers.held)
     }
 }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the store shows, and the one place that reads it: committed rows, with this store's
 /// changes in flight and pending laid over them, and the values its live objects hold.
 ///
@@ -87,6 +89,11 @@ final class StoreReads {
         CommittedRow(row: row)
     }
 
+    /// A row as committed with this store's changes not yet committed: see ``UncommittedRow``.
+    func uncommitted(_ row: RowReference) -> UncommittedRow {
+        UncommittedRow(shown: shown, row: row)
+    }
+
     /// A statement in the engine's SQL over one table as this store shows it: see ``TableRows``.
     func tableRows(_ table: Int, sql: String, arguments: [SQLValue], returnsModelRows: Bool = false) -> TableRows {
         TableRows(shown: shown, table: table, sql: sql, arguments: arguments, returnsModelRows: returnsModelRows)
@@ -138,7 +145,10 @@ final class StoreReads {
             if prepared != nil, !engine.answersAtOnce { missedWhilePrepared += missing }
             // An engine whose reads must be awaited refuses here, reading nothing.
             if engine.answersAtOnce, let fault = faultBeforeRead?() { throw fault }
-            answers.take(try engine.answerNow(missing), of: missing, keyColumn: shown.keyColumn)
+            let (rows, held) = try answeredNow(missing)
+            // Answers in hand that hold other batches in flight than these are read again.
+            if !answers.canJoin(held, inFlight: inFlight) { answers = ReadAnswers() }
+            answers.take(rows, of: missing, held: held, keyColumn: shown.keyColumn)
         }
         throw StoreError(
             code: .busy,
@@ -146,6 +156,60 @@ final class StoreReads {
             mayPass: true
         )
     }
+
+    // MARK: - Reading what this store's commits left
+
+    /// The sequences of this store's batches in flight: a read of the database may hold them
+    /// or not (see ``CommitProgress``).
+    private var inFlight: some Sequence<UInt64> { shown.writeBehind.inFlight.lazy.map(\.sequence) }
+
+    /// Which of this store's batches the database holds, as the worker last published.
+    private var progress: CommitProgress { shown.writeBehind.worker.commitProgress }
+
+    /// The database's answers, read on the caller's thread, and which of this store's batches
+    /// in flight they hold: a read that one of them committed during is made again, once the
+    /// commit is done (it takes moments, on the worker's thread).
+    ///
+    /// - Throws: What kept the database from answering; ``StoreError/Code/busy`` where a
+    ///   commit took longer than ``commitWait``.
+    private func answeredNow(_ missing: [DatabaseRead]) throws -> (rows: [[[SQLValue]]], held: CommitProgress) {
+        // With nothing in flight there is nothing the database may hold ahead of the store;
+        // an engine whose reads must be awaited refuses at once.
+        guard shown.writeBehind.hasBatchesInFlight, engine.answersAtOnce else { return (try engine.answerNow(missing), progress) }
+        let deadline = ContinuousClock.now + Self.commitWait
+        while true {
+            let before = progress
+            if before.committing == nil {
+                let rows = try engine.answerNow(missing)
+                if before.isCertain(until: progress, for: inFlight) { return (rows, before) }
+            }
+            guard ContinuousClock.now < deadline else { throw Self.commitTookTooLong }
+            Thread.sleep(forTimeInterval: 0.000_1)
+        }
+    }
+
+    /// The database's answers, awaited, and which of this store's batches in flight they
+    /// hold; nil where one of them committed during the read (read again). A commit under way
+    /// is waited for first.
+    private func answered(_ missing: [DatabaseRead]) async throws -> (rows: [[[SQLValue]]], held: CommitProgress)? {
+        let deadline = ContinuousClock.now + Self.commitWait
+        var before = progress
+        while before.committing != nil, shown.writeBehind.hasBatchesInFlight {
+            guard ContinuousClock.now < deadline else { throw Self.commitTookTooLong }
+            try await Task.sleep(for: .microseconds(200))
+            before = progress
+        }
+        let rows = try await engine.answer(missing)
+        return before.isCertain(until: progress, for: inFlight) ? (rows, before) : nil
+    }
+
+    /// How long a read waits for a commit of this store's under way (a server's may wait out
+    /// a lost connection).
+    static let commitWait = Duration.seconds(60)
+
+    private static let commitTookTooLong = StoreError(
+        code: .busy, message: "a read waited over \(commitWait) for a commit of this store's to end; try again", mayPass: true
+    )
 
     /// What a read shows, the database's answers awaited (the store's actor is free
     /// meanwhile). Answers fetched before the store applied new committed data are fetched
@@ -166,19 +230,20 @@ final class StoreReads {
             try Task.checkCancellation()
             let askedAt = deliveries
             if let fault = faultBeforeRead?() { throw fault }
-            let fetched = try await engine.answer(missing)
+            let answered = try await self.answered(missing)
             if isClosed { throw StoreError.closed(operation: "read") }
-            guard deliveries == askedAt else {
-                // Committed data arrived meanwhile: what was read before may be stale.
+            guard deliveries == askedAt, let (rows, held) = answered, answers.canJoin(held, inFlight: inFlight) else {
+                // Committed data arrived meanwhile (or this store's commit, which the read may
+                // or may not hold): what was read before may be stale.
                 overtaken += 1
                 answers = ReadAnswers()
                 continue
             }
-            answers.take(fetched, of: missing, keyColumn: shown.keyColumn)
+            answers.take(rows, of: missing, held: held, keyColumn: shown.keyColumn)
         }
         throw StoreError(
             code: .busy,
-            message: "the read did not settle in \(Self.maximumRounds) rounds (\(overtaken) overtaken by data other connections committed meanwhile); try again",
+            message: "the read did not settle in \(Self.maximumRounds) rounds (\(overtaken) overtaken by data committed meanwhile, by other connections or this store); try again",
             mayPass: true
         )
     }
@@ -198,7 +263,7 @@ final class StoreReads {
     /// - Throws: ``StoreError/Code/busy`` after ``maximumRounds`` rounds.
     func answering<Result>(gathering gather: () async throws -> ReadAnswers, _ body: () throws -> Result) async throws -> Result {
         var rounds = 0
-        while rounds < Self.maximumRounds {
+        gathering: while rounds < Self.maximumRounds {
             let startedAt = deliveries
             var answers = try await gather()
             // No await between this check and the write: it runs on the answers' moment.
@@ -209,9 +274,11 @@ final class StoreReads {
                     return result
                 case .missed(let missed):
                     if let fault = faultBeforeRead?() { throw fault }
-                    let fetched = try await engine.answer(missed)
+                    let answered = try await self.answered(missed)
                     if isClosed { throw StoreError.closed(operation: "write") }
-                    answers.take(fetched, of: missed, keyColumn: shown.keyColumn)
+                    // A commit of this store's the read may or may not hold: gathered again.
+                    guard let (rows, held) = answered, answers.canJoin(held, inFlight: inFlight) else { continue gathering }
+                    answers.take(rows, of: missed, held: held, keyColumn: shown.keyColumn)
                 }
             }
         }

@@ -163,7 +163,10 @@ extension ModelRegistrar {
 
     /// Applies rows read back after a reset or a discard: objects take the committed values
     /// (overlaid with what is still pending), objects whose row is gone are detached.
-    func applyReloaded(table: Int, rows: [(key: SQLValue, values: [SQLValue]?)], announcingReset: Bool, origin: ChangeOrigin) {
+    ///
+    /// - Parameter held: Which of this store's batches in flight `rows` hold already (see
+    ///   ``CommitProgress``); none for rows the worker read.
+    func applyReloaded(table: Int, rows: [(key: SQLValue, values: [SQLValue]?)], held: CommitProgress = CommitProgress(), announcingReset: Bool, origin: ChangeOrigin) {
         let mark = outbox.beginGroup()
         for (key, values) in rows {
             let row = RowReference(table: table, key: key)
@@ -173,7 +176,7 @@ extension ModelRegistrar {
                 if announcingReset, values == nil { writeBehind.dropChanges(of: row) }
                 // No object shows it, but a parent may list it (a discarded change re-pointed it).
                 if relationships.hasParents(table: table) {
-                    let current = writeBehind.uncommittedValues(of: row, over: values)
+                    let current = writeBehind.uncommittedValues(of: row, over: values, held: held)
                     relationships.childChanged(table: table, key: key, old: { _ in SQLValue?.none }, new: { current?[$0] ?? .null }, origin: origin)
                 }
                 continue
@@ -181,7 +184,7 @@ extension ModelRegistrar {
             // What the object shows is the committed row with every change still pending or in
             // flight applied, not what it showed before (a discarded change's values, say); a row
             // this store inserts, not yet committed, is its insert and what followed it.
-            guard let current = writeBehind.uncommittedValues(of: row, over: values) else {
+            guard let current = writeBehind.uncommittedValues(of: row, over: values, held: held) else {
                 // Gone, unless a delete of this store's takes it away (when that commits).
                 if values == nil { rowWentAway(object, table: table, origin: origin) }
                 continue
@@ -294,7 +297,8 @@ extension ModelRegistrar {
             case .forgetInsert(let object, let row):
                 // What the row shows without the insert: committed, with what is still queued
                 // (a deleteAll before the insert hides it).
-                let shown = row.flatMap { writeBehind.uncommittedValues(of: $0, over: reading.committed($0)) }
+                // (A row not read now: what is queued for it alone.)
+                let shown = row.flatMap { reading.uncommitted($0) ?? writeBehind.uncommittedValues(of: $0, over: nil) }
                 forgetInsert(of: object, table: object._$tracking.table, shown: shown)
             case .restore(let row):
                 // Unless the row is gone anyway (or an object shows it already). A row a

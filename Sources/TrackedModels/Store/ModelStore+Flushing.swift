@@ -90,7 +90,7 @@ extension ModelStore {
             return values
         }
         registrar.applyDiscarded(discarded, reading: RowReads(
-            committed: { [unowned self] row in readAtOnce(row, reads.committed(row)) },
+            uncommitted: { [unowned self] row in readAtOnce(row, reads.uncommitted(row)) },
             current: { [unowned self] row in
                 let values = readAtOnce(row, reads.current(row))
                 if values == nil, !unread.contains(row), discarded.shownWithoutObject.contains(row) { gone.append(row) }
@@ -123,10 +123,12 @@ extension ModelStore {
             let keys = discarded.reloads[table] ?? []
             for request in keys.compactMap(KeyPlaceholder.request(in:)) { registrar.reshowInsert(request) }
             let rows = keys.filter { KeyPlaceholder.request(in: $0) == nil }.map { RowReference(table: table, key: $0) }
-            let read = EachRead(reads: rows.map(reads.committed))
+            let read = ReloadedRows(rows: rows)
             let announcingReset = discarded.resetTables.contains(table)
-            let apply = { [weak self] (values: [[SQLValue]?]) -> Void in
-                self?.registrar.applyReloaded(table: table, rows: zip(rows, values).map { (key: $0.key, values: $1) }, announcingReset: announcingReset, origin: .local)
+            let apply = { [weak self] (read: (values: [[SQLValue]?], held: CommitProgress)) -> Void in
+                self?.registrar.applyReloaded(
+                    table: table, rows: zip(rows, read.values).map { (key: $0.key, values: $1) }, held: read.held, announcingReset: announcingReset, origin: .local
+                )
             }
             // A read that fails now is made again later, awaited; one that fails then too leaves
             // the objects as they are, says so on writeErrors, and still announces the reset a

@@ -66,9 +66,16 @@ extension WriteBehind {
     /// What a row holds once this store's changes not yet committed (in flight, then pending,
     /// in program order) are applied to what is committed; `nil` when there is no row then.
     /// A to-one column written with a ``KeyPlaceholder`` shows NULL, as its object does.
-    func uncommittedValues(of row: RowReference, over committed: [SQLValue]?) -> [SQLValue]? {
+    ///
+    /// - Parameter held: Which of this store's batches `committed` holds already, where it was
+    ///   read while they committed and the store has yet to hear so: they are not laid over it
+    ///   again (an increment would count twice).
+    func uncommittedValues(of row: RowReference, over committed: [SQLValue]?, held: CommitProgress = CommitProgress()) -> [SQLValue]? {
         guard hasChanges else { return committed }
-        guard var values = writtenValues(of: row, over: committed) else { return nil }
+        let written = (inFlight.first?.sequence).map { $0 <= held.committedThrough } == true
+            ? writtenValues(of: row, over: committed, notHeldBy: held)
+            : writtenValues(of: row, over: committed)
+        guard var values = written else { return nil }
         for column in linkColumns[row.table] where KeyPlaceholder.request(in: values[column]) != nil { values[column] = .null }
         return values
     }
@@ -165,17 +172,36 @@ extension WriteBehind {
 
     private func writtenValues(of row: RowReference, over committed: [SQLValue]?) -> [SQLValue]? {
         var values = committed
-        forEachQueuedOperation(touching: row) { operation in
-            switch operation {
-            case .insert(let request): values = request.values
-            case .update(_, let cells):
-                guard var current = values else { return }
-                for cell in cells { current[cell.column] = cell.write.applied(to: current[cell.column]) }
-                values = current
-            case .delete, .deleteAll: values = nil
+        forEachQueuedOperation(touching: row) { Self.apply($0, to: &values) }
+        return values
+    }
+
+    /// ``writtenValues(of:over:)`` where `committed` holds some batches in flight already:
+    /// their units are passed over, but those the database left out of them (the rare read
+    /// made between a commit and its report).
+    private func writtenValues(of row: RowReference, over committed: [SQLValue]?, notHeldBy held: CommitProgress) -> [SQLValue]? {
+        var values = committed
+        for batch in inFlight {
+            for unit in batch.units where batch.sequence > held.committedThrough || held.leftOut.contains(unit.unit.id) {
+                for operation in unit.unit.operations where operation.touches(row) { Self.apply(operation, to: &values) }
             }
         }
+        for unit in pending.all {
+            for operation in unit.unit.operations where operation.touches(row) { Self.apply(operation, to: &values) }
+        }
         return values
+    }
+
+    /// Lays one queued operation over a row's values (nil: no row).
+    private static func apply(_ operation: WriteOperation, to values: inout [SQLValue]?) {
+        switch operation {
+        case .insert(let request): values = request.values
+        case .update(_, let cells):
+            guard var current = values else { return }
+            for cell in cells { current[cell.column] = cell.write.applied(to: current[cell.column]) }
+            values = current
+        case .delete, .deleteAll: values = nil
+        }
     }
 
     /// Whether a change still queued decides the row the database gave the insert with this

@@ -132,6 +132,14 @@ import Testing
         ])
     }
 
+    /// Found at ten times CI's budget: a delete discarded while a flush was in flight read the
+    /// row back after that batch had committed and before the store heard so, and laid the
+    /// batch's increment over what it read once more (subscribers heard -26 for -33).
+    @Test func aDiscardWhileAFlushIsInFlightLaysNoCommittedIncrementOverTheRowTwice() async throws {
+        _ = try await TestEngine.sqlite.makeDatabase(in: TemporaryDirectory())
+        try await replay(on: .sqlite, [(110, 0, 0), (56, 0, 0), (130, 206_107_276_749, 1_057_124_241_508)])
+    }
+
     /// Found by this stop's soak on PostgreSQL: a row whose delete was discarded is read back
     /// later before it is announced; the checks' `find` made its object meanwhile, and the
     /// announcement, finding an object, told nobody, so a live list never took the row back.

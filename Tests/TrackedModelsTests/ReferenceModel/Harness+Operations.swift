@@ -77,6 +77,7 @@ extension Harness {
         case 134 where engine == .sqlite: try await bulkInsertRefusedAtItsEnd(step.a)
         case 135: try await externalDeleteUnderARefusal(step.a)
         case 136: try await externalChangeHeardWhileAReadFails(step.a, step.b)
+        case 137: try await flushWithChangesInFlight(step.a, step.b, holdingItsCommit: true)
         default: try insertManyKeyed(step.a, step.b)
         }
         syncAttachment()
@@ -726,7 +727,9 @@ extension Harness {
     ///   value shows with the second increment on top until that commits too).
     /// - Parameter failingFirst: Whether the commit in flight meets an I/O error: its changes
     ///   are handed back, in front of those made meanwhile.
-    func flushWithChangesInFlight(_ a: UInt64, _ b: UInt64, incrementingAgain: Bool = false, failingFirst: Bool = false) async throws {
+    func flushWithChangesInFlight(
+        _ a: UInt64, _ b: UInt64, incrementingAgain: Bool = false, failingFirst: Bool = false, holdingItsCommit: Bool = false
+    ) async throws {
         let store = try live
         if incrementingAgain { try increment(a, b) }
         note("flush\(failingFirst ? " that meets an I/O error at its commit" : ""), and while it is in flight:")
@@ -734,7 +737,13 @@ extension Harness {
         let failing = failingFirst && reference.hasPendingUnits
         if failing { fault.arm(SQLiteError(code: .ioError, message: "injected I/O error").storeError) }
         defer { fault.arm(nil) }
+        // Or the commit lands in the database and the worker waits there, before the store
+        // hears of it, while the program goes on: what the store reads meanwhile holds it.
+        let holding = holdingItsCommit && reference.hasPendingUnits
+        if holding { commitHold.arm() }
+        defer { commitHold.release() }
         store.writeBehind.submit(retryingRejected: true)
+        if holding, commitHold.waitUntilHeld(timeout: .seconds(10)) { note("(its commit is in the database; the store has yet to hear so)") }
         reference.unitsTakenForCommit()
         leavesNewObjectsAlone = reference.units.contains { unit in unit.operations.contains { if case .insert(.key, _) = $0 { true } else { false } } }
         defer { leavesNewObjectsAlone = false }
@@ -770,6 +779,7 @@ extension Harness {
             try discardPending()
         default: break
         }
+        commitHold.release()
         note("(the flush is awaited)")
         // A flush made while a commit is in flight answers for it: it throws that commit's
         // error, and every change stays pending.

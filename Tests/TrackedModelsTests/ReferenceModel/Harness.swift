@@ -165,6 +165,8 @@ final class Harness {
     let fault = FaultSlot()
     /// A failure to inject into the store's next read of the database.
     let readFault = FaultSlot()
+    /// Holds the worker right after its next commit, before the store hears of it.
+    let commitHold = CommitHold()
     /// What the store logs (at every level, so that every message is made).
     let log = LogRecorder()
     /// What the `writeErrors` streams of the program's stores published, in order.
@@ -271,6 +273,7 @@ final class Harness {
             var configuration = Self.configuration
             configuration.faultBeforeCommit = { [fault] in fault.take() }
             configuration.faultBeforeRead = { [readFault] in readFault.take() }
+            configuration.afterCommit = { [commitHold] in commitHold.holdIfArmed() }
             configuration.logger = log.logger
             let store = try await ModelStore.open(engine.location(database), models: [Item.self], configuration: configuration)
             guard reference.declaration.databaseAssignsKeys else {
@@ -437,5 +440,49 @@ final class FaultSlot: Sendable {
             defer { armed = nil }
             return armed
         }
+    }
+}
+
+/// Holds the worker's thread right after a commit, once armed, until released: the database
+/// holds the batch and the store has yet to hear so (its reads meanwhile must not count the
+/// batch twice).
+final class CommitHold: Sendable {
+    private let state = Mutex<(armed: Bool, holding: Bool)>((false, false))
+    private let reached = DispatchSemaphore(value: 0)
+    private let released = DispatchSemaphore(value: 0)
+
+    /// Holds the next commit.
+    func arm() {
+        state.withLock { $0.armed = true }
+    }
+
+    /// On the worker's thread, after each commit.
+    func holdIfArmed() {
+        let holds = state.withLock { state in
+            defer { state.armed = false }
+            state.holding = state.armed
+            return state.armed
+        }
+        guard holds else { return }
+        reached.signal()
+        released.wait()
+    }
+
+    /// Waits until a commit is held; false (disarmed) when none came in `timeout` (the
+    /// commit failed, say).
+    func waitUntilHeld(timeout: Duration) -> Bool {
+        if reached.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds * 1_000))) == .success { return true }
+        state.withLock { $0.armed = false }
+        // A commit may have taken it meanwhile.
+        return reached.wait(timeout: .now()) == .success
+    }
+
+    /// Lets a held commit go on (nothing when none is held).
+    func release() {
+        let held = state.withLock { state in
+            defer { state.holding = false }
+            return state.holding
+        }
+        if held { released.signal() }
     }
 }
