@@ -2,6 +2,8 @@
 /// row: the values it shows, whether it exists, which rows link to a new one. The overlay rule
 /// for single cells is ``WriteBehind/overlay(_:for:)``.
 extension WriteBehind {
+    /// Whether batches are in flight: the database may hold one before the store hears so.
+    var hasBatchesInFlight: Bool { !inFlight.isEmpty }
 
     /// Every unit not yet committed, in program order: in flight, then pending (walked where
     /// they lie: a read of one row asks several times, and copying them each time cost more

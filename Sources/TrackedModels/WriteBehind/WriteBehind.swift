@@ -84,9 +84,6 @@ final class WriteBehind {
     /// Whether changes are waiting to be committed (pending or in flight).
     var hasChanges: Bool { !pending.isEmpty || !inFlight.isEmpty }
 
-    /// Whether batches are in flight: the database may hold one before the store hears so.
-    var hasBatchesInFlight: Bool { !inFlight.isEmpty }
-
     // MARK: - Recording
 
     /// Records a user's write to a cell: the hot path of every tracked assignment.
