@@ -275,28 +275,20 @@ final class Note {
     }
 
     @Test func aFetchBetweenAnAssignedKeysCommitAndItsReportReturnsTheInsertingObject() async throws {
-        let committed = AsyncStream<Void>.makeStream()
-        let release = DispatchSemaphore(value: 0)
-        let armed = Atomic<Bool>(false)
-        var configuration = Stores.configuration()
-        configuration.afterCommit = {
-            guard armed.exchange(false, ordering: .relaxed) else { return }
-            committed.continuation.yield()
-            release.wait()
-        }
-        let workload = try await workload(configuration: configuration)
+        let hold = AfterCommitHold()
+        let workload = try await workload(configuration: hold.configuration)
         let note = Note(id: nil, text: "in flight")
         try workload.store.insert(note)
-        armed.store(true, ordering: .relaxed)
+        hold.arm()
         let flushing = Task { try await workload.store.flush() }
-        for await _ in committed.stream { break }
+        await hold.untilHeld()
         // Committed, and the store has not heard so yet: the database's row and the insert
         // still waiting for its key are one row (found by review of the temporary identity).
         #expect(note.id == nil)
         let typed = try workload.store.fetch(FetchDescriptor<Note>(sortBy: [SortDescriptor(\.id, order: .reverse)]))
         let counted = try workload.store.fetchCount(FetchDescriptor<Note>())
         let fetched = try workload.store.fetch(Note.self)
-        release.signal()
+        hold.release()
         #expect(typed.count == 1 && typed.first === note)
         #expect(counted == 1)
         #expect(fetched.count == 1)
@@ -311,31 +303,23 @@ final class Note {
     /// increment in the database, and laid it over what it read once more (7 + 7).
     @Test(arguments: TestEngine.allCases)
     func aReadBetweenACommitAndItsReportCountsTheCommitsIncrementsOnce(_ engine: TestEngine) async throws {
-        let committed = AsyncStream<Void>.makeStream()
-        let release = DispatchSemaphore(value: 0)
-        let armed = Atomic<Bool>(false)
-        var configuration = Stores.configuration()
-        configuration.afterCommit = {
-            guard armed.exchange(false, ordering: .relaxed) else { return }
-            committed.continuation.yield()
-            release.wait()
-        }
-        let workload = try await workload(engine, configuration: configuration)
+        let hold = AfterCommitHold()
+        let workload = try await workload(engine, configuration: hold.configuration)
         let row = workload.rows[3]
         var heard: [SQLValue?] = []
         let token = try workload.store.subscribe(to: .row(3, \Row.count)) { event in heard.append(event.changes.first { $0.column == "count" }?.new) }
         defer { token.cancel() }
         try workload.store.increment(\Row.count, of: row, by: 7)
-        armed.store(true, ordering: .relaxed)
+        hold.arm()
         let flushing = Task { try await workload.store.flush() }
-        for await _ in committed.stream { break }
+        await hold.untilHeld()
         // Committed, and the store has not heard so yet. The delete taken back, no object
         // shows the row: it is read again (later, on PostgreSQL), while the worker waits.
         try workload.store.delete(row)
         try workload.store.discard(try #require(workload.store.pendingChanges.last))
         await workload.store.reads.placedReadsLater()
         let shown = try await workload.store.async.find(Row.self, key: 3)?.count
-        release.signal()
+        hold.release()
         try await flushing.value
         #expect(shown == 7)
         // Subscribers heard the increment, the delete, then the row back as it is.
@@ -346,26 +330,18 @@ final class Note {
 
     @Test(arguments: TestEngine.allCases)
     func writesToAnObjectWhoseInsertIsInFlightAreStored(_ engine: TestEngine) async throws {
-        let committed = AsyncStream<Void>.makeStream()
-        let release = DispatchSemaphore(value: 0)
-        let armed = Atomic<Bool>(false)
-        var configuration = Stores.configuration()
-        configuration.afterCommit = {
-            guard armed.exchange(false, ordering: .relaxed) else { return }
-            committed.continuation.yield()
-            release.wait()
-        }
-        let workload = try await workload(engine, configuration: configuration)
+        let hold = AfterCommitHold()
+        let workload = try await workload(engine, configuration: hold.configuration)
         let note = Note(id: nil, text: "first")
         try workload.store.insert(note)
         note.text = "second"   // joins the pending insert
-        armed.store(true, ordering: .relaxed)
+        hold.arm()
         let flushing = Task { try await workload.store.flush() }
-        for await _ in committed.stream { break }
+        await hold.untilHeld()
         // The insert is committed and its report not yet heard: the key is still unknown.
         #expect(note.id == nil)
         note.text = "third"
-        release.signal()
+        hold.release()
         try await flushing.value
         try await workload.store.flush()
         #expect(note.id == 1)
@@ -472,5 +448,39 @@ final class Note {
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(try await engine.sql(path, "SELECT title FROM rows WHERE id = 2") == "never flushed")
+    }
+}
+
+/// Holds the worker right after its next commit, once armed, until released: the database
+/// holds the batch and the store has yet to hear so.
+private final class AfterCommitHold: Sendable {
+    private let committed = AsyncStream<Void>.makeStream()
+    private let released = DispatchSemaphore(value: 0)
+    private let armed = Atomic<Bool>(false)
+
+    /// A store configuration whose worker waits after an armed commit.
+    @MainActor var configuration: ModelStore.Configuration {
+        var configuration = Stores.configuration()
+        configuration.afterCommit = { [self] in
+            guard armed.exchange(false, ordering: .relaxed) else { return }
+            committed.continuation.yield()
+            released.wait()
+        }
+        return configuration
+    }
+
+    /// Holds the next commit.
+    func arm() {
+        armed.store(true, ordering: .relaxed)
+    }
+
+    /// Returns once a commit is held.
+    func untilHeld() async {
+        for await _ in committed.stream { break }
+    }
+
+    /// Lets the held commit go on.
+    func release() {
+        released.signal()
     }
 }
