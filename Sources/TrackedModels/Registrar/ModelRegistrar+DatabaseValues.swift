@@ -133,7 +133,8 @@ extension ModelRegistrar {
                 case .insert: outbox.postInsert(table: change.table, key: change.key, values: values ?? [], origin: .external)
                 case .delete: outbox.postDeleteOfUnknownRow(table: change.table, key: change.key, origin: .external)
                 case .update:
-                    for column in change.columns {
+                    // A cell an assignment not yet committed will overwrite shows that still.
+                    for column in change.columns where writeBehind.overlay(change.values?[column] ?? .null, for: CellReference(row: row, column: column)) != nil {
                         outbox.postUpdateOfUnknownRow(table: change.table, key: change.key, column: column, new: values?[column] ?? .null, origin: .external)
                     }
                 }
@@ -251,25 +252,27 @@ extension ModelRegistrar {
     }
 
     /// Tells subscribers what a row a discard may have brought back shows, read after the
-    /// discard: that it is there, or, where a discarded insert had shown it, that the row it
-    /// showed is gone (and the row the database holds, if any, there instead); nothing when
-    /// an object shows it by now, unless `objectsMadeSince`: the row was read later, and an
-    /// object a read made for it meanwhile (`find`, say) told nobody (one the program inserted
-    /// since, still pending, was heard when inserted).
-    func announceRowRestored(_ row: RowReference, values: [SQLValue]?, shownBefore: Bool, objectsMadeSince: Bool = false) {
+    /// discard: that it is there, or, where a discarded insert had shown it (`shown`), that the
+    /// row it showed is gone, or shows the row the database holds instead (the cells that
+    /// differ; live results judge it again, as a to-one that reached a new object may show NULL
+    /// before and after); nothing when an object shows it by now, unless `objectsMadeSince`:
+    /// the row was read later, and an object a read made for it meanwhile (`find`, say) told
+    /// nobody (one the program inserted since, still pending, was heard when inserted).
+    func announceRowRestored(_ row: RowReference, values: [SQLValue]?, shown: [SQLValue]?, objectsMadeSince: Bool = false) {
         if identityMap.object(table: row.table, key: row.key) != nil {
             guard objectsMadeSince, writeBehind.decidesExistence(of: row) != true else { return }
         }
-        // Each in a group of its own: in one, they would net to an update of every cell.
-        if shownBefore {
-            let mark = outbox.beginGroup()
-            outbox.postDeleteOfUnknownRow(table: row.table, key: row.key, origin: .local)
-            outbox.endGroup(from: mark, keeping: true)
-        }
-        if let values {
-            let mark = outbox.beginGroup()
-            outbox.postInsert(table: row.table, key: row.key, values: values, origin: .local)
-            outbox.endGroup(from: mark, keeping: true)
+        let mark = outbox.beginGroup()
+        defer { outbox.endGroup(from: mark, keeping: true) }
+        switch (shown, values) {
+        case (nil, nil): break
+        case (let shown?, nil): outbox.postDelete(table: row.table, key: row.key, values: shown, origin: .local)
+        case (nil, let values?): outbox.postInsert(table: row.table, key: row.key, values: values, origin: .local)
+        case (let shown?, let values?):
+            for column in values.indices where shown[column] != values[column] {
+                outbox.postUpdate(table: row.table, key: row.key, column: column, old: shown[column], new: values[column], origin: .local)
+            }
+            outbox.postReevaluation(table: row.table, key: row.key)
         }
     }
 
@@ -301,11 +304,19 @@ extension ModelRegistrar {
                 let shown = row.flatMap { reading.uncommitted($0) ?? writeBehind.uncommittedValues(of: $0, over: nil) }
                 forgetInsert(of: object, table: object._$tracking.table, shown: shown)
             case .restore(let row):
+                let shown = discarded.shownWithoutObject[row]
+                // An object a read made of a row only a discarded insert showed (not the
+                // insert's own) goes with the insert, as that object would; its subscribers hear
+                // the row go from what it showed, below.
+                if shown != nil, writeBehind.decidesExistence(of: row) != true, let object = identityMap.object(table: row.table, key: row.key) {
+                    relationships.tellWaitingParents(of: object)
+                    detach(object, table: row.table)
+                }
                 // Unless the row is gone anyway (or an object shows it already). A row a
                 // discarded insert showed without an object is the database's row now (the
                 // insert's key was another insert's meanwhile, say).
                 guard identityMap.object(table: row.table, key: row.key) == nil, let values = reading.current(row) else { continue }
-                announceRowRestored(row, values: values, shownBefore: discarded.shownWithoutObject.contains(row))
+                announceRowRestored(row, values: values, shown: shown)
             }
         }
     }

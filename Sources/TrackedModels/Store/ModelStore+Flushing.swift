@@ -80,8 +80,9 @@ extension ModelStore {
     private func revert(_ discarded: DiscardedChanges) {
         // The rows that cannot be read at once are announced once read.
         var unread: [RowReference] = []
-        // Rows read and found gone, which a discarded insert had shown without an object.
-        var gone: [RowReference] = []
+        // Rows read and found gone, which a discarded insert had shown without an object (with
+        // the values it showed).
+        var gone: [(row: RowReference, shown: [SQLValue])] = []
         func readAtOnce(_ row: RowReference, _ read: some ShownRead<[SQLValue]?>) -> [SQLValue]? {
             guard let values = try? reads.atOnce(read) else {
                 if !unread.contains(row) { unread.append(row) }
@@ -93,12 +94,12 @@ extension ModelStore {
             uncommitted: { [unowned self] row in readAtOnce(row, reads.uncommitted(row)) },
             current: { [unowned self] row in
                 let values = readAtOnce(row, reads.current(row))
-                if values == nil, !unread.contains(row), discarded.shownWithoutObject.contains(row) { gone.append(row) }
+                if values == nil, !unread.contains(row), let shown = discarded.shownWithoutObject[row] { gone.append((row, shown)) }
                 return values
             }
         ))
-        for row in gone { registrar.announceRowRestored(row, values: nil, shownBefore: true) }
-        for row in unread { announceRestoredOnceRead(row, shownBefore: discarded.shownWithoutObject.contains(row)) }
+        for (row, shown) in gone { registrar.announceRowRestored(row, values: nil, shown: shown) }
+        for row in unread { announceRestoredOnceRead(row, shown: discarded.shownWithoutObject[row]) }
         // A row whose discarded write pointed a to-one at a new object shows NULL before and
         // after, but no longer reaches that object: live results judge it again.
         for (row, cells) in discarded.shown where cells.values.contains(where: \.holdsKeyPlaceholder) {
@@ -145,13 +146,13 @@ extension ModelStore {
     }
 
     /// Announces a row a discard brought back once it is read from the server. A row brought
-    /// back again before that is announced once, by the last read (the freshest), as shown
-    /// before if either discard had shown it. A read that fails tells live results to judge the
+    /// back again before that is announced once, by the last read (the freshest), against
+    /// what the last discard that had shown it showed. A read that fails tells live results to judge the
     /// row again, and the program, on `writeErrors`, that its subscribers were not told.
-    private func announceRestoredOnceRead(_ row: RowReference, shownBefore: Bool) {
+    private func announceRestoredOnceRead(_ row: RowReference, shown: [SQLValue]?) {
         var awaiting = restoresAwaitingRead[row] ?? RestoreAwaitingRead()
         awaiting.reads += 1
-        awaiting.shownBefore = awaiting.shownBefore || shownBefore
+        awaiting.shown = shown ?? awaiting.shown
         restoresAwaitingRead[row] = awaiting
         func settle() -> RestoreAwaitingRead? {
             guard var awaiting = restoresAwaitingRead[row] else { return nil }
@@ -162,7 +163,7 @@ extension ModelStore {
         reads.later(reads.current(row), then: { [weak self] values in
             guard let self, let settled = settle() else { return }
             // No object showed the row when it was discarded: one that does now was made since.
-            registrar.announceRowRestored(row, values: values, shownBefore: settled.shownBefore, objectsMadeSince: true)
+            registrar.announceRowRestored(row, values: values, shown: settled.shown, objectsMadeSince: true)
         }, failed: { [weak self] error in
             guard let self, settle() != nil else { return }
             outbox.postReevaluation(table: row.table, key: row.key)
@@ -214,6 +215,6 @@ extension ModelStore {
 struct RestoreAwaitingRead {
     /// The reads started for it and not yet returned: the last to return announces it.
     var reads = 0
-    /// Whether a discarded insert had shown the row to its subscribers.
-    var shownBefore = false
+    /// What a discarded insert had shown of the row to its subscribers, if it had.
+    var shown: [SQLValue]?
 }

@@ -60,15 +60,16 @@ struct DiscardedChanges {
     /// Tables whose `deleteAll` was discarded: their subscribers re-read.
     var resetTables: Set<Int> = []
     /// Rows of discarded inserts that subscribers were shown without an object (the program
-    /// deleted the object, then discarded the delete): they hear the row go if nothing shows
-    /// it now.
-    var shownWithoutObject: Set<RowReference> = []
+    /// deleted the object, then discarded the delete), with the values shown: they hear the
+    /// row go if nothing shows it now, or the cells that differ in the row that shows instead.
+    var shownWithoutObject: [RowReference: [SQLValue]] = [:]
 
     /// - Parameters:
-    ///   - shownBefore: The rows the units insert that showed before they were removed.
+    ///   - shownBefore: The rows the units insert that showed before they were removed, with
+    ///     the values they showed.
     ///   - insertedAgain: Whether a unit in flight or still pending inserts an object again
     ///     (the program related to it after it was deleted, say): it stays attached.
-    init(_ units: [PendingChanges.Unit], shownBefore: Set<RowReference>, insertedAgain: (any TrackedModel) -> Bool = { _ in false }) {
+    init(_ units: [PendingChanges.Unit], shownBefore: [RowReference: [SQLValue]], insertedAgain: (any TrackedModel) -> Bool = { _ in false }) {
         // An object is forgotten once, by the first unit that inserted it: later units that
         // insert it again find it detached by then.
         var forgottenObjects: Set<ObjectIdentifier> = []
@@ -125,7 +126,7 @@ struct DiscardedChanges {
             for row in insertedRows.subtracting(forgotten) {
                 restore(row)
                 reloads[row.table, default: []].append(row.key)
-                if shownBefore.contains(row) { shownWithoutObject.insert(row) }
+                if let values = shownBefore[row] { shownWithoutObject[row] = values }
             }
         }
     }

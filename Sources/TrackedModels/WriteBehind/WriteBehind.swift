@@ -436,13 +436,14 @@ final class WriteBehind {
     }
 
     /// The keyed rows these units insert that show (their insert is the last thing that
-    /// decides whether they exist), found before the units are removed: subscribers saw them,
-    /// so they must hear them go if nothing else shows them after.
-    private func rowsShown(byInsertsOf units: [PendingChanges.Unit]) -> Set<RowReference> {
-        var rows: Set<RowReference> = []
+    /// decides whether they exist), with the values they show, found before the units are
+    /// removed: subscribers saw them, so they must hear them go, or turn into what shows after.
+    private func rowsShown(byInsertsOf units: [PendingChanges.Unit]) -> [RowReference: [SQLValue]] {
+        var rows: [RowReference: [SQLValue]] = [:]
         for unit in units {
             for case .insert(let request) in unit.unit.operations {
-                if let row = request.row, decidesExistence(of: row) == true { rows.insert(row) }
+                guard let row = request.row, rows[row] == nil, decidesExistence(of: row) == true else { continue }
+                rows[row] = uncommittedValues(of: row, over: nil)
             }
         }
         return rows

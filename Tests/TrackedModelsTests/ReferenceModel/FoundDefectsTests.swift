@@ -295,6 +295,33 @@ import Testing
         try await replay(table: 12, on: engine, [(33, 11, 0), (42, 0, 0), (114, 0, 0), (108, 0, 0)])
     }
 
+    /// Found by the 10x soak (stop 40): discarding an insert shown without an object over
+    /// another connection's row of its key, holding the same values, was heard as a delete and
+    /// an insert of the row, though nothing it shows changed.
+    @Test(arguments: TestEngine.allCases)
+    func discardingAnInsertShownWithoutAnObjectOverAnEqualRowIsHeardAsNothing(_ engine: TestEngine) async throws {
+        _ = try await engine.makeDatabase(in: TemporaryDirectory())
+        try await replay(on: engine, [(89, 147_426_618_696, 0), (33, 189_360_794_737, 0), (42, 0, 0), (114, 0, 0), (108, 0, 106_690_036_936)])
+    }
+
+    /// Found next: the object `find` made of that row while only the insert showed it stayed
+    /// attached once the insert was discarded, showing the other connection's row instead of
+    /// going with the insert.
+    @Test(arguments: TestEngine.allCases)
+    func discardingAnInsertOverAnotherRowDetachesTheObjectAReadMadeOfIt(_ engine: TestEngine) async throws {
+        _ = try await engine.makeDatabase(in: TemporaryDirectory())
+        try await replay(on: engine, [(89, 147_426_618_696, 0), (33, 189_360_794_737, 0), (42, 0, 0), (114, 0, 0), (27, 17, 0), (108, 0, 0)])
+    }
+
+    /// Found by the 10x soak (stop 40): another connection's update of a cell a pending
+    /// assignment overwrites, on a row no object shows (its delete was discarded), was heard
+    /// though the row still shows the assignment.
+    @Test(arguments: TestEngine.allCases)
+    func anExternalUpdateOfACellAPendingAssignmentOverwritesIsNotHeardOnARowWithoutAnObject(_ engine: TestEngine) async throws {
+        _ = try await engine.makeDatabase(in: TemporaryDirectory())
+        try await replay(on: engine, [(61, 0, 0), (0, 0, 622_241_774_261), (33, 146_178_935, 580_091_241_575), (127, 125_013_416_232, 982_813_609_420), (73, 270_714_760_205, 957_876_031_870)])
+    }
+
     /// Found by changes made while a flush is in flight, then discarded (10x soak, seed
     /// 121409817): an item whose insert the database refused (count 13 under a CHECK) was
     /// related in flight to a new item; discarding that change pointed it back at nothing, but
