@@ -249,9 +249,9 @@ final class DatabaseWorker: @unchecked Sendable {
                 let commit: EngineCommit
                 do {
                     commit = try engine.commit(units, rows: batch.rows, earlierKeys: keys) { report in
+                        progress.withLock { $0.committing = batch.sequence }
                         if let fault = faultBeforeCommit?() { throw fault }
                         publishAssignedKeys(report.assignedKeys, tables: insertTables)
-                        progress.withLock { $0.committing = batch.sequence }
                     }
                 } catch {
                     progress.withLock { $0.committing = nil }

@@ -139,7 +139,7 @@ extension ModelStore {
                 reads.later(read, then: apply, failed: { [weak self] error in
                     guard let self else { return }
                     if announcingReset { outbox.postReset(table: table, origin: .local) }
-                    writeBehind.errors.reportFailedRead(error, "rows of \(name) came back when their pending changes were discarded, but could not be read; their objects show what they showed before: fetch them again")
+                    writeBehind.errors.reportFailedRead(error, "rows of \(name) came back when their pending changes were discarded, but could not be read; their objects may still show the discarded changes: close the store and open it again to read them afresh")
                 })
             }
         }

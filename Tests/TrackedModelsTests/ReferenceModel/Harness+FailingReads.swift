@@ -81,6 +81,33 @@ extension Harness {
         if engine == .postgres { try await mendAfterAFailedLaterRead(b / 7, errorsBefore: errorsBefore, mustBeTold: a % 3 != 0 && !anyStale) }
     }
 
+    /// Every pending change discarded while the database fails the next read (on SQLite, the
+    /// next two: a read that fails at once is made again later). What the discard reads back
+    /// later (rows it brought back or whose changes it undid) says on `writeErrors` that it
+    /// could not: that is checked where nothing else reads then (no live list, no watched
+    /// to-many). The objects it could not read back may still show the discarded changes, so
+    /// the program closes the store and opens it again, which reads everything afresh.
+    func discardEveryChangeWhileAReadFails() async throws {
+        let store = try live
+        guard !store.pendingChanges.isEmpty else { return }
+        note("the database fails the next read\(engine == .sqlite ? "s (at once, and again later)" : ""):")
+        let errorsBefore = writeErrorsHeard.count
+        let injected = SQLiteError(code: .ioError, message: "injected I/O error").storeError
+        let times = engine == .sqlite ? 2 : 1
+        readFault.arm(injected, times: times)
+        defer { readFault.arm(nil) }
+        try discardPending()
+        try await store.refreshExternalChanges()
+        let left = readFault.disarm()
+        let failed = left < times
+        let published = { self.writeErrorsHeard.dropFirst(errorsBefore).contains { $0.message.contains("injected I/O error") } }
+        let mustBeTold = left == 0 && engine == .postgres && lists.isEmpty && generatedLists.isEmpty && linkedFromWatches.isEmpty
+        if mustBeTold { await letStreamsCatchUp(until: published) }
+        guard published() || !mustBeTold else { throw Divergence(message: "a read the discard made later failed, but writeErrors did not say so") }
+        guard failed else { return note("(no read needed the database)") }
+        try await reopen()
+    }
+
     /// Whether a live list is already out of date (a read the server refused): one that fails
     /// again says nothing new.
     private var isAnyListStale: Bool {

@@ -77,7 +77,9 @@ extension Harness {
         case 134 where engine == .sqlite: try await bulkInsertRefusedAtItsEnd(step.a)
         case 135: try await externalDeleteUnderARefusal(step.a)
         case 136: try await externalChangeHeardWhileAReadFails(step.a, step.b)
-        case 137: try await flushWithChangesInFlight(step.a, step.b, holdingItsCommit: true)
+        case 137: try await flushWithChangesInFlight(step.a, step.b, holding: .afterItsCommit)
+        case 138: try await flushWithChangesInFlight(step.a, step.b, holding: .beforeItsCommit)
+        case 139: try await discardEveryChangeWhileAReadFails()
         default: try insertManyKeyed(step.a, step.b)
         }
         syncAttachment()
@@ -336,10 +338,10 @@ extension Harness {
         }
     }
 
-    func load(_ a: UInt64) async throws {
+    func load(_ a: UInt64, awaited: Bool = false) async throws {
         let key = Values.key(seed: a)
-        note("find \(key)")
-        guard let found = try await find(key) else { return }
+        note("find \(key)\(awaited && engine == .sqlite ? ", awaited" : "")")
+        guard let found = try await find(key, awaited: awaited) else { return }
         hold(found)
         // Prefetching what is not a relationship is refused, saying what to name.
         do {
@@ -727,8 +729,12 @@ extension Harness {
     ///   value shows with the second increment on top until that commits too).
     /// - Parameter failingFirst: Whether the commit in flight meets an I/O error: its changes
     ///   are handed back, in front of those made meanwhile.
+    /// - Parameter holding: Where the worker is held at the commit in flight, while the
+    ///   program goes on: after it (released once the program made its changes: what the
+    ///   store reads meanwhile holds the commit), or just before it (released by a timer: the
+    ///   program first reads a row, and that read waits for the commit to end).
     func flushWithChangesInFlight(
-        _ a: UInt64, _ b: UInt64, incrementingAgain: Bool = false, failingFirst: Bool = false, holdingItsCommit: Bool = false
+        _ a: UInt64, _ b: UInt64, incrementingAgain: Bool = false, failingFirst: Bool = false, holding point: CommitHold.Point? = nil
     ) async throws {
         let store = try live
         if incrementingAgain { try increment(a, b) }
@@ -737,14 +743,21 @@ extension Harness {
         let failing = failingFirst && reference.hasPendingUnits
         if failing { fault.arm(SQLiteError(code: .ioError, message: "injected I/O error").storeError) }
         defer { fault.arm(nil) }
-        // Or the commit lands in the database and the worker waits there, before the store
-        // hears of it, while the program goes on: what the store reads meanwhile holds it.
-        let holding = holdingItsCommit && reference.hasPendingUnits
-        if holding { commitHold.arm() }
+        // Or the worker waits at the commit while the program goes on.
+        let holding = reference.hasPendingUnits ? point : nil
+        if let holding { commitHold.arm(holding) }
         defer { commitHold.release() }
         store.writeBehind.submit(retryingRejected: true)
-        if holding, commitHold.waitUntilHeld(timeout: .seconds(10)) { note("(its commit is in the database; the store has yet to hear so)") }
+        let held = holding != nil && commitHold.waitUntilHeld(timeout: .seconds(10))
         reference.unitsTakenForCommit()
+        switch held ? holding : nil {
+        case .afterItsCommit?: note("(its commit is in the database; the store has yet to hear so)")
+        case .beforeItsCommit?:
+            note("(its commit is about to be made, for 50 ms)")
+            commitHold.release(after: .milliseconds(50))
+            try await load(a, awaited: a % 2 == 0)
+        case nil: break
+        }
         leavesNewObjectsAlone = reference.units.contains { unit in unit.operations.contains { if case .insert(.key, _) = $0 { true } else { false } } }
         defer { leavesNewObjectsAlone = false }
         var random = Xoshiro(seed: a ^ (b << 2))

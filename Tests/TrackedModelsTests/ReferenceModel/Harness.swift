@@ -271,9 +271,12 @@ final class Harness {
     func open() async throws -> Bool {
         do {
             var configuration = Self.configuration
-            configuration.faultBeforeCommit = { [fault] in fault.take() }
+            configuration.faultBeforeCommit = { [fault, commitHold] in
+                commitHold.holdIfArmed(at: .beforeItsCommit)
+                return fault.take()
+            }
             configuration.faultBeforeRead = { [readFault] in readFault.take() }
-            configuration.afterCommit = { [commitHold] in commitHold.holdIfArmed() }
+            configuration.afterCommit = { [commitHold] in commitHold.holdIfArmed(at: .afterItsCommit) }
             configuration.logger = log.logger
             let store = try await ModelStore.open(engine.location(database), models: [Item.self], configuration: configuration)
             guard reference.declaration.databaseAssignsKeys else {
@@ -317,10 +320,11 @@ final class Harness {
         }
     }
 
-    /// The object of a key, as `find` gives it: synchronously on SQLite, awaited on PostgreSQL.
-    func find(_ key: Int64) async throws -> Item? {
+    /// The object of a key, as `find` gives it: synchronously on SQLite (unless `awaited`),
+    /// awaited on PostgreSQL.
+    func find(_ key: Int64, awaited: Bool = false) async throws -> Item? {
         let store = try live
-        return engine == .sqlite ? try store.find(Item.self, key: key) : try await store.async.find(Item.self, key: key)
+        return engine == .sqlite && !awaited ? try store.find(Item.self, key: key) : try await store.async.find(Item.self, key: key)
     }
 
     /// The object of a key where the program cannot await (inside a transaction): nil when
@@ -429,39 +433,62 @@ final class Harness {
 /// A failure to inject into a store's next commit or read, once; set by the test, taken by the
 /// store (its database worker, for a commit).
 final class FaultSlot: Sendable {
-    private let armed = Mutex<StoreError?>(nil)
+    private let armed = Mutex<(error: StoreError?, times: Int)>((nil, 0))
 
-    func arm(_ error: StoreError?) {
-        armed.withLock { $0 = error }
+    /// Fails the next `times` operations that take the slot with `error` (nil: none).
+    func arm(_ error: StoreError?, times: Int = 1) {
+        armed.withLock { $0 = (error, error == nil ? 0 : times) }
     }
 
+    /// The error to fail this operation with, if the slot is armed; each take uses one of the
+    /// times it was armed for.
     func take() -> StoreError? {
         armed.withLock { armed in
-            defer { armed = nil }
-            return armed
+            guard armed.times > 0, let error = armed.error else { return nil }
+            armed.times -= 1
+            if armed.times == 0 { armed.error = nil }
+            return error
+        }
+    }
+
+    /// Disarms the slot, returning how many of the times it was armed for were not taken.
+    func disarm() -> Int {
+        armed.withLock { armed in
+            defer { armed = (nil, 0) }
+            return armed.times
         }
     }
 }
 
-/// Holds the worker's thread right after a commit, once armed, until released: the database
-/// holds the batch and the store has yet to hear so (its reads meanwhile must not count the
-/// batch twice).
+/// Holds the worker's thread at a commit, once armed, until released: right after it (the
+/// database holds the batch and the store has yet to hear so: its reads meanwhile must not
+/// count the batch twice), or just before it (the store knows a commit is under way: its
+/// reads wait for it to end).
 final class CommitHold: Sendable {
-    private let state = Mutex<(armed: Bool, holding: Bool)>((false, false))
+    /// Where the worker's thread is held.
+    enum Point: Sendable {
+        /// Inside the transaction, after its writes, just before it commits.
+        case beforeItsCommit
+        /// Once the transaction committed, before the store hears so.
+        case afterItsCommit
+    }
+
+    private let state = Mutex<(armed: Point?, holding: Bool)>((nil, false))
     private let reached = DispatchSemaphore(value: 0)
     private let released = DispatchSemaphore(value: 0)
 
-    /// Holds the next commit.
-    func arm() {
-        state.withLock { $0.armed = true }
+    /// Holds the next commit at `point`.
+    func arm(_ point: Point) {
+        state.withLock { $0.armed = point }
     }
 
-    /// On the worker's thread, after each commit.
-    func holdIfArmed() {
+    /// On the worker's thread, at `point` of each commit.
+    func holdIfArmed(at point: Point) {
         let holds = state.withLock { state in
-            defer { state.armed = false }
-            state.holding = state.armed
-            return state.armed
+            guard state.armed == point else { return false }
+            state.armed = nil
+            state.holding = true
+            return true
         }
         guard holds else { return }
         reached.signal()
@@ -472,7 +499,7 @@ final class CommitHold: Sendable {
     /// commit failed, say).
     func waitUntilHeld(timeout: Duration) -> Bool {
         if reached.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds * 1_000))) == .success { return true }
-        state.withLock { $0.armed = false }
+        state.withLock { $0.armed = nil }
         // A commit may have taken it meanwhile.
         return reached.wait(timeout: .now()) == .success
     }
@@ -484,5 +511,13 @@ final class CommitHold: Sendable {
             return state.holding
         }
         if held { released.signal() }
+    }
+
+    /// Lets a held commit go on after `delay`, from another thread: the program may be waiting
+    /// for it meanwhile.
+    func release(after delay: Duration) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay.dispatchInterval) { [self] in
+            release()
+        }
     }
 }
