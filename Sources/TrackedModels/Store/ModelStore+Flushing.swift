@@ -147,12 +147,13 @@ extension ModelStore {
 
     /// Announces a row a discard brought back once it is read from the server. A row brought
     /// back again before that is announced once, by the last read (the freshest), against
-    /// what the last discard that had shown it showed. A read that fails tells live results to judge the
+    /// what subscribers were told last: what the last discard found shown of it (between two
+    /// discards of a row, its subscribers heard it inserted or deleted again). A read that fails tells live results to judge the
     /// row again, and the program, on `writeErrors`, that its subscribers were not told.
     private func announceRestoredOnceRead(_ row: RowReference, shown: [SQLValue]?) {
         var awaiting = restoresAwaitingRead[row] ?? RestoreAwaitingRead()
         awaiting.reads += 1
-        awaiting.shown = shown ?? awaiting.shown
+        awaiting.shown = shown
         restoresAwaitingRead[row] = awaiting
         func settle() -> RestoreAwaitingRead? {
             guard var awaiting = restoresAwaitingRead[row] else { return nil }

@@ -115,8 +115,10 @@ struct DiscardedChanges {
                     steps.append(.forgetInsert(object, row: row))
                     forgottenObjects.insert(ObjectIdentifier(object))
                     forgotten.insert(row)
-                    // Its subscribers hear the row go back to what the file holds: once.
+                    // Its subscribers hear the row go back to what the file holds: once, from
+                    // this object (not from what an earlier unit's insert of the key showed).
                     restored.insert(row)
+                    shownWithoutObject[row] = nil
                 }
             }
             // An inserted object the program deleted since: its delete went with the insert, so

@@ -313,6 +313,14 @@ import Testing
         try await replay(on: engine, [(89, 147_426_618_696, 0), (33, 189_360_794_737, 0), (42, 0, 0), (114, 0, 0), (27, 17, 0), (108, 0, 0)])
     }
 
+    /// Found in review: that insert, then another object inserted with its key, both
+    /// discarded: the second object was let go as if a read had made it, and the row was heard
+    /// going back twice, the second time from values its subscribers no longer had. (The
+    /// generator checks old values against what subscribers were told since.)
+    @Test func discardingAnotherInsertOfTheKeyOfAnInsertShownWithoutAnObjectIsHeardOnce() async throws {
+        try await replay([(89, 147_426_618_696, 0), (33, 189_360_794_737, 0), (42, 0, 0), (114, 0, 0), (33, 189_360_794_737, 5), (108, 0, 0)])
+    }
+
     /// Found by the 10x soak (stop 40): another connection's update of a cell a pending
     /// assignment overwrites, on a row no object shows (its delete was discarded), was heard
     /// though the row still shows the assignment.

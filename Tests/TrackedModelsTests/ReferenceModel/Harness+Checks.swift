@@ -363,12 +363,14 @@ extension Harness {
                 var values = view[key] ?? Array(repeating: .null, count: Item.Column.allCases.count)
                 for change in event.changes {
                     // The store knows a row's old values while the program holds its object;
-                    // for other rows another connection changed, they are NULL.
+                    // for other rows another connection changed, they are NULL. An old value it
+                    // does give is what subscribers were told last.
                     let knowsOld = view[key] != nil && before[key] != nil && objects[key] != nil && !reset
+                    let givesOld = change.old != .null && view[key] != nil && !reset && !collidingKeys.contains(key) && !replacedKeys.contains(key)
                     if knowsOld || change.old != .null, Values.same(change.old, change.new) {
                         throw Divergence(message: "an update of \(key).\(change.column) from \(change.old.describedExactly) to the same value was heard")
                     }
-                    if knowsOld, !Values.same(change.old, values[change.index]) {
+                    if knowsOld || givesOld, !Values.same(change.old, values[change.index]) {
                         throw Divergence(message: "an update of \(key).\(change.column) was heard with old value \(change.old.describedExactly); it was \(values[change.index].describedExactly)")
                     }
                     values[change.index] = change.new
