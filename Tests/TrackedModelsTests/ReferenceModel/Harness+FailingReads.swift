@@ -81,19 +81,20 @@ extension Harness {
         if engine == .postgres { try await mendAfterAFailedLaterRead(b / 7, errorsBefore: errorsBefore, mustBeTold: a % 3 != 0 && !anyStale) }
     }
 
-    /// Every pending change discarded while the database fails the next read (on SQLite, the
-    /// next two: a read that fails at once is made again later). What the discard reads back
+    /// Every pending change discarded while the database fails the next reads (on PostgreSQL
+    /// one to three of those it makes later; on SQLite two: a read that fails at once is made
+    /// again later). What the discard reads back
     /// later (rows it brought back or whose changes it undid) says on `writeErrors` that it
     /// could not: that is checked where nothing else reads then (no live list, no watched
     /// to-many). The objects it could not read back may still show the discarded changes, so
     /// the program closes the store and opens it again, which reads everything afresh.
-    func discardEveryChangeWhileAReadFails() async throws {
+    func discardEveryChangeWhileAReadFails(_ a: UInt64) async throws {
         let store = try live
         guard !store.pendingChanges.isEmpty else { return }
-        note("the database fails the next read\(engine == .sqlite ? "s (at once, and again later)" : ""):")
+        let times = engine == .sqlite ? 2 : Int(a % 3) + 1
+        note("the database fails the next \(times == 1 ? "read" : "\(times) reads")\(engine == .sqlite ? " (at once, and again later)" : ""):")
         let errorsBefore = writeErrorsHeard.count
         let injected = SQLiteError(code: .ioError, message: "injected I/O error").storeError
-        let times = engine == .sqlite ? 2 : 1
         readFault.arm(injected, times: times)
         defer { readFault.arm(nil) }
         try discardPending()

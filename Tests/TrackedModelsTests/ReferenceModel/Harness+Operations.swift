@@ -79,7 +79,8 @@ extension Harness {
         case 136: try await externalChangeHeardWhileAReadFails(step.a, step.b)
         case 137: try await flushWithChangesInFlight(step.a, step.b, holding: .afterItsCommit)
         case 138: try await flushWithChangesInFlight(step.a, step.b, holding: .beforeItsCommit)
-        case 139: try await discardEveryChangeWhileAReadFails()
+        case 139: try await discardEveryChangeWhileAReadFails(step.a)
+        case 140: try await insertOverAFileRowThenDiscard(step.a, step.b)
         default: try insertManyKeyed(step.a, step.b)
         }
         syncAttachment()
@@ -162,6 +163,26 @@ extension Harness {
         syncAttachment()
         try discardLast()
         try discardLast()
+    }
+
+    /// A row of the file that the program inserts again with its key (the database would
+    /// refuse that insert at the commit), deletes, and takes the delete back: the insert shows
+    /// the row, but no object does. Now and then `find` makes an object of it; then the insert
+    /// is discarded (alone, or with every pending change): the row shows what the file holds
+    /// again, and its subscribers hear only the cells that differ.
+    func insertOverAFileRowThenDiscard(_ a: UInt64, _ b: UInt64) async throws {
+        let changed = Set(reference.units.flatMap(\.changedKeys))
+        let candidates = reference.file.keys.sorted().filter { objects[$0] == nil && !changed.contains($0) }
+        guard !candidates.isEmpty else { return }
+        let key = candidates[Int(a % UInt64(candidates.count))]
+        try insertKeyed(key, b)
+        guard let object = objects[key], let index = heldObjects.firstIndex(where: { $0 === object }) else { return }
+        madeSeveralChanges = true
+        try delete(UInt64(index))
+        syncAttachment()
+        try discardLast()
+        if b % 3 == 0 { try await load(key: key, awaited: b % 2 == 0) }
+        if b % 5 == 0 { try discardPending() } else { try discardLast() }
     }
 
     /// A value for `link`: mostly the key of a row the program shows, so that changes of
@@ -339,7 +360,10 @@ extension Harness {
     }
 
     func load(_ a: UInt64, awaited: Bool = false) async throws {
-        let key = Values.key(seed: a)
+        try await load(key: Values.key(seed: a), awaited: awaited)
+    }
+
+    func load(key: Int64, awaited: Bool = false) async throws {
         note("find \(key)\(awaited && engine == .sqlite ? ", awaited" : "")")
         guard let found = try await find(key, awaited: awaited) else { return }
         hold(found)
