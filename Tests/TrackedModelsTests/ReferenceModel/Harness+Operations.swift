@@ -178,6 +178,7 @@ extension Harness {
         try insertKeyed(key, b)
         guard let object = objects[key], let index = heldObjects.firstIndex(where: { $0 === object }) else { return }
         madeSeveralChanges = true
+        try await loadChildren(ofDeleted: UInt64(index))
         try delete(UInt64(index))
         syncAttachment()
         try discardLast()
