@@ -442,8 +442,7 @@ final class WriteBehind {
         var rows: [RowReference: [SQLValue]] = [:]
         for unit in units {
             for case .insert(let request) in unit.unit.operations {
-                guard let row = request.row, rows[row] == nil, decidesExistence(of: row) == true else { continue }
-                rows[row] = uncommittedValues(of: row, over: nil)
+                if let row = request.row, rows[row] == nil, decidesExistence(of: row) == true { rows[row] = uncommittedValues(of: row, over: nil) }
             }
         }
         return rows
