@@ -766,7 +766,7 @@ extension Harness {
     /// - Parameter holding: Where the worker is held at the commit in flight, while the
     ///   program goes on: after it (released once the program made its changes: what the
     ///   store reads meanwhile holds the commit), or just before it (released by a timer: the
-    ///   program first reads a row, and that read waits for the commit to end).
+    ///   program reads a row, that read waits for the commit to end, and the flush is awaited).
     func flushWithChangesInFlight(
         _ a: UInt64, _ b: UInt64, incrementingAgain: Bool = false, failingFirst: Bool = false, holding point: CommitHold.Point? = nil
     ) async throws {
@@ -790,6 +790,10 @@ extension Harness {
             note("(its commit is about to be made, for 50 ms)")
             commitHold.release(after: .milliseconds(50))
             try await load(a, awaited: a % 2 == 0)
+            // The read waited for the commit, and the store may have heard of it meanwhile:
+            // the program makes no more changes while it is in flight.
+            note("(the flush is awaited)")
+            return try await flush(failing: nil)
         case nil: break
         }
         leavesNewObjectsAlone = reference.units.contains { unit in unit.operations.contains { if case .insert(.key, _) = $0 { true } else { false } } }
