@@ -148,8 +148,9 @@ extension ModelStore {
     /// Announces a row a discard brought back once it is read from the server. A row brought
     /// back again before that is announced once, by the last read (the freshest), against
     /// what subscribers were told last: what the last discard found shown of it (between two
-    /// discards of a row, its subscribers heard it inserted or deleted again). A read that fails tells live results to judge the
-    /// row again, and the program, on `writeErrors`, that its subscribers were not told.
+    /// discards of a row, its subscribers heard it inserted or deleted again). A read that
+    /// fails tells live results to judge the row again, and the program, on `writeErrors`,
+    /// that its subscribers were not told.
     private func announceRestoredOnceRead(_ row: RowReference, shown: [SQLValue]?) {
         var awaiting = restoresAwaitingRead[row] ?? RestoreAwaitingRead()
         awaiting.reads += 1

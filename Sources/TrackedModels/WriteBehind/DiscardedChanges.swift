@@ -59,9 +59,10 @@ struct DiscardedChanges {
     }
     /// Tables whose `deleteAll` was discarded: their subscribers re-read.
     var resetTables: Set<Int> = []
-    /// Rows of discarded inserts that subscribers were shown without an object (the program
-    /// deleted the object, then discarded the delete), with the values shown: they hear the
-    /// row go if nothing shows it now, or the cells that differ in the row that shows instead.
+    /// Rows of discarded inserts that subscribers were shown without the insert's object (the
+    /// program deleted it, then discarded the delete; a read may have made another object of
+    /// the row since), with the values shown: they hear the row go if nothing shows it now, or
+    /// the cells that differ in the row that shows instead.
     var shownWithoutObject: [RowReference: [SQLValue]] = [:]
 
     /// - Parameters:
