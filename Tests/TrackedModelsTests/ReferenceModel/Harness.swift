@@ -165,7 +165,8 @@ final class Harness {
     let fault = FaultSlot()
     /// A failure to inject into the store's next read of the database.
     let readFault = FaultSlot()
-    /// Holds the worker right after its next commit, before the store hears of it.
+    /// Holds the worker at its next commit: just before it, or right after it (before the store
+    /// hears of it).
     let commitHold = CommitHold()
     /// What the store logs (at every level, so that every message is made).
     let log = LogRecorder()
@@ -430,8 +431,8 @@ final class Harness {
     }
 }
 
-/// A failure to inject into a store's next commit or read, once; set by the test, taken by the
-/// store (its database worker, for a commit).
+/// A failure to inject into a store's next commit or read (or the next few); set by the test,
+/// taken by the store (its database worker, for a commit).
 final class FaultSlot: Sendable {
     private let armed = Mutex<(error: StoreError?, times: Int)>((nil, 0))
 
