@@ -171,10 +171,11 @@ extension ModelRegistrar {
         let mark = outbox.beginGroup()
         for (key, values) in rows {
             let row = RowReference(table: table, key: key)
+            // Gone after another connection's changes heard as a whole table: the program's
+            // updates and deletes of it have no row left (as when a delete is heard row by row),
+            // whether an object shows the row or not (those after its own insert of the row stay).
+            if announcingReset, values == nil { writeBehind.dropChanges(of: row) }
             guard let object = identityMap.object(table: table, key: key) else {
-                // Gone after another connection's changes heard as a whole table: the program's
-                // updates and deletes of it have no row left (as when a delete is heard row by row).
-                if announcingReset, values == nil { writeBehind.dropChanges(of: row) }
                 // No object shows it, but a parent may list it (a discarded change re-pointed it).
                 if relationships.hasParents(table: table) {
                     let current = writeBehind.uncommittedValues(of: row, over: values, held: held)
