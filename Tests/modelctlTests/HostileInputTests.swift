@@ -321,6 +321,42 @@ import Testing
         #expect(bytes(path) == before, "a failing bump changed the file")
     }
 
+    /// Issue 28: `rows` rebuilt by hand without STRICT, `count` holding text in row 2. Bump and
+    /// watch of that row fail reading it (65), and the file stays as it was: no change log
+    /// installed on the way (watch checks through a store that installs nothing first).
+    @Test(arguments: [["bump", "2"], ["watch", "--row", "2", "--timeout", "30"], ["watch", "--timeout", "30"]])
+    func aRowTheModelCannotReadIsRefusedWithoutInstallingAnything(_ arguments: [String]) async throws {
+        let (workspace, path) = try await seeded(rows: 5)
+        #expect(try await ModelCtlProcess.sqlite3(path, """
+            CREATE TABLE loose (id INTEGER PRIMARY KEY, title TEXT NOT NULL, count INTEGER NOT NULL DEFAULT 0, \
+            list_id INTEGER REFERENCES lists (id) ON DELETE SET NULL);
+            INSERT INTO loose SELECT * FROM rows; DROP TABLE rows; ALTER TABLE loose RENAME TO rows;
+            CREATE INDEX rows_by_count ON rows (count); UPDATE rows SET count = 'abc' WHERE id = 2;
+            PRAGMA wal_checkpoint(TRUNCATE)
+            """) == 0)
+        // The schema as SQLite reads it (with what a -wal file holds that a process left behind).
+        let schema = { try await workspace.modelctl.run("query", "SELECT type, name, sql FROM sqlite_master ORDER BY name", "--format", "csv").stdout }
+        let before = (try await schema(), bytes(path))
+        let result = try await workspace.modelctl.run(arguments)
+        #expect(result.status == 65, "\(result.stderr)")
+        #expect(result.stderr.contains("cannot read rows.count of row 2"), "\(result.stderr)")
+        #expect(try await schema() == before.0, "the failing \(arguments[0]) changed the schema (installed its change log)")
+        #expect(bytes(path) == before.1, "the failing \(arguments[0]) changed the file")
+    }
+
+    /// Issue 28: a database whose applied migrations the folder does not have (a newer one):
+    /// `seed` and `migrate up` exit 78 alike, with the same message.
+    @Test func seedAndMigrateRefuseADatabaseNewerThanTheirFolderAlike() async throws {
+        let (workspace, path) = try await seeded(rows: 5)
+        #expect(try await ModelCtlProcess.sqlite3(path, "INSERT INTO trackedmodels_migrations VALUES (99, 'from_the_future', 'abc', '2027-01-01')") == 0)
+        let seed = try await workspace.modelctl.run("seed", "--reset")
+        let migrate = try await workspace.modelctl.run("migrate", "up")
+        #expect(seed.status == 78, "\(seed.stderr)")
+        #expect(migrate.status == 78, "\(migrate.stderr)")
+        #expect(seed.stderr.contains("0099_from_the_future.sql is missing from the migrations folder"), "\(seed.stderr)")
+        #expect(migrate.stderr.contains("0099_from_the_future.sql is missing from the migrations folder"), "\(migrate.stderr)")
+    }
+
     @Test func aSeedRefusedForExistingRowsChangesNothing() async throws {
         let workspace = try Workspace()
         let path = workspace.modelctl.path("model.sqlite")

@@ -46,7 +46,10 @@ struct BumpCommand: AsyncParsableCommand {
         switch try await committedRow() {
         case .missing: throw noSuchRow
         case .count(let count): try requireNoOverflow(from: count)
-        case .unlike: break  // the store's schema check refuses it, before it writes
+        case .unlike:
+            // Refused by the models (a table they do not fit, a value they cannot read) before
+            // the bump's store installs its change log.
+            try await options.checkThroughTheModels { store in _ = try await store.async.find(Row.self, key: id) }
         }
         try await bump(interruption)
     }

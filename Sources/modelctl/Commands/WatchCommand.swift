@@ -74,6 +74,23 @@ struct WatchCommand: AsyncParsableCommand {
         }
     }
 
+    /// Refuses a watched row the model cannot read (a value of the wrong type in a table that
+    /// is not STRICT, say): before the watching store installs its change log.
+    @MainActor private func refuseUnreadableRows() async throws {
+        try await options.checkThroughTheModels { store in _ = try await watchedRows(in: store) }
+    }
+
+    /// The watched rows (every row without `--row`), as objects of `store`.
+    @MainActor private func watchedRows(in store: ModelStore) async throws -> [Row] {
+        guard !rows.isEmpty else { return try await store.async.fetch(FetchDescriptor<Row>()) }
+        var watched: [Row] = []
+        for id in rows {
+            guard let row = try await store.async.find(Row.self, key: id) else { throw noSuchRow(id) }
+            watched.append(row)
+        }
+        return watched
+    }
+
     private func noSuchRow(_ id: Int64) -> CLIError {
         CLIError(.dataError, "watch \(options.path): there is no row \(id), so nothing would ever be printed; pick an existing row (see `modelctl query`)")
     }
@@ -88,16 +105,11 @@ struct WatchCommand: AsyncParsableCommand {
         let interruption = Interruption()
         interruption.whenSignalled { sink.yield(.stop) }
         try await refuseMissingRows()
+        try await refuseUnreadableRows()
         let store = try await ModelStore.open(options.location, models: [Row.self, TodoList.self], configuration: options.storeConfiguration)
         // Hold the watched rows: the store knows the values of objects someone holds, so their
         // events carry old values.
-        var watched: [Row] = []
-        if rows.isEmpty {
-            watched = try await store.async.fetch(FetchDescriptor<Row>())
-        } else {
-            for id in rows { if let row = try await store.async.find(Row.self, key: id) { watched.append(row) } }
-        }
-        if let missing = rows.first(where: { id in !watched.contains { $0.id == id } }) { throw noSuchRow(missing) }
+        let watched = try await watchedRows(in: store)
         let keyPaths = try columnKeyPaths()
         let wanted = Set(keyPaths.compactMap { Row._$columnIndex(of: $0) })
         var tokens: [FeedToken] = []

@@ -25,6 +25,22 @@ struct DatabaseOptions: ParsableArguments {
         return configuration
     }
 
+    /// Runs `check` on a store that installs nothing on the database (no change log), then
+    /// closes it: a read through the models, so that a value they cannot read is refused
+    /// before a command's own store installs its change log, leaving the schema as it was.
+    @MainActor func checkThroughTheModels(_ check: (ModelStore) async throws -> Void) async throws {
+        var configuration = storeConfiguration
+        configuration.observesExternalChanges = false
+        let store = try await ModelStore.open(location, models: [Row.self, TodoList.self], configuration: configuration)
+        do {
+            try await check(store)
+        } catch {
+            try? await store.close()
+            throw error
+        }
+        try await store.close()
+    }
+
     /// `--db`, else `$MODELCTL_DB`, else `model.sqlite`: a file path or a PostgreSQL URL.
     private var argument: String {
         database ?? ProcessInfo.processInfo.environment["MODELCTL_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "model.sqlite"
