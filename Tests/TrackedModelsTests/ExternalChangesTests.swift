@@ -151,7 +151,7 @@ import TrackedModelsTesting
         }
         let peek = try Peek(path)
         #expect(try peek.value("SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name)")
-            == "trackedmodels_rows_delete_v2,trackedmodels_rows_insert_v2,trackedmodels_rows_rekey_v2,trackedmodels_rows_update_v2")
+            == "trackedmodels_rows_delete_v2,trackedmodels_rows_insert_v2,trackedmodels_rows_insertreplaces_v2,trackedmodels_rows_rekey_v2,trackedmodels_rows_update_v2,trackedmodels_rows_updatereplaces_v2")
 
         let bare = directory.path("bare.sqlite")
         var off = Stores.configuration()

@@ -7,6 +7,12 @@ enum ChangeLogEntries {
         case update = 0
         case insert = 1
         case delete = 2
+        /// A row a statement may have deleted without a delete trigger firing (SQLite's
+        /// `REPLACE` conflict resolution, which runs no delete trigger unless the writing
+        /// connection turned on `recursive_triggers`): logged before the statement, for every
+        /// row it conflicts with. A reader that finds the row gone hears it deleted; one that
+        /// finds it there hears nothing of it (the row's other entries tell what changed).
+        case lookAgain = 4
     }
 
     /// The `kind` of an entry that stands for the whole table (its key is NULL): rows were
@@ -59,9 +65,12 @@ enum ChangeLogEntries {
                 let kind: Kind = switch (previous.kind, kind) {
                 case (_, .delete): .delete
                 case (.insert, .update): .insert
+                case (_, .lookAgain): previous.kind
                 default: kind
                 }
-                let replaced = previous.replaced || (previous.kind == .delete && kind == .insert)
+                // An insert of a row a statement may have replaced: it went, or the insert
+                // would have failed.
+                let replaced = previous.replaced || ([.delete, .lookAgain].contains(previous.kind) && kind == .insert)
                 merged[row] = (kind, previous.mask | entry.mask, replaced)
             } else {
                 order.append(row)
@@ -82,9 +91,11 @@ enum ChangeLogEntries {
             let (kind, mask, replaced) = merged[row]!
             let schema = schemas[row.table]
             let values = kind == .delete ? nil : present[row.table]?[row.key]
-            let columns = layouts[row.table].columns(in: mask, modelColumnCount: schema.columns.count)
+            // A row only looked at again is heard only if it went.
+            if kind == .lookAgain, values != nil { continue }
+            let columns = layouts[row.table].columns(in: kind == .lookAgain ? -1 : mask, modelColumnCount: schema.columns.count)
             let rowKind: ExternalChangeBatch.Row.Kind = switch (kind, values) {
-            case (.delete, _), (_, nil): .delete
+            case (.delete, _), (.lookAgain, _), (_, nil): .delete
             case (.insert, _): .insert
             case (.update, _): .update
             }

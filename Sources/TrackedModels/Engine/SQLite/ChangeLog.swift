@@ -8,8 +8,16 @@ import Foundation
 /// pruning always keeps the newest entry, so numbers never go back, and a reader that finds
 /// the log emptied by hand resets.
 ///
+/// Rows SQLite deletes to resolve a conflict (`INSERT OR REPLACE`, `REPLACE`, `UPDATE OR
+/// REPLACE`, a constraint declared `ON CONFLICT REPLACE`) fire no delete trigger unless the
+/// writing connection turned on `recursive_triggers`, which other programs need not do. So
+/// BEFORE triggers log every row an insert or an update of a key or a unique column may
+/// conflict with, as "look again": readers hear such a row deleted if it went, and nothing if
+/// it is still there. (A unique index on an expression cannot be matched in a trigger: a
+/// write that may conflict with it logs a reset of the table.)
+///
 /// Triggers are named `trackedmodels_<table>_<kind>_v<version>` and generated from the table's
-/// real columns, so every store on a file installs the same ones. Installing is idempotent: a
+/// real columns and unique indexes, so every store on a file installs the same ones. Installing is idempotent: a
 /// trigger whose SQL differs (an older version, or a table that gained columns) is replaced.
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/lang_createtrigger.html>
@@ -26,14 +34,20 @@ enum ChangeLog {
     /// row, and the bulk insert writes no log rows. (DDL is transactional in SQLite: no other
     /// connection ever sees the table without its trigger.)
     static func insertingInBulk(into table: String, on connection: Connection, _ body: () throws -> Void) throws {
-        let name = triggerName(table: table, kind: "insert")
-        guard case .text(let definition) = try connection.scalar("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", [.text(name)]) else {
+        // (The plain inserts of a bulk insert replace nothing: a conflict fails it whole.)
+        var definitions: [String] = []
+        for kind in ["insert", "insertreplaces"] {
+            let name = triggerName(table: table, kind: kind)
+            guard case .text(let definition) = try connection.scalar("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?", [.text(name)]) else { continue }
+            try connection.execute("DROP TRIGGER \(quoteIdentifier(name))")
+            definitions.append(definition)
+        }
+        guard !definitions.isEmpty else {
             try body()  // nobody keeps a log of this file
             return
         }
-        try connection.execute("DROP TRIGGER \(quoteIdentifier(name))")
         try body()
-        try connection.execute(definition)
+        for definition in definitions { try connection.execute(definition) }
         try connection.cachedStatement("INSERT INTO \(Self.table) (tbl, row_key, kind, mask) VALUES (?, NULL, ?, -1)")
             .run([.text(table), .integer(ChangeLogEntries.tableReset)])
     }
@@ -58,7 +72,8 @@ enum ChangeLog {
                     .rows([.text(schema.name)]).compactMap { row -> String? in
                         if case .text(let name) = row[0] { name } else { nil }
                     }
-                let wanted = triggers(table: schema.name, columns: columns, primaryKey: schema.primaryKey.name)
+                let unique = try uniqueIndexes(of: schema.name, on: connection)
+                let wanted = triggers(table: schema.name, columns: columns, primaryKey: schema.primaryKey.name, uniqueIndexes: unique)
                 let existing = try connection.makeStatement("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND name LIKE 'trackedmodels\\_%' ESCAPE '\\'")
                     .rows([.text(schema.name)])
                 for row in existing {
@@ -75,8 +90,28 @@ enum ChangeLog {
         }
     }
 
-    /// The four triggers of a table, by name.
-    private static func triggers(table: String, columns: [String], primaryKey: String) -> [String: SQLValue] {
+    /// A unique index's columns, each with the collation it compares by.
+    typealias UniqueIndex = [(column: String, collation: String)]
+
+    /// The unique indexes of `table` but its primary key's; nil when one of them indexes an
+    /// expression.
+    private static func uniqueIndexes(of table: String, on connection: Connection) throws -> [UniqueIndex]? {
+        let names = try connection.makeStatement("SELECT name FROM pragma_index_list(?) WHERE \"unique\" = 1 AND origin <> 'pk' ORDER BY name")
+            .rows([.text(table)]).compactMap { row -> String? in if case .text(let name) = row[0] { name } else { nil } }
+        var indexes: [UniqueIndex] = []
+        for name in names {
+            var index: UniqueIndex = []
+            for row in try connection.makeStatement("SELECT cid, name, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno").rows([.text(name)]) {
+                guard case .text(let column) = row[1], case .text(let collation) = row[2] else { return nil }
+                index.append((column, collation))
+            }
+            indexes.append(index)
+        }
+        return indexes
+    }
+
+    /// The triggers of a table, by name.
+    private static func triggers(table: String, columns: [String], primaryKey: String, uniqueIndexes: [UniqueIndex]?) -> [String: SQLValue] {
         let quotedTable = quoteIdentifier(table)
         let tableLiteral = "'" + table.replacingOccurrences(of: "'", with: "''") + "'"
         let key = quoteIdentifier(primaryKey)
@@ -91,8 +126,29 @@ enum ChangeLog {
         func insert(_ keyValue: String, _ kind: Kind, _ mask: String) -> String {
             "INSERT INTO \(Self.table) (tbl, row_key, kind, mask) VALUES (\(tableLiteral), \(keyValue), \(kind.rawValue), \(mask));"
         }
+        // The rows a write may replace, logged before it: those holding its key (another row's,
+        // for an update), and those holding its values of a unique index.
+        let qualifiedKey = "\(quotedTable).\(key)"
+        func lookAgain(where condition: String) -> String {
+            "INSERT INTO \(Self.table) (tbl, row_key, kind, mask) SELECT \(tableLiteral), \(qualifiedKey), \(Kind.lookAgain.rawValue), 0 FROM \(quotedTable) WHERE \(condition);"
+        }
+        func sameValues(_ index: UniqueIndex) -> String {
+            index.map { "\(quotedTable).\(quoteIdentifier($0.column)) = NEW.\(quoteIdentifier($0.column)) COLLATE \(quoteIdentifier($0.collation))" }.joined(separator: " AND ")
+        }
+        let reset = "INSERT INTO \(Self.table) (tbl, row_key, kind, mask) VALUES (\(tableLiteral), NULL, \(ChangeLogEntries.tableReset), -1);"
+        let insertReplaces = [lookAgain(where: "\(qualifiedKey) = NEW.\(key)")]
+            + (uniqueIndexes.map { $0.map { lookAgain(where: sameValues($0)) } } ?? [reset])
+        let updateReplaces = [lookAgain(where: "\(qualifiedKey) = NEW.\(key) AND NEW.\(key) IS NOT OLD.\(key)")]
+            + (uniqueIndexes.map { $0.map { lookAgain(where: "\(sameValues($0)) AND \(qualifiedKey) IS NOT OLD.\(key)") } } ?? [reset])
+        // Only writes of the key or of an indexed column can replace a row (an index on an
+        // expression: any column).
+        let replacing = uniqueIndexes.map { [primaryKey] + $0.flatMap { $0.map(\.column) } } ?? columns
+        let updatedColumns = replacing.enumerated().filter { !replacing.prefix($0.offset).contains($0.element) }
+            .map { quoteIdentifier($0.element) }.joined(separator: ", ")
         // A changed primary key is another row: the old one is gone, the new one arrives.
         return [
+            name("insertreplaces"): .text("CREATE TRIGGER \(quoteIdentifier(name("insertreplaces"))) BEFORE INSERT ON \(quotedTable) BEGIN \(insertReplaces.joined(separator: " ")) END"),
+            name("updatereplaces"): .text("CREATE TRIGGER \(quoteIdentifier(name("updatereplaces"))) BEFORE UPDATE OF \(updatedColumns) ON \(quotedTable) BEGIN \(updateReplaces.joined(separator: " ")) END"),
             name("update"): .text("CREATE TRIGGER \(quoteIdentifier(name("update"))) AFTER UPDATE ON \(quotedTable) WHEN OLD.\(key) IS NEW.\(key) COLLATE BINARY AND (\(differences.joined(separator: " OR "))) BEGIN \(insert("NEW.\(key)", .update, mask)) END"),
             name("rekey"): .text("CREATE TRIGGER \(quoteIdentifier(name("rekey"))) AFTER UPDATE ON \(quotedTable) WHEN OLD.\(key) IS NOT NEW.\(key) COLLATE BINARY BEGIN \(insert("OLD.\(key)", .delete, "-1")) \(insert("NEW.\(key)", .insert, "-1")) END"),
             name("insert"): .text("CREATE TRIGGER \(quoteIdentifier(name("insert"))) AFTER INSERT ON \(quotedTable) BEGIN \(insert("NEW.\(key)", .insert, "-1")) END"),
