@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestSupport
 import Testing
 @testable import TrackedModels
 import TrackedModelsTesting
@@ -140,6 +141,48 @@ import TrackedModelsTesting
         #expect(workload.rows[3].title == "round 30")
         try await other.close()
         _ = token
+    }
+
+    /// Issue 28: an UPSERT is heard as the update it made (and nothing else); one that meets
+    /// no conflict as its insert.
+    @Test(arguments: TestEngine.allCases)
+    func anUpsertByAnotherProcessIsHeardAsWhatItDid(_ engine: TestEngine) async throws {
+        let workload = try await workload(engine, rows: 10)
+        try await workload.shell("INSERT INTO rows (id, title, count) VALUES (5, 'Row 5', 9), (10, 'Row 10', 1) ON CONFLICT (id) DO UPDATE SET count = excluded.count")
+        try await settle(workload.store) { workload.probe.total > 1 }
+        #expect(workload.probe.counts == ["row 5": 1, "list": 1])
+        #expect(workload.rows[5].count == 9)
+        #expect(workload.probe.events(of: "list").map(\.kind) == [.insert])
+    }
+
+    /// Issue 28: rows `COPY` brings in are heard one by one (PostgreSQL fires row triggers for
+    /// it).
+    @Test(.enabled(if: PostgresServer.isEnabled, "no PostgreSQL server"))
+    func rowsCopiedInByAnotherProcessAreHeard() async throws {
+        let workload = try await workload(.postgres, rows: 10)
+        let file = workload.directory.path("rows.csv")
+        try "10,Row 10,0\n11,Row 11,0\n".write(toFile: file, atomically: true, encoding: .utf8)
+        try await workload.shell("\\copy rows (id, title, count) FROM '\(file)' WITH (FORMAT csv)")
+        try await settle(workload.store) { workload.probe.total > 1 }
+        #expect(workload.probe.events(of: "list").map { "\($0.kind) \($0.key)" } == ["insert 10", "insert 11"])
+    }
+
+    /// Issue 28: a session that replays changes (`session_replication_role = replica`, as
+    /// `pg_restore` and logical replication's apply run) skips ordinary triggers; the store's
+    /// fire all the same. Setting the role takes a superuser: CI's server has one.
+    @Test(.enabled(if: PostgresServer.isEnabled, "no PostgreSQL server"))
+    func aReplicaSessionsChangesAreHeard() async throws {
+        let workload = try await workload(.postgres, rows: 10)
+        var superuser = try #require(URLComponents(string: try PostgresServer.url(user: "postgres", password: "postgres")))
+        superuser.path = try #require(URLComponents(string: workload.path)).path
+        do {
+            try await PostgresServer.psql(superuser.string!, "SET session_replication_role = replica; UPDATE rows SET count = 7 WHERE id = 3")
+        } catch {
+            try Test.cancel("no superuser login on this server (\(error)); CI's has one")
+        }
+        try await settle(workload.store) { workload.probe.total > 0 }
+        #expect(workload.probe.counts == ["row 3": 1])
+        #expect(workload.rows[3].count == 7)
     }
 
     @Test func triggersAreInstalledOnceAndNotWithoutTheLog() async throws {

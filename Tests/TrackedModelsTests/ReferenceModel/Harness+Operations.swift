@@ -50,6 +50,9 @@ extension Harness {
         case 83..<87: try await externalInsert(step.a, step.b)
         case 87..<89: try await externalDelete(step.a)
         case 89..<91: try await externalReplace(step.a, step.b)
+        case 145: try await externalInsertUnlessTaken(step.a, step.b)
+        case 146: try await externalUpsert(step.a, step.b)
+        case 147: try await externalReplace(step.a, step.b, byConflict: true)
         case 91..<93: try await (engine == .sqlite ? busyFlush() : flushAfterLostConnections())
         case 93..<95: try await bulkInsert(step.a, step.b)
         case 95..<100: try await faultyFlush(step.a)
@@ -1274,19 +1277,69 @@ extension Harness {
         if committed != expected { throw Divergence(message: "the other connection's insert \(committed ? "committed" : "failed"); the reference expected otherwise") }
     }
 
+    /// Another connection inserts a row unless its key is taken (`ON CONFLICT DO NOTHING`, or
+    /// SQLite's `INSERT OR IGNORE`): a row of that key stays as it was, and is not heard.
+    func externalInsertUnlessTaken(_ a: UInt64, _ b: UInt64) async throws {
+        let key = a % 2 == 0 ? fileKey(a / 2) : insertedKey(seed: a / 2)
+        var values = row(seed: b)
+        values[0] = .integer(key)
+        let ignoring = engine == .sqlite && b % 2 == 0
+        note("other connection: INSERT \(key) \(ignoring ? "OR IGNORE" : "ON CONFLICT DO NOTHING"): \(values.dropFirst().map(\.describedExactly).joined(separator: ", "))")
+        let stored = reference.declaration.stored(values)
+        // OR IGNORE skips a row a NOT NULL or CHECK constraint refuses too; DO NOTHING only one
+        // whose key is taken. (A NaN cannot be bound on SQLite at all.)
+        let refused = reference.refusal(of: stored) != nil
+        let inserts = reference.file[key] == nil && !refused
+        let expected = !(engine == .sqlite && values.contains(where: \.isNaN)) && (ignoring || !refused) && reference.external(inserting: inserts ? key : nil) { rows in
+            if inserts { rows[key] = stored }
+            return true
+        }
+        let columns = "items (id, title, count, note, score, payload, flag, link_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        let committed = await otherCommits(ignoring ? "INSERT OR IGNORE INTO \(columns)" : "INSERT INTO \(columns) ON CONFLICT DO NOTHING", values)
+        if committed != expected { throw Divergence(message: "the other connection's insert unless taken \(committed ? "committed" : "failed"); the reference expected otherwise") }
+    }
+
+    /// Another connection changes one cell of a row the file holds by inserting the row as it
+    /// is, that cell changed, `ON CONFLICT (id) DO UPDATE` (an UPSERT): heard as that update.
+    func externalUpsert(_ a: UInt64, _ b: UInt64) async throws {
+        let key = fileKey(a)
+        guard var values = reference.file[key] else { return try await externalUpdate(a, b) }
+        let column = Item.Column.assignable[Int(b % UInt64(Item.Column.assignable.count))]
+        let value = value(for: column, seed: b / 8)
+        note("other connection: INSERT \(key) ON CONFLICT (id) DO UPDATE SET \(column) = \(value.describedExactly)")
+        let stored = reference.declaration.stored(value, in: column)
+        if value.isNaN && engine == .sqlite || reference.refusal(ofValue: stored, in: column) != nil { return }
+        values[column.rawValue] = value
+        let expected = reference.refusal(of: reference.declaration.stored(values)) == nil && reference.external { rows in
+            rows[key]![column.rawValue] = stored
+            return true
+        }
+        let sql = "INSERT INTO items (id, title, count, note, score, payload, flag, link_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET \"\(column)\" = excluded.\"\(column)\""
+        let committed = await otherCommits(sql, values)
+        if committed != expected { throw Divergence(message: "the other connection's upsert \(committed ? "committed" : "failed"); the reference expected otherwise") }
+    }
+
     /// Another connection deletes a row and inserts one of the same key in one transaction:
     /// another row, whatever the store reads of it at once.
-    func externalReplace(_ a: UInt64, _ b: UInt64) async throws {
+    ///
+    /// - Parameter byConflict: On SQLite, as one statement whose conflict resolution deletes the
+    ///   row (`INSERT OR REPLACE` or `REPLACE`): no delete trigger fires for it, and the store
+    ///   hears it through the rows logged before the insert.
+    func externalReplace(_ a: UInt64, _ b: UInt64, byConflict: Bool = false) async throws {
         let key = fileKey(a)
         var values = row(seed: b)
         values[0] = .integer(key)
-        note("other connection: DELETE \(key) and INSERT it again: \(values.dropFirst().map(\.describedExactly).joined(separator: ", "))")
+        let form = byConflict && engine == .sqlite ? (b % 2 == 0 ? "INSERT OR REPLACE" : "REPLACE INTO") : "DELETE and INSERT"
+        note("other connection: \(form) \(key): \(values.dropFirst().map(\.describedExactly).joined(separator: ", "))")
         let existed = reference.file[key] != nil
         let expected = reference.externalReplace(key, with: reference.declaration.stored(values))
-        let committed = (try? await other.commit([
-            ("DELETE FROM items WHERE id = ?", [.integer(key)]),
-            ("INSERT INTO items (id, title, count, note, score, payload, flag, link_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values),
-        ])) != nil
+        let insert = "INTO items (id, title, count, note, score, payload, flag, link_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        let statements: [(String, [SQLValue])] = switch form {
+        case "INSERT OR REPLACE": [("INSERT OR REPLACE " + insert, values)]
+        case "REPLACE INTO": [("REPLACE " + insert, values)]
+        default: [("DELETE FROM items WHERE id = ?", [.integer(key)]), ("INSERT " + insert, values)]
+        }
+        let committed = (try? await other.commit(statements)) != nil
         if committed != expected { throw Divergence(message: "the other connection's replace \(committed ? "committed" : "failed"); the reference expected otherwise") }
         guard committed, existed else { return }
         // The row is another row now: the object of the old one no longer manages it (unless

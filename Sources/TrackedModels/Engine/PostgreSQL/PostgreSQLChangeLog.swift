@@ -15,6 +15,11 @@ import Foundation
 /// Tracking snapshots, each entry is read exactly once, at the first look after its commit,
 /// whatever order transactions commit in.
 ///
+/// The triggers fire on every row `COPY` and `INSERT … ON CONFLICT` write (an UPSERT's update
+/// is an update), and they are enabled `ALWAYS`: also in a session with
+/// `session_replication_role = replica` (`pg_restore`, logical replication's apply), which
+/// ordinary triggers sleep through.
+///
 /// Each reader's horizon is the oldest transaction running at its last look: every entry
 /// below it has been read. It records the horizon in `trackedmodels_readers`; the log is
 /// pruned below the slowest reader seen lately, and a reader that fell behind the pruning (it

@@ -105,15 +105,20 @@ enum PostgreSQLEngine {
             if source.first?.first != .text(wanted.functionBody) {
                 _ = try await session.rows(PostgreSQLChangeLog.createFunctionSQL(wanted), doing: "installing the change log of \(schema.name)")
             }
+            // By name, whether each fires: 'A' (always), or 'O' (not in a session replaying
+            // changes), 'D' (disabled), 'R' (only there).
             let existing = try await session.rows(
-                "SELECT tgname::text FROM pg_trigger WHERE tgrelid = to_regclass(quote_ident($1)) AND NOT tgisinternal AND tgname::text LIKE 'trackedmodels\\_%'",
+                "SELECT tgname::text, tgenabled::text FROM pg_trigger WHERE tgrelid = to_regclass(quote_ident($1)) AND NOT tgisinternal AND tgname::text LIKE 'trackedmodels\\_%'",
                 [.text(schema.name)], doing: "installing the change log"
-            ).compactMap { row -> String? in if case .text(let name) = row[0] { name } else { nil } }
-            for name in existing where wanted.triggers[name] == nil {
+            ).reduce(into: [String: SQLValue]()) { existing, row in if case .text(let name) = row[0] { existing[name] = row[1] } }
+            for name in existing.keys where wanted.triggers[name] == nil {
                 _ = try await session.rows("DROP TRIGGER \(quoteIdentifier(name)) ON \(quoteIdentifier(schema.name))", doing: "installing the change log of \(schema.name)")
             }
-            for (name, sql) in wanted.triggers.sorted(by: { $0.key < $1.key }) where !existing.contains(name) {
-                _ = try await session.rows(sql, doing: "installing the change log of \(schema.name)")
+            for (name, sql) in wanted.triggers.sorted(by: { $0.key < $1.key }) where existing[name] != .text("A") {
+                if existing[name] == nil { _ = try await session.rows(sql, doing: "installing the change log of \(schema.name)") }
+                // Firing also in a session with `session_replication_role = replica` (pg_restore,
+                // logical replication's apply), which ordinary triggers sleep through.
+                _ = try await session.rows("ALTER TABLE \(quoteIdentifier(schema.name)) ENABLE ALWAYS TRIGGER \(quoteIdentifier(name))", doing: "installing the change log of \(schema.name)")
             }
             layouts.append(ChangeLogEntries.Layout(modelColumns: columns.map { schema.columnIndex(named: $0.name) }))
         }
