@@ -185,6 +185,42 @@ import TrackedModelsTesting
         #expect(workload.rows[3].count == 7)
     }
 
+    /// Issue 28: nothing goes deaf silently. The log's triggers dropped by hand, the table
+    /// rebuilt by a migration tool (its triggers go with it), or the log itself dropped: the
+    /// store installs what it owns again and resets the tables whose changes it could have
+    /// missed (the commit made meanwhile shows), then hears every later commit row by row.
+    @Test(arguments: [
+        "DROP TRIGGER trackedmodels_rows_update_v2",
+        """
+        CREATE TABLE rows_new (id INTEGER PRIMARY KEY, title TEXT NOT NULL, count INTEGER NOT NULL DEFAULT 0, \
+        list_id INTEGER REFERENCES lists (id) ON DELETE SET NULL) STRICT; INSERT INTO rows_new SELECT * FROM rows; \
+        DROP TABLE rows; ALTER TABLE rows_new RENAME TO rows
+        """,
+        // Everything the log is made of, as a tool cleaning up `trackedmodels_*` would drop it.
+        (["DROP TABLE trackedmodels_changes", "DROP TABLE trackedmodels_changes_state"]
+            + ["delete", "insert", "insertreplaces", "rekey", "update", "updatereplaces"].map { "DROP TRIGGER trackedmodels_rows_\($0)_v2" })
+            .joined(separator: "; "),
+    ])
+    func aChangeLogTakenAwayUnderTheStoreIsInstalledAgainAndWhatItMissedIsReset(_ sql: String) async throws {
+        var configuration = Stores.configuration()
+        configuration.wakesOnFileChanges = false
+        let workload = try await workload(.sqlite, rows: 10, configuration: configuration)
+        let before = try Peek(workload.path).value("SELECT group_concat(name || sql, ';') FROM (SELECT name, sql FROM sqlite_master WHERE name LIKE 'trackedmodels%' ORDER BY name)")
+        try await workload.shell("\(sql); UPDATE rows SET count = 5 WHERE id = 6")
+        // The store's own commit comes first: it finds the log gone inside its transaction.
+        workload.rows[2].count = 3
+        try await workload.store.flush()
+        try await workload.store.refreshExternalChanges()
+        #expect(try Peek(workload.path).value("SELECT count FROM rows WHERE id = 2") == 3)
+        #expect(workload.rows[6].count == 5, "the commit made while the log was away is not shown")
+        #expect(workload.probe.events(of: "list").map(\.kind) == [.reset])
+        #expect(try Peek(workload.path).value("SELECT group_concat(name || sql, ';') FROM (SELECT name, sql FROM sqlite_master WHERE name LIKE 'trackedmodels%' ORDER BY name)") == before)
+        try await workload.shell("UPDATE rows SET count = 8 WHERE id = 7")
+        try await workload.store.refreshExternalChanges()
+        #expect(workload.probe.events(of: "row 7").map(\.kind).last == .update)
+        #expect(workload.rows[7].count == 8)
+    }
+
     @Test func triggersAreInstalledOnceAndNotWithoutTheLog() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("model.sqlite")

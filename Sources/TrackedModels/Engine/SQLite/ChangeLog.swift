@@ -68,26 +68,55 @@ enum ChangeLog {
                 INSERT OR IGNORE INTO \(stateTable) (id, pruned_through) VALUES (1, 0);
                 """)
             return try schemas.map { schema in
-                let columns = try connection.makeStatement("SELECT name FROM pragma_table_info(?) ORDER BY cid")
-                    .rows([.text(schema.name)]).compactMap { row -> String? in
-                        if case .text(let name) = row[0] { name } else { nil }
-                    }
-                let unique = try uniqueIndexes(of: schema.name, on: connection)
-                let wanted = triggers(table: schema.name, columns: columns, primaryKey: schema.primaryKey.name, uniqueIndexes: unique)
-                let existing = try connection.makeStatement("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND name LIKE 'trackedmodels\\_%' ESCAPE '\\'")
-                    .rows([.text(schema.name)])
-                for row in existing {
-                    guard case .text(let name) = row[0] else { continue }
-                    if wanted[name] != row[1] { try connection.execute("DROP TRIGGER \(quoteIdentifier(name))") }
+                let (wanted, layout) = try wantedTriggers(of: schema, on: connection)
+                let existing = try installedTriggers(of: schema, on: connection)
+                for (name, sql) in existing where wanted[name] != sql {
+                    try connection.execute("DROP TRIGGER \(quoteIdentifier(name))")
                 }
-                for (name, sql) in wanted.sorted(by: { $0.key < $1.key }) {
+                for (name, sql) in wanted.sorted(by: { $0.key < $1.key }) where existing[name] != sql {
                     guard case .text(let sql) = sql else { continue }
-                    let present = existing.contains { $0[0] == .text(name) && $0[1] == .text(sql) }
-                    if !present { try connection.execute(sql) }
+                    try connection.execute(sql)
                 }
-                return ChangeLogEntries.Layout(modelColumns: columns.map { schema.columnIndex(named: $0) })
+                return layout
             }
         }
+    }
+
+    /// The tables whose changes the log would not hear as it should: their triggers are missing
+    /// or not the ones their columns and unique indexes call for (dropped by hand, or by a tool
+    /// that rebuilt the table), or every table, when the log itself is gone. ``install(on:schemas:)``
+    /// mends them.
+    static func tablesNotLogged(_ schemas: [TableSchema], on connection: Connection) throws -> [Int] {
+        guard try isInstalled(on: connection) else { return Array(schemas.indices) }
+        return try schemas.indices.filter { index in
+            try wantedTriggers(of: schemas[index], on: connection).triggers != installedTriggers(of: schemas[index], on: connection)
+        }
+    }
+
+    /// Whether the log's tables are there.
+    static func isInstalled(on connection: Connection) throws -> Bool {
+        try connection.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)", [.text(table), .text(stateTable)]) == .integer(2)
+    }
+
+    /// The triggers a table calls for, by name, and which model column each bit of their
+    /// masks stands for.
+    private static func wantedTriggers(of schema: TableSchema, on connection: Connection) throws -> (triggers: [String: SQLValue], layout: ChangeLogEntries.Layout) {
+        let columns = try connection.makeStatement("SELECT name FROM pragma_table_info(?) ORDER BY cid")
+            .rows([.text(schema.name)]).compactMap { row -> String? in
+                if case .text(let name) = row[0] { name } else { nil }
+            }
+        let unique = try uniqueIndexes(of: schema.name, on: connection)
+        return (
+            triggers(table: schema.name, columns: columns, primaryKey: schema.primaryKey.name, uniqueIndexes: unique),
+            ChangeLogEntries.Layout(modelColumns: columns.map { schema.columnIndex(named: $0) })
+        )
+    }
+
+    /// The log's triggers a table has, by name.
+    private static func installedTriggers(of schema: TableSchema, on connection: Connection) throws -> [String: SQLValue] {
+        try connection.makeStatement("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? AND name LIKE 'trackedmodels\\_%' ESCAPE '\\'")
+            .rows([.text(schema.name)])
+            .reduce(into: [:]) { installed, row in if case .text(let name) = row[0] { installed[name] = row[1] } }
     }
 
     /// A unique index's columns, each with the collation it compares by.

@@ -3,13 +3,24 @@
 /// Running on the worker's queue makes "skip our own commits" exact: inside a flush, the
 /// worker first reads what others committed, then writes, then moves past its own entries.
 /// Outside flushes, `PRAGMA data_version` says whether anyone else committed at all.
+///
+/// Nothing goes deaf silently: when the schema changed (`PRAGMA schema_version`), a look checks
+/// that the log and each table's triggers are as they should be. Tables whose triggers went
+/// (dropped by hand, or with a table a migration tool rebuilt) are heard as reset, once the
+/// triggers are installed again (``repair(on:)``): what others committed meanwhile was not
+/// logged, and the reset's reload shows it.
 final class ChangeLogReader {
     private let schemas: [TableSchema]
-    private let layouts: [ChangeLogEntries.Layout]
+    private var layouts: [ChangeLogEntries.Layout]
     private let tableIndexByName: [String: Int]
     private let retention: Int64
     private(set) var position: Int64 = 0
     private var dataVersion: SQLValue = .null
+    /// The schema's version when the log was last found whole.
+    private var schemaVersion: SQLValue
+    /// The tables the last look found without their triggers (every table, when the log itself
+    /// was gone): to be repaired before that look's batch is applied.
+    private(set) var notLogged: [Int] = []
     /// Whether the log had grown past twice its retention when last read.
     private(set) var needsPruning = false
 
@@ -20,6 +31,7 @@ final class ChangeLogReader {
         tableIndexByName = Dictionary(schemas.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
         position = try Self.lastSequence(on: connection)
         dataVersion = try connection.scalar("PRAGMA data_version")
+        schemaVersion = try connection.scalar("PRAGMA schema_version")
     }
 
     /// Whether another connection committed since the last look.
@@ -32,6 +44,17 @@ final class ChangeLogReader {
     /// Reads the entries past the position, merges them per row, and reloads those rows.
     func collect(on connection: Connection) throws -> ExternalChangeBatch {
         var batch = ExternalChangeBatch()
+        let version = try connection.scalar("PRAGMA schema_version")
+        if version != schemaVersion {
+            notLogged = try ChangeLog.tablesNotLogged(schemas, on: connection)
+            if notLogged.isEmpty { schemaVersion = version }
+            batch.resetTables = notLogged
+            // A log made again starts empty: everything it will hold is new to this reader.
+            guard try ChangeLog.isInstalled(on: connection) else {
+                position = 0
+                return batch
+            }
+        }
         let prunedThrough = try connection.scalar("SELECT pruned_through FROM \(ChangeLog.stateTable) WHERE id = 1")
         let last = try Self.lastSequence(on: connection)
         if case .integer(let pruned) = prunedThrough { needsPruning = last - pruned > 2 * retention }
@@ -128,11 +151,23 @@ final class ChangeLogReader {
         return through
     }
 
+    /// Installs again the triggers (and the log) the last look found missing, so that every
+    /// commit from now on is logged; that look's batch resets their tables. Runs in a write
+    /// transaction.
+    func repair(on connection: Connection) throws {
+        guard !notLogged.isEmpty else { return }
+        layouts = try ChangeLog.install(on: connection, schemas: schemas)
+        schemaVersion = try connection.scalar("PRAGMA schema_version")
+        notLogged = []
+    }
+
     /// Goes back to a position after a failed read or a rolled-back transaction, and forgets
-    /// the data version, so that the next look reads again even if nobody commits meanwhile.
+    /// the data and schema versions, so that the next look reads (and checks the log) again
+    /// even if nobody commits meanwhile.
     func rewind(to position: Int64) {
         self.position = position
         dataVersion = .null
+        schemaVersion = .null
     }
 
     private static func lastSequence(on connection: Connection) throws -> Int64 {

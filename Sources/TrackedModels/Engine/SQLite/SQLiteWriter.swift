@@ -56,7 +56,10 @@ final class SQLiteWriter: EngineWriter {
         do {
             var commit = EngineCommit(report: CommitReport(), external: ExternalChangeBatch())
             do {
-                if let changeLog { commit.external = try changeLog.collect(on: connection) }
+                if let changeLog {
+                    commit.external = try changeLog.collect(on: connection)
+                    try changeLog.repair(on: connection)
+                }
             } catch let error as SQLiteError {
                 throw EngineFailure.transaction(error.storeError)
             }
@@ -159,6 +162,9 @@ final class SQLiteWriter: EngineWriter {
         let position = changeLog.position
         do {
             let batch = try connection.withTransaction(.deferred) { try changeLog.collect(on: connection) }
+            // Triggers found gone are installed again before their tables' reset is applied:
+            // every commit after it is logged, every one before it shows in its reload.
+            if !changeLog.notLogged.isEmpty { try connection.withTransaction(.immediate) { try changeLog.repair(on: connection) } }
             // A store that only reads prunes too, so the log cannot grow without bound when
             // other processes do the writing. Busy is fine: the next look tries again.
             if changeLog.needsPruning, let pruned = try? connection.withTransaction(.immediate, { try changeLog.prune(on: connection) }) {
