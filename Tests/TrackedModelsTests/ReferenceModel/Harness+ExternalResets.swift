@@ -3,8 +3,9 @@ import PropertyBased
 
 /// Another connection's changes that the store hears only as a whole table: rows inserted in
 /// bulk on SQLite, the way another store's bulk insert writes them (no log entry per row, one
-/// for the table), and a `TRUNCATE` followed by inserts on PostgreSQL. The store reloads what
-/// it holds and announces a reset.
+/// for the table), a `TRUNCATE` followed by inserts on PostgreSQL, and (SQLite) a change made
+/// while the log's triggers, or the whole log, were dropped. The store reloads what it holds
+/// and announces a reset.
 extension Harness {
     /// Now and then after another commit that deletes a row and inserts it again, heard in the
     /// same poll: that row is another row all the same.
@@ -50,6 +51,26 @@ extension Harness {
         } catch {
             try? connection.execute("ROLLBACK")
             throw error
+        }
+    }
+
+    /// Another connection drops one of the log's triggers of the table, or the whole log (the
+    /// way a tool cleaning up `trackedmodels_*` would), then updates, inserts or deletes a row:
+    /// nothing logs it, and the store must find the log gone, install it again and reset.
+    func externalChangeWhileTheLogIsAway(_ a: UInt64, _ b: UInt64) async throws {
+        guard engine == .sqlite else { return try await externalUpdate(a, b) }
+        let kinds = ["delete", "insert", "insertreplaces", "rekey", "update", "updatereplaces"]
+        let triggers = kinds.map { "DROP TRIGGER IF EXISTS trackedmodels_items_\($0)_v2" }
+        let drops = a % 7 == 6
+            ? triggers + ["DROP TABLE IF EXISTS trackedmodels_changes", "DROP TABLE IF EXISTS trackedmodels_changes_state"]
+            : [triggers[Int(a % 6)]]
+        note("other connection: \(drops.joined(separator: "; "))")
+        guard (try? await other.commit(drops.map { ($0, []) })) != nil else { throw Divergence(message: "the other connection could not drop the log") }
+        mayReset = true
+        switch b % 3 {
+        case 0: try await externalUpdate(a / 7, b / 3)
+        case 1: try await externalInsert(a / 7, b / 3)
+        default: try await externalDelete(a / 7)
         }
     }
 }
