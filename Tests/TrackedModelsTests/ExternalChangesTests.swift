@@ -221,6 +221,30 @@ import TrackedModelsTesting
         #expect(workload.rows[7].count == 8)
     }
 
+    /// Issue 28: a tracked table altered under the open store (a column renamed) is reported
+    /// on `writeErrors`, the difference named; the other tables' changes are heard as before.
+    @Test func aTableAlteredUnderTheStoreIsReportedOnWriteErrors() async throws {
+        let directory = try TemporaryDirectory()
+        let path = try await TestEngine.sqlite.makeDatabase(in: directory)
+        var configuration = Stores.configuration()
+        configuration.createsMissingTables = true
+        let store = try await TestEngine.sqlite.open(path, models: [Row.self, ClubMember.self], configuration: configuration)
+        let member = ClubMember(id: 1, email: "m1@club", name: "One", code: nil, team: nil)
+        try store.insert(member)
+        try await store.flush()
+        var errors = store.writeErrors.makeAsyncIterator()
+        try await sqlite3(path, "ALTER TABLE rows RENAME COLUMN title TO name")
+        try await store.refreshExternalChanges()
+        let error = try #require(await errors.next())
+        #expect(error.code == .schemaMismatch)
+        #expect(error.message.contains("altered while the store is open"))
+        #expect(error.differences.contains { $0.table == "rows" && $0.column == "title" })
+        try await sqlite3(path, "UPDATE members SET name = 'Uno' WHERE id = 1")
+        try await store.refreshExternalChanges()
+        #expect(member.name == "Uno")
+        try await store.close()
+    }
+
     @Test func triggersAreInstalledOnceAndNotWithoutTheLog() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("model.sqlite")

@@ -18,6 +18,9 @@ struct ExternalChangeBatch: Sendable {
     /// Tables to reload and reset: another connection inserted rows into them in bulk, or
     /// their log entries were pruned before they were read.
     var resetTables: [Int] = []
+    /// How the tracked tables now differ from the models, found when the schema changed under
+    /// the store (a column renamed, dropped or given another type): published on `writeErrors`.
+    var schemaDifferences: [SchemaDifference] = []
 
-    var isEmpty: Bool { rows.isEmpty && resetTables.isEmpty }
+    var isEmpty: Bool { rows.isEmpty && resetTables.isEmpty && schemaDifferences.isEmpty }
 }

@@ -297,9 +297,14 @@ extension ModelStore: MailboxTarget {
             if !finished.assignedKeys.isEmpty { worker.forgetAssignedKeys(of: finished.assignedKeys.keys) }
             registrar.applyCommitted(finished)
         case .worker(.externalChanges(let batch)):
+            if !batch.schemaDifferences.isEmpty {
+                var error = StoreError.schemaMismatch(batch.schemaDifferences)
+                error.message = "a tracked table was altered while the store is open: \(error.message)"
+                writeBehind.errors.report(error)
+            }
             registrar.applyExternal(batch)
             for table in batch.resetTables {
-                logger.notice("another connection's changes to the table are known only as a whole (rows inserted in bulk, or log entries pruned before this store read them); reloading the table and announcing a reset", metadata: ["table": "\(registrar.schemas[table].name)"])
+                logger.notice("another connection's changes to the table are known only as a whole (rows inserted in bulk, log entries pruned before this store read them, or its change log found taken away and installed again); reloading the table and announcing a reset", metadata: ["table": "\(registrar.schemas[table].name)"])
                 // The rows it holds objects of, and those its changes not yet committed touch
                 // (the ones another connection removed have no row left for them).
                 let keys = registrar.identityMap.objects(table: table).map(\.key) + writeBehind.uncommittedRows(table: table).keys

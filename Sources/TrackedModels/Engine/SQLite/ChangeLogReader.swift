@@ -5,7 +5,8 @@
 /// Outside flushes, `PRAGMA data_version` says whether anyone else committed at all.
 ///
 /// Nothing goes deaf silently: when the schema changed (`PRAGMA schema_version`), a look checks
-/// that the log and each table's triggers are as they should be. Tables whose triggers went
+/// that the log and each table's triggers are as they should be, and that the tables still fit
+/// the models (a difference is published on `writeErrors`). Tables whose triggers went
 /// (dropped by hand, or with a table a migration tool rebuilt) are heard as reset, once the
 /// triggers are installed again (``repair(on:)``): what others committed meanwhile was not
 /// logged, and the reset's reload shows it.
@@ -46,6 +47,7 @@ final class ChangeLogReader {
         var batch = ExternalChangeBatch()
         let version = try connection.scalar("PRAGMA schema_version")
         if version != schemaVersion {
+            batch.schemaDifferences = try schemas.flatMap { try $0.differences(from: connection) }
             notLogged = try ChangeLog.tablesNotLogged(schemas, on: connection)
             if notLogged.isEmpty { schemaVersion = version }
             batch.resetTables = notLogged
