@@ -221,6 +221,22 @@ import TrackedModelsTesting
         #expect(workload.rows[7].count == 8)
     }
 
+    /// Issue 28: of two stores on a file, the one that finds the triggers gone first installs
+    /// them again; the other hears the reset through the log all the same.
+    @Test func aStoreThatFindsTheTriggersAlreadyBackHearsTheResetToo() async throws {
+        var configuration = Stores.configuration()
+        configuration.wakesOnFileChanges = false
+        let workload = try await workload(.sqlite, rows: 10, configuration: configuration)
+        let second = try await TestEngine.sqlite.open(workload.path, configuration: configuration)
+        let row = try #require(try second.find(Row.self, key: 6))
+        try await workload.shell("DROP TRIGGER trackedmodels_rows_update_v2; UPDATE rows SET count = 5 WHERE id = 6")
+        try await workload.store.refreshExternalChanges()
+        #expect(workload.rows[6].count == 5)
+        try await second.refreshExternalChanges()
+        #expect(row.count == 5, "the store that came second missed the commit made while the trigger was gone")
+        try await second.close()
+    }
+
     /// Issue 28: a tracked table altered under the open store (a column renamed) is reported
     /// on `writeErrors`, the difference named; the other tables' changes are heard as before.
     @Test func aTableAlteredUnderTheStoreIsReportedOnWriteErrors() async throws {

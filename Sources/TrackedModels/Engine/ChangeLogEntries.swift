@@ -53,28 +53,28 @@ enum ChangeLogEntries {
     ) throws {
         var order: [RowReference] = []
         // `replaced`: the row was deleted and inserted again, so it is another row now.
-        var merged: [RowReference: (kind: Kind, mask: Int64, replaced: Bool)] = [:]
+        // `lookedAgain`: a statement may have replaced it (an insert of its key after that
+        // could only succeed if it went).
+        var merged: [RowReference: (kind: Kind, mask: Int64, replaced: Bool, lookedAgain: Bool)] = [:]
         for entry in entries {
             if entry.kind == tableReset {
                 if !batch.resetTables.contains(entry.table) { batch.resetTables.append(entry.table) }
                 continue
             }
-            guard let kind = Kind(rawValue: entry.kind) else { continue }
+            guard let logged = Kind(rawValue: entry.kind) else { continue }
             let row = RowReference(table: entry.table, key: entry.key)
             if let previous = merged[row] {
-                let kind: Kind = switch (previous.kind, kind) {
+                let kind: Kind = switch (previous.kind, logged) {
                 case (_, .delete): .delete
                 case (.insert, .update): .insert
                 case (_, .lookAgain): previous.kind
-                default: kind
+                default: logged
                 }
-                // An insert of a row a statement may have replaced: it went, or the insert
-                // would have failed.
-                let replaced = previous.replaced || ([.delete, .lookAgain].contains(previous.kind) && kind == .insert)
-                merged[row] = (kind, previous.mask | entry.mask, replaced)
+                let replaced = previous.replaced || ((previous.kind == .delete || previous.lookedAgain) && logged == .insert)
+                merged[row] = (kind, previous.mask | entry.mask, replaced, previous.lookedAgain || logged == .lookAgain)
             } else {
                 order.append(row)
-                merged[row] = (kind, entry.mask, false)
+                merged[row] = (logged, entry.mask, false, logged == .lookAgain)
             }
         }
         // A table known only as a whole is reloaded as a whole: the inserts and updates its
@@ -88,7 +88,7 @@ enum ChangeLogEntries {
             present[table] = try reload(table, rows.map(\.key))
         }
         for row in order {
-            let (kind, mask, replaced) = merged[row]!
+            let (kind, mask, replaced, _) = merged[row]!
             let schema = schemas[row.table]
             let values = kind == .delete ? nil : present[row.table]?[row.key]
             // A row only looked at again is heard only if it went.

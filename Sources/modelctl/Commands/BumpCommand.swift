@@ -46,11 +46,11 @@ struct BumpCommand: AsyncParsableCommand {
         switch try await committedRow() {
         case .missing: throw noSuchRow
         case .count(let count): try requireNoOverflow(from: count)
-        case .unlike:
-            // Refused by the models (a table they do not fit, a value they cannot read) before
-            // the bump's store installs its change log.
-            try await options.checkThroughTheModels { store in _ = try await store.async.find(Row.self, key: id) }
+        case .unlike: break
         }
+        // Refused by the models (a table they do not fit, a value of the row they cannot read)
+        // before the bump's store installs its change log.
+        try await options.checkThroughTheModels { store in _ = try await store.async.find(Row.self, key: id) }
         try await bump(interruption)
     }
 

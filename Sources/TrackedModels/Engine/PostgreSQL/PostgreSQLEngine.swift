@@ -114,11 +114,15 @@ enum PostgreSQLEngine {
             for name in existing.keys where wanted.triggers[name] == nil {
                 _ = try await session.rows("DROP TRIGGER \(quoteIdentifier(name)) ON \(quoteIdentifier(schema.name))", doing: "installing the change log of \(schema.name)")
             }
+            // Only the table's owner may say when its triggers fire; another role that may
+            // create them leaves them as created.
+            let owns = try await session.rows("SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = to_regclass(quote_ident($1))", [.text(schema.name)], doing: "installing the change log")
+                .first?.first == .integer(1)
             for (name, sql) in wanted.triggers.sorted(by: { $0.key < $1.key }) where existing[name] != .text("A") {
                 if existing[name] == nil { _ = try await session.rows(sql, doing: "installing the change log of \(schema.name)") }
                 // Firing also in a session with `session_replication_role = replica` (pg_restore,
                 // logical replication's apply), which ordinary triggers sleep through.
-                _ = try await session.rows("ALTER TABLE \(quoteIdentifier(schema.name)) ENABLE ALWAYS TRIGGER \(quoteIdentifier(name))", doing: "installing the change log of \(schema.name)")
+                if owns { _ = try await session.rows("ALTER TABLE \(quoteIdentifier(schema.name)) ENABLE ALWAYS TRIGGER \(quoteIdentifier(name))", doing: "installing the change log of \(schema.name)") }
             }
             layouts.append(ChangeLogEntries.Layout(modelColumns: columns.map { schema.columnIndex(named: $0.name) }))
         }

@@ -98,6 +98,16 @@ enum ChangeLog {
         try connection.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)", [.text(table), .text(stateTable)]) == .integer(2)
     }
 
+    /// Whether the log's table of entries is there.
+    static func hasEntries(on connection: Connection) throws -> Bool {
+        try connection.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(table)]) == .integer(1)
+    }
+
+    /// Which model column each bit of each table's masks stands for, as the tables are now.
+    static func layouts(of schemas: [TableSchema], on connection: Connection) throws -> [ChangeLogEntries.Layout] {
+        try schemas.map { try wantedTriggers(of: $0, on: connection).layout }
+    }
+
     /// The triggers a table calls for, by name, and which model column each bit of their
     /// masks stands for.
     private static func wantedTriggers(of schema: TableSchema, on connection: Connection) throws -> (triggers: [String: SQLValue], layout: ChangeLogEntries.Layout) {

@@ -48,14 +48,17 @@ final class ChangeLogReader {
         let version = try connection.scalar("PRAGMA schema_version")
         if version != schemaVersion {
             batch.schemaDifferences = try schemas.flatMap { try $0.differences(from: connection) }
+            layouts = try ChangeLog.layouts(of: schemas, on: connection)
             notLogged = try ChangeLog.tablesNotLogged(schemas, on: connection)
             if notLogged.isEmpty { schemaVersion = version }
             batch.resetTables = notLogged
             // A log made again starts empty: everything it will hold is new to this reader.
-            guard try ChangeLog.isInstalled(on: connection) else {
+            // (Its state alone gone: the entries are read once it is made again.)
+            guard try ChangeLog.hasEntries(on: connection) else {
                 position = 0
                 return batch
             }
+            guard try ChangeLog.isInstalled(on: connection) else { return batch }
         }
         let prunedThrough = try connection.scalar("SELECT pruned_through FROM \(ChangeLog.stateTable) WHERE id = 1")
         let last = try Self.lastSequence(on: connection)
@@ -154,13 +157,29 @@ final class ChangeLogReader {
     }
 
     /// Installs again the triggers (and the log) the last look found missing, so that every
-    /// commit from now on is logged; that look's batch resets their tables. Runs in a write
-    /// transaction.
+    /// commit from now on is logged, and logs a reset of their tables for every store on the
+    /// file (this look's batch resets them here). Runs in the look's write transaction.
     func repair(on connection: Connection) throws {
         guard !notLogged.isEmpty else { return }
+        let madeAgain = try !ChangeLog.hasEntries(on: connection)
         layouts = try ChangeLog.install(on: connection, schemas: schemas)
+        // A log made again numbers its entries from 1: nothing of it was pruned.
+        if madeAgain { try connection.execute("UPDATE \(ChangeLog.stateTable) SET pruned_through = 0") }
+        // Other stores find the triggers in place: the reset reaches them through the log.
+        for table in notLogged {
+            try connection.cachedStatement("INSERT INTO \(ChangeLog.table) (tbl, row_key, kind, mask) VALUES (?, NULL, ?, -1)")
+                .run([.text(schemas[table].name), .integer(ChangeLogEntries.tableReset)])
+        }
+        // Past its own entries: they say what this look's batch says.
+        position = try Self.lastSequence(on: connection)
         schemaVersion = try connection.scalar("PRAGMA schema_version")
         notLogged = []
+    }
+
+    /// Whether the schema changed since the log was last found whole: the next look checks it,
+    /// and may install it again (in a write transaction).
+    func schemaChanged(on connection: Connection) throws -> Bool {
+        try connection.scalar("PRAGMA schema_version") != schemaVersion
     }
 
     /// Goes back to a position after a failed read or a rolled-back transaction, and forgets

@@ -58,7 +58,7 @@ final class SQLiteWriter: EngineWriter {
             do {
                 if let changeLog {
                     commit.external = try changeLog.collect(on: connection)
-                    try changeLog.repair(on: connection)
+                    repair(changeLog, on: connection)
                 }
             } catch let error as SQLiteError {
                 throw EngineFailure.transaction(error.storeError)
@@ -161,10 +161,14 @@ final class SQLiteWriter: EngineWriter {
         guard let changeLog, try changeLog.othersCommitted(on: connection) else { return nil }
         let position = changeLog.position
         do {
-            let batch = try connection.withTransaction(.deferred) { try changeLog.collect(on: connection) }
-            // Triggers found gone are installed again before their tables' reset is applied:
-            // every commit after it is logged, every one before it shows in its reload.
-            if !changeLog.notLogged.isEmpty { try connection.withTransaction(.immediate) { try changeLog.repair(on: connection) } }
+            // Triggers found gone are installed again in the same transaction, before their
+            // tables' reset is applied: every commit after it is logged, every one before it
+            // shows in its reload.
+            let batch = try connection.withTransaction(changeLog.schemaChanged(on: connection) ? .immediate : .deferred) {
+                let batch = try changeLog.collect(on: connection)
+                repair(changeLog, on: connection)
+                return batch
+            }
             // A store that only reads prunes too, so the log cannot grow without bound when
             // other processes do the writing. Busy is fine: the next look tries again.
             if changeLog.needsPruning, let pruned = try? connection.withTransaction(.immediate, { try changeLog.prune(on: connection) }) {
@@ -175,6 +179,17 @@ final class SQLiteWriter: EngineWriter {
             // A failed read is retried on the next look: the position only moves on success.
             changeLog.rewind(to: position)
             throw error
+        }
+    }
+
+    /// Installs again what a look found gone from the change log. A failure (busy, a model
+    /// table dropped) is logged and left to the next look; the look's commit goes on.
+    private func repair(_ changeLog: ChangeLogReader, on connection: Connection) {
+        guard !changeLog.notLogged.isEmpty else { return }
+        do {
+            try connection.withTransaction { try changeLog.repair(on: connection) }
+        } catch {
+            logger.warning("the change log's triggers are gone and could not be installed again; the next look tries again", metadata: ["error": "\(error)"])
         }
     }
 
