@@ -175,6 +175,22 @@ final class ClubMember {
         #expect(try fixture.other.scalar("SELECT name FROM members WHERE id = 1") == "Theirs")
     }
 
+    /// A partial unique index: the rows it holds are matched with its condition (so the probe
+    /// uses it), and an update of a column its condition names can replace a row too.
+    @Test func aReplaceByAPartialUniqueIndexIsHeardAsItsDelete() async throws {
+        let fixture = try await Fixture(extraSQL: """
+            UPDATE members SET code = NULL WHERE id = 1; UPDATE members SET name = 'One' WHERE id = 2;
+            CREATE UNIQUE INDEX active_names ON members (name) WHERE code IS NULL AND email <> 'it''s (not) here';
+            """)
+        try await fixture.commit("UPDATE OR REPLACE members SET code = NULL WHERE id = 2")
+        #expect(fixture.said.sorted() == ["delete 1", "update 2 code"])
+        let listed = try fixture.listed()
+        #expect(listed.live == [2, 3])
+        #expect(listed.live == listed.fresh)
+        #expect(ChangeLog.partialCondition(of: "CREATE UNIQUE INDEX \"a(b\" ON t (\"c)\", lower(d)) where x = ')' ") == "x = ')'")
+        #expect(ChangeLog.partialCondition(of: "CREATE UNIQUE INDEX a ON t (c)") == nil)
+    }
+
     /// A unique index on an expression cannot be matched in a trigger: a write that may
     /// conflict with it is heard as a reset of the table, and the store reloads it.
     @Test func aReplaceByAUniqueExpressionIsHeardAsAReset() async throws {

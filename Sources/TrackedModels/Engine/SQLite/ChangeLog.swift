@@ -129,24 +129,63 @@ enum ChangeLog {
             .reduce(into: [:]) { installed, row in if case .text(let name) = row[0] { installed[name] = row[1] } }
     }
 
-    /// A unique index's columns, each with the collation it compares by.
-    typealias UniqueIndex = [(column: String, collation: String)]
+    /// A unique index: its columns, each with the collation it compares by, and the condition
+    /// of a partial index (`WHERE …`, as declared).
+    struct UniqueIndex {
+        var columns: [(name: String, collation: String)]
+        var condition: String?
+    }
 
     /// The unique indexes of `table` but its primary key's; nil when one of them indexes an
     /// expression.
     private static func uniqueIndexes(of table: String, on connection: Connection) throws -> [UniqueIndex]? {
-        let names = try connection.makeStatement("SELECT name FROM pragma_index_list(?) WHERE \"unique\" = 1 AND origin <> 'pk' ORDER BY name")
-            .rows([.text(table)]).compactMap { row -> String? in if case .text(let name) = row[0] { name } else { nil } }
+        let listed = try connection.makeStatement("SELECT name, partial FROM pragma_index_list(?) WHERE \"unique\" = 1 AND origin <> 'pk' ORDER BY name")
+            .rows([.text(table)])
         var indexes: [UniqueIndex] = []
-        for name in names {
-            var index: UniqueIndex = []
-            for row in try connection.makeStatement("SELECT cid, name, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno").rows([.text(name)]) {
-                guard case .text(let column) = row[1], case .text(let collation) = row[2] else { return nil }
-                index.append((column, collation))
+        for row in listed {
+            guard case .text(let name) = row[0] else { continue }
+            var index = UniqueIndex(columns: [], condition: nil)
+            for column in try connection.makeStatement("SELECT cid, name, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno").rows([.text(name)]) {
+                guard case .text(let columnName) = column[1], case .text(let collation) = column[2] else { return nil }
+                index.columns.append((columnName, collation))
+            }
+            if row[1] == .integer(1) {
+                guard case .text(let sql) = try connection.scalar("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?", [.text(name)]),
+                      let condition = partialCondition(of: sql)
+                else { return nil }
+                index.condition = condition
             }
             indexes.append(index)
         }
         return indexes
+    }
+
+    /// The condition of a partial index, from its `CREATE INDEX` statement: what follows the
+    /// column list after `WHERE`. Quoted text and identifiers are skipped while the list's
+    /// parentheses are matched.
+    static func partialCondition(of sql: String) -> String? {
+        let characters = Array(sql)
+        var index = 0, depth = 0
+        var quote: Character?
+        var listEnd: Int?
+        while index < characters.count, listEnd == nil {
+            let character = characters[index]
+            if let open = quote {
+                if character == open { quote = nil }
+            } else if "'\"`[".contains(character) {
+                quote = character == "[" ? "]" : character
+            } else if character == "(" {
+                depth += 1
+            } else if character == ")" {
+                depth -= 1
+                if depth == 0 { listEnd = index }
+            }
+            index += 1
+        }
+        guard let listEnd else { return nil }
+        let rest = String(characters[(listEnd + 1)...]).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard rest.prefix(5).uppercased() == "WHERE", rest.count > 5, rest[rest.index(rest.startIndex, offsetBy: 5)].isWhitespace else { return nil }
+        return String(rest.dropFirst(5)).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// The triggers of a table, by name.
@@ -171,8 +210,10 @@ enum ChangeLog {
         func lookAgain(where condition: String) -> String {
             "INSERT INTO \(Self.table) (tbl, row_key, kind, mask) SELECT \(tableLiteral), \(qualifiedKey), \(Kind.lookAgain.rawValue), 0 FROM \(quotedTable) WHERE \(condition);"
         }
+        // (A partial index's condition names the rows of the table the trigger reads.)
         func sameValues(_ index: UniqueIndex) -> String {
-            index.map { "\(quotedTable).\(quoteIdentifier($0.column)) = NEW.\(quoteIdentifier($0.column)) COLLATE \(quoteIdentifier($0.collation))" }.joined(separator: " AND ")
+            index.columns.map { "\(quotedTable).\(quoteIdentifier($0.name)) = NEW.\(quoteIdentifier($0.name)) COLLATE \(quoteIdentifier($0.collation))" }
+                .joined(separator: " AND ") + (index.condition.map { " AND (\($0))" } ?? "")
         }
         let reset = "INSERT INTO \(Self.table) (tbl, row_key, kind, mask) VALUES (\(tableLiteral), NULL, \(ChangeLogEntries.tableReset), -1);"
         let insertReplaces = [lookAgain(where: "\(qualifiedKey) = NEW.\(key)")]
@@ -180,8 +221,8 @@ enum ChangeLog {
         let updateReplaces = [lookAgain(where: "\(qualifiedKey) = NEW.\(key) AND NEW.\(key) IS NOT OLD.\(key)")]
             + (uniqueIndexes.map { $0.map { lookAgain(where: "\(sameValues($0)) AND \(qualifiedKey) IS NOT OLD.\(key)") } } ?? [reset])
         // Only writes of the key or of an indexed column can replace a row (an index on an
-        // expression: any column).
-        let replacing = uniqueIndexes.map { [primaryKey] + $0.flatMap { $0.map(\.column) } } ?? columns
+        // expression, or a partial one, whose condition may name any column: any column).
+        let replacing = uniqueIndexes.flatMap { indexes in indexes.allSatisfy { $0.condition == nil } ? [primaryKey] + indexes.flatMap { $0.columns.map(\.name) } : nil } ?? columns
         let updatedColumns = replacing.enumerated().filter { !replacing.prefix($0.offset).contains($0.element) }
             .map { quoteIdentifier($0.element) }.joined(separator: ", ")
         // A changed primary key is another row: the old one is gone, the new one arrives.
