@@ -17,8 +17,9 @@ import Foundation
 /// write that may conflict with it logs a reset of the table.)
 ///
 /// Triggers are named `trackedmodels_<table>_<kind>_v<version>` and generated from the table's
-/// real columns and unique indexes, so every store on a file installs the same ones. Installing is idempotent: a
-/// trigger whose SQL differs (an older version, or a table that gained columns) is replaced.
+/// real columns and unique indexes, so every store on a file installs the same ones.
+/// Installing is idempotent: a trigger whose SQL differs (an older version, or a table that
+/// gained columns) is replaced.
 ///
 /// Related SQLite documentation: <https://www.sqlite.org/lang_createtrigger.html>
 enum ChangeLog {
