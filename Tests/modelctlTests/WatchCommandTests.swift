@@ -36,11 +36,13 @@ import Testing
         return process
     }
 
+    // (The watches below end at their first event, in milliseconds; their timeout only bounds
+    // a hang, and a loaded machine can take seconds to start each modelctl process.)
     @Test func printsAnotherProcesssBumpAsAJSONLine() async throws {
         let workspace = try Workspace()
         try await workspace.modelctl.run("seed", "--rows", "100")
         let output = Pipe()
-        let watch = try await startWatch(workspace, ["--row", "42", "--format", "json", "--count", "1", "--timeout", "20"], output: output)
+        let watch = try await startWatch(workspace, ["--row", "42", "--format", "json", "--count", "1", "--timeout", "60"], output: output)
         #expect(try await workspace.modelctl.run("bump", "42").status == 0)
         let line = await read(output, lines: 1)
         #expect(line == #"{"table": "rows", "row": 42, "kind": "update", "origin": "external", "columns": {"count": {"old": 0, "new": 1}}}"# + "\n")
@@ -51,7 +53,7 @@ import Testing
         let workspace = try Workspace()
         try await workspace.modelctl.run("seed", "--rows", "10")
         let output = Pipe()
-        let watch = try await startWatch(workspace, ["--columns", "count", "--count", "1", "--timeout", "20"], output: output)
+        let watch = try await startWatch(workspace, ["--columns", "count", "--count", "1", "--timeout", "60"], output: output)
         #expect(try await workspace.modelctl.run("query", "SELECT 1").status == 0)
         try await workspace.modelctl.run("bump", "3", "--by", "5")
         let line = await read(output, lines: 1)
