@@ -23,4 +23,12 @@ struct ExternalChangeBatch: Sendable {
     var schemaDifferences: [SchemaDifference] = []
 
     var isEmpty: Bool { rows.isEmpty && resetTables.isEmpty && schemaDifferences.isEmpty }
+
+    /// Adds what a later look at the same moment found (a repair of the log after the look
+    /// that found it broken).
+    mutating func add(_ other: ExternalChangeBatch) {
+        rows += other.rows
+        resetTables += other.resetTables.filter { !resetTables.contains($0) }
+        schemaDifferences += other.schemaDifferences
+    }
 }

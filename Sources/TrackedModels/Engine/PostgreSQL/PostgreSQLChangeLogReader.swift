@@ -3,10 +3,24 @@ import Foundation
 /// Reads the PostgreSQL change log for one store, on the database worker's queue: the entries
 /// of every transaction that committed since its last look, less the entries of its own
 /// commits (see ``PostgreSQLChangeLog``).
+///
+/// Nothing goes deaf silently: every look also reads a digest of the log's catalog (see
+/// ``PostgreSQLChangeLog/fingerprintExpression(_:)``). When it changed (a trigger dropped or
+/// disabled, the function replaced, a table rebuilt or altered, the log dropped), the writer
+/// has the reader ``repair(on:)`` it: the tables whose commits may have gone unlogged are
+/// reset, the tables that no longer fit their models are reported and left out until they do.
 final class PostgreSQLChangeLogReader {
     private let schemas: [TableSchema]
-    private let layouts: [ChangeLogEntries.Layout]
+    /// The log as last installed or repaired.
+    private var installation: PostgreSQLChangeLog.Installation
     private let tableIndexByName: [String: Int]
+    /// The statement of a look, with the fingerprint.
+    private let lookSQL: String
+    /// Whether the last look found the log's catalog changed since it was installed.
+    private(set) var needsRepair = false
+    /// The tables that no longer fit their models (altered or dropped under the store): their
+    /// entries are left out, and their changes are heard again, as a reset, once they fit.
+    private var unfit: Set<Int> = []
     /// This store's row in the readers table.
     let id = UUID().uuidString
     /// What the last look saw: every transaction it shows as ended has been read (or ended
@@ -20,12 +34,24 @@ final class PostgreSQLChangeLogReader {
     private let staleAfter: Duration
     private let recordEvery: Duration = .seconds(1)
 
-    init(schemas: [TableSchema], layouts: [ChangeLogEntries.Layout], seen: Snapshot, staleAfter: Duration) {
+    init(schemas: [TableSchema], installation: PostgreSQLChangeLog.Installation, seen: Snapshot, staleAfter: Duration) {
         self.schemas = schemas
-        self.layouts = layouts
+        self.installation = installation
         self.seen = seen
         self.staleAfter = staleAfter
         tableIndexByName = Dictionary(schemas.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        // One statement, so one snapshot: the transactions it shows ended, how far the log was
+        // pruned, the entries it sees and the catalog agree (a pruning either shows in both or
+        // in neither).
+        lookSQL = """
+            WITH now AS (
+                SELECT pg_current_snapshot()::text AS snapshot, (SELECT pruned_below FROM \(PostgreSQLChangeLog.stateTable) WHERE id = 1) AS pruned,
+                    \(PostgreSQLChangeLog.fingerprintExpression(schemas)) AS fingerprint
+            )
+            SELECT now.snapshot, now.pruned::text, c.xid::text, c.tbl, c.row_key, c.kind, c.mask, now.fingerprint
+            FROM now LEFT JOIN \(PostgreSQLChangeLog.table) AS c ON c.xid >= $1::text::xid8 OR c.xid = ANY($2::text::xid8[])
+            ORDER BY c.seq
+            """
     }
 
     /// Every entry of a transaction below this id has been read: the oldest transaction that
@@ -76,25 +102,19 @@ final class PostgreSQLChangeLogReader {
     /// is still running, and once only.
     ///
     /// - Returns: What others committed; nil when no transaction ended since the last look.
+    ///
+    /// A look at a log whose tables are gone fails (``isLogGone(_:)``); one that finds the log's
+    /// catalog changed sets ``needsRepair``.
     func collect(on session: PostgresSession) throws -> ExternalChangeBatch? {
         var batch = ExternalChangeBatch()
-        // One statement, so one snapshot: the transactions it shows ended, how far the log was
-        // pruned, and the entries it sees agree (a pruning either shows in both or in neither).
         let rows = try session.rowsWaiting(
-            """
-            WITH now AS (
-                SELECT pg_current_snapshot()::text AS snapshot, (SELECT pruned_below FROM \(PostgreSQLChangeLog.stateTable) WHERE id = 1) AS pruned
-            )
-            SELECT now.snapshot, now.pruned::text, c.xid::text, c.tbl, c.row_key, c.kind, c.mask
-            FROM now LEFT JOIN \(PostgreSQLChangeLog.table) AS c ON c.xid >= $1::text::xid8 OR c.xid = ANY($2::text::xid8[])
-            ORDER BY c.seq
-            """,
-            [.text(String(seen.xmax)), .text("{\(seen.inProgress.map(String.init).joined(separator: ","))}")], doing: "reading the change log"
+            lookSQL, [.text(String(seen.xmax)), .text("{\(seen.inProgress.map(String.init).joined(separator: ","))}")], doing: "reading the change log"
         )
         guard case .text(let snapshotText) = rows.first?[0], let now = Snapshot(snapshotText) else { return nil }
+        needsRepair = rows.first?[7] != installation.fingerprint
         if case .text(let prunedText) = rows.first?[1], let pruned = UInt64(prunedText), pruned > horizon {
             // Entries this reader had not read were pruned: it was away too long.
-            batch.resetTables = Array(schemas.indices)
+            batch.resetTables = schemas.indices.filter { !unfit.contains($0) }
             move(to: now)
             try recordIfDue(on: session, force: true)
             return batch
@@ -105,7 +125,7 @@ final class PostgreSQLChangeLogReader {
         }
         let entries = rows.compactMap { row -> ChangeLogEntries.Entry? in
             guard case .text(let xidText) = row[2], let xid = UInt64(xidText), !ownTransactions.contains(xid),
-                  case .text(let name) = row[3], let table = tableIndexByName[name],
+                  case .text(let name) = row[3], let table = tableIndexByName[name], !unfit.contains(table),
                   case .integer(let kind) = row[5], case .integer(let mask) = row[6]
             else { return nil }
             let key: SQLValue = if case .text(let keyText) = row[4] {
@@ -121,9 +141,70 @@ final class PostgreSQLChangeLogReader {
         return batch
     }
 
+    /// Whether a look failed because the log's tables are gone (dropped by hand, or by a tool
+    /// cleaning up): ``repair(on:)`` makes them again.
+    static func isLogGone(_ error: any Error) -> Bool {
+        PostgresErrors.sqlState(of: error) == "42P01"
+    }
+
+    /// Installs again, inside the caller's transaction, what of the log is gone or changed,
+    /// and says what the store must hear of it: a reset of every table whose commits may have
+    /// gone unlogged (its triggers gone, disabled or replaced; every table when the log was
+    /// made again), which is also logged for the other stores; a reset of every table that
+    /// fits its model again; and how the tables now differ from their models (or stay deaf:
+    /// triggers disabled that only another role may enable).
+    func repair(on session: PostgresSession) throws -> ExternalChangeBatch {
+        var batch = ExternalChangeBatch()
+        _ = try session.rowsWaiting("SELECT pg_advisory_xact_lock($1::bigint)", [.integer(PostgreSQLChangeLog.setupLock)], doing: "installing the change log again")
+        let logTable = try session.rowsWaiting("SELECT to_regclass('\(PostgreSQLChangeLog.table)')::oid::text", doing: "installing the change log again").first?.first
+        for statement in PostgreSQLChangeLog.createSQL {
+            _ = try session.rowsWaiting(statement, doing: "installing the change log again")
+        }
+        for schema in schemas {
+            let catalog = try session.rowsWaiting(PostgreSQLSchema.columnsSQL, [.text(schema.name)], doing: "reading the schema of \(schema.name)")
+            batch.schemaDifferences += PostgreSQLSchema.differences(of: schema, catalog: catalog)
+        }
+        // A log made again holds none of the entries of the one before.
+        var notLogged = logTable == installation.logTable ? Set<Int>() : Set(schemas.indices)
+        let states = PostgreSQLChangeLog.states(
+            from: try session.rowsWaiting(PostgreSQLChangeLog.stateSQL(schemas), doing: "installing the change log again"), count: schemas.count
+        )
+        var layouts = installation.layouts
+        for (table, schema) in schemas.enumerated() where !states[table].columns.isEmpty {
+            let plan = PostgreSQLChangeLog.plan(schema, state: states[table])
+            for statement in plan.statements {
+                _ = try session.rowsWaiting(statement, doing: "installing the change log of \(schema.name) again")
+            }
+            layouts[table] = plan.layout
+            if !plan.wasLogging { notLogged.insert(table) }
+            if !plan.isLogging {
+                let names = plan.disabledTriggers.map { "ALTER TABLE \(quoteIdentifier(schema.name)) ENABLE ALWAYS TRIGGER \(quoteIdentifier($0))" }
+                batch.schemaDifferences.append(SchemaDifference(
+                    table: schema.name, column: nil,
+                    problem: "the change log's triggers are disabled and only the table's owner may enable them; other connections' changes to it are not heard until the owner runs \(names.joined(separator: "; "))"
+                ))
+            }
+        }
+        let nowUnfit = Set(batch.schemaDifferences.compactMap { tableIndexByName[$0.table] })
+        // Other stores may find the catalog as it should be: the reset reaches them through the log.
+        for table in notLogged.sorted() where !states[table].columns.isEmpty {
+            _ = try session.rowsWaiting(
+                "INSERT INTO \(PostgreSQLChangeLog.table) (tbl, row_key, kind, mask) VALUES ($1, NULL, \(ChangeLogEntries.tableReset), -1)",
+                [.text(schemas[table].name)], doing: "installing the change log again"
+            )
+        }
+        let installed = try session.rowsWaiting(PostgreSQLChangeLog.Installation.sql(schemas), doing: "installing the change log again").first
+        // Heard again once it fits: what was committed meanwhile shows in the reload.
+        batch.resetTables = notLogged.union(unfit.subtracting(nowUnfit)).subtracting(nowUnfit).sorted()
+        installation = PostgreSQLChangeLog.Installation(layouts: layouts, row: installed)
+        unfit = nowUnfit
+        needsRepair = false
+        return batch
+    }
+
     /// Merges entries per row and reloads the rows that are still there.
     func merge(_ entries: [ChangeLogEntries.Entry], into batch: inout ExternalChangeBatch, on session: PostgresSession) throws {
-        try ChangeLogEntries.merge(entries, schemas: schemas, layouts: layouts, into: &batch) { table, keys in
+        try ChangeLogEntries.merge(entries, schemas: schemas, layouts: installation.layouts, into: &batch) { table, keys in
             try Self.rows(of: schemas[table], keys: keys, on: session)
         }
     }

@@ -19,7 +19,7 @@ enum PostgreSQLEngine {
             let reader = try await PostgresSession.connect(endpoint, role: "trackedmodels reader", logger: logger)
             do {
                 try await writer.begin(doing: "setting up the database")
-                let layouts: [ChangeLogEntries.Layout]
+                let installation: PostgreSQLChangeLog.Installation?
                 let keys: [ForeignKey]
                 var characterLimits: [[Int: Int]] = []
                 do {
@@ -33,7 +33,7 @@ enum PostgreSQLEngine {
                         characterLimits.append(PostgreSQLSchema.characterLimits(of: schema, catalog: catalog))
                     }
                     guard differences.isEmpty else { throw StoreError.schemaMismatch(differences) }
-                    layouts = configuration.observesExternalChanges ? try await installChangeLog(schemas, on: writer) : []
+                    installation = configuration.observesExternalChanges ? try await installChangeLog(schemas, on: writer) : nil
                     keys = try await foreignKeys(of: schemas, on: writer)
                     try await writer.end("COMMIT", doing: "setting up the database")
                 } catch {
@@ -41,12 +41,12 @@ enum PostgreSQLEngine {
                     throw error
                 }
                 var changeLog: PostgreSQLChangeLogReader?
-                if configuration.observesExternalChanges {
+                if let installation {
                     let snapshot = try await writer.rows(PostgreSQLChangeLogReader.snapshotSQL, doing: "reading the change log")
                     guard case .text(let text) = snapshot.first?.first, let seen = PostgreSQLChangeLogReader.Snapshot(text) else {
                         throw StoreError(code: .engineFailure, message: "PostgreSQL at \(endpoint) gave no snapshot; the change log cannot be read")
                     }
-                    let log = PostgreSQLChangeLogReader(schemas: schemas, layouts: layouts, seen: seen, staleAfter: configuration.changeLogReaderTimeout)
+                    let log = PostgreSQLChangeLogReader(schemas: schemas, installation: installation, seen: seen, staleAfter: configuration.changeLogReaderTimeout)
                     // Recorded at once, so that no store prunes what this one has yet to read.
                     _ = try await writer.rows(
                         "INSERT INTO \(PostgreSQLChangeLog.readersTable) (id, horizon) VALUES ($1, $2::text::xid8)", [.text(log.id), .text(String(seen.xmin))],
@@ -89,44 +89,22 @@ enum PostgreSQLEngine {
 
     /// Creates the log's tables, and each table's trigger function and triggers where they are
     /// missing or differ (a table that gained a column gets a new mask); drops the store's
-    /// triggers of other versions.
-    private static func installChangeLog(_ schemas: [TableSchema], on session: PostgresSession) async throws -> [ChangeLogEntries.Layout] {
+    /// triggers of other versions (see ``PostgreSQLChangeLog/plan(_:state:)``).
+    private static func installChangeLog(_ schemas: [TableSchema], on session: PostgresSession) async throws -> PostgreSQLChangeLog.Installation {
         for statement in PostgreSQLChangeLog.createSQL {
             _ = try await session.rows(statement, doing: "installing the change log")
         }
+        let states = PostgreSQLChangeLog.states(from: try await session.rows(PostgreSQLChangeLog.stateSQL(schemas), doing: "installing the change log"), count: schemas.count)
         var layouts: [ChangeLogEntries.Layout] = []
-        for schema in schemas {
-            let columns = try await session.rows(PostgreSQLSchema.columnsSQL, [.text(schema.name)], doing: "reading the schema of \(schema.name)")
-                .compactMap { row -> (name: String, type: String)? in
-                    if case .text(let name) = row[0], case .text(let type) = row[1] { (name, type) } else { nil }
-                }
-            let wanted = PostgreSQLChangeLog.triggers(table: schema.name, columns: columns, primaryKey: schema.primaryKey.name)
-            let source = try await session.rows("SELECT prosrc FROM pg_proc WHERE proname = $1", [.text(wanted.functionName)], doing: "installing the change log")
-            if source.first?.first != .text(wanted.functionBody) {
-                _ = try await session.rows(PostgreSQLChangeLog.createFunctionSQL(wanted), doing: "installing the change log of \(schema.name)")
+        for (schema, state) in zip(schemas, states) {
+            let plan = PostgreSQLChangeLog.plan(schema, state: state)
+            for statement in plan.statements {
+                _ = try await session.rows(statement, doing: "installing the change log of \(schema.name)")
             }
-            // By name, whether each fires: 'A' (always), or 'O' (not in a session replaying
-            // changes), 'D' (disabled), 'R' (only there).
-            let existing = try await session.rows(
-                "SELECT tgname::text, tgenabled::text FROM pg_trigger WHERE tgrelid = to_regclass(quote_ident($1)) AND NOT tgisinternal AND tgname::text LIKE 'trackedmodels\\_%'",
-                [.text(schema.name)], doing: "installing the change log"
-            ).reduce(into: [String: SQLValue]()) { existing, row in if case .text(let name) = row[0] { existing[name] = row[1] } }
-            for name in existing.keys where wanted.triggers[name] == nil {
-                _ = try await session.rows("DROP TRIGGER \(quoteIdentifier(name)) ON \(quoteIdentifier(schema.name))", doing: "installing the change log of \(schema.name)")
-            }
-            // Only the table's owner may say when its triggers fire; another role that may
-            // create them leaves them as created.
-            let owns = try await session.rows("SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = to_regclass(quote_ident($1))", [.text(schema.name)], doing: "installing the change log")
-                .first?.first == .integer(1)
-            for (name, sql) in wanted.triggers.sorted(by: { $0.key < $1.key }) where existing[name] != .text("A") {
-                if existing[name] == nil { _ = try await session.rows(sql, doing: "installing the change log of \(schema.name)") }
-                // Firing also in a session with `session_replication_role = replica` (pg_restore,
-                // logical replication's apply), which ordinary triggers sleep through.
-                if owns { _ = try await session.rows("ALTER TABLE \(quoteIdentifier(schema.name)) ENABLE ALWAYS TRIGGER \(quoteIdentifier(name))", doing: "installing the change log of \(schema.name)") }
-            }
-            layouts.append(ChangeLogEntries.Layout(modelColumns: columns.map { schema.columnIndex(named: $0.name) }))
+            layouts.append(plan.layout)
         }
-        return layouts
+        let installed = try await session.rows(PostgreSQLChangeLog.Installation.sql(schemas), doing: "installing the change log").first
+        return PostgreSQLChangeLog.Installation(layouts: layouts, row: installed)
     }
 
     /// The single-column foreign keys of the models' tables.

@@ -61,7 +61,7 @@ final class PostgreSQLWriter: EngineWriter {
         var commit = EngineCommit(report: CommitReport(), external: ExternalChangeBatch())
         do {
             do {
-                if let changeLog { commit.external = try changeLog.collect(on: session) ?? ExternalChangeBatch() }
+                if let changeLog { commit.external = try look(changeLog) ?? ExternalChangeBatch() }
             } catch let error as StoreError {
                 throw EngineFailure.transaction(error)
             }
@@ -262,11 +262,64 @@ final class PostgreSQLWriter: EngineWriter {
         guard !isClosed, let changeLog else { return nil }
         let position = changeLog.position
         do {
-            return try changeLog.collect(on: session)
+            return try look(changeLog)
         } catch {
             // A failed read is retried on the next look: the position only moves on success.
             changeLog.rewind(to: position)
             throw error
+        }
+    }
+
+    /// Reads what others committed since the last look (as the first statement of the
+    /// commit's transaction, or alone), and installs again what of the change log the look
+    /// found gone or changed (see ``PostgreSQLChangeLogReader/repair(on:)``).
+    ///
+    /// A look at a log whose tables are gone fails, and aborts the transaction it ran in:
+    /// nothing was written in it yet, so it is rolled back, the log is made again in a
+    /// transaction of its own, and the transaction begins again.
+    private func look(_ changeLog: PostgreSQLChangeLogReader) throws -> ExternalChangeBatch? {
+        var repaired = ExternalChangeBatch()
+        var batch: ExternalChangeBatch?
+        do {
+            batch = try changeLog.collect(on: session)
+        } catch let error as StoreError where PostgreSQLChangeLogReader.isLogGone(error) {
+            let inTransaction = session.isInTransaction
+            if inTransaction { try session.end("ROLLBACK", doing: "beginning a transaction") }
+            repaired = try repair(changeLog)
+            if inTransaction { try session.begin(doing: "beginning a transaction") }
+            batch = try changeLog.collect(on: session)
+        }
+        if changeLog.needsRepair { repaired.add(try repair(changeLog)) }
+        guard var batch else { return repaired.isEmpty ? nil : repaired }
+        batch.add(repaired)
+        return batch
+    }
+
+    /// Runs ``PostgreSQLChangeLogReader/repair(on:)`` inside the open transaction, under a
+    /// savepoint so that a refusal leaves the commit going (the next look tries again), or in
+    /// a transaction of its own, whose entries are the store's own.
+    private func repair(_ changeLog: PostgreSQLChangeLogReader) throws -> ExternalChangeBatch {
+        let inTransaction = session.isInTransaction
+        do {
+            if inTransaction {
+                _ = try session.rowsWaiting("SAVEPOINT trackedmodels_repair", doing: "installing the change log again")
+                let batch = try changeLog.repair(on: session)
+                _ = try session.rowsWaiting("RELEASE SAVEPOINT trackedmodels_repair", doing: "installing the change log again")
+                return batch
+            }
+            try session.begin(doing: "installing the change log again")
+            let batch = try changeLog.repair(on: session)
+            let transaction = try session.rowsWaiting("SELECT pg_current_xact_id()::text", doing: "installing the change log again").first?.first
+            try session.end("COMMIT", doing: "installing the change log again")
+            if case .text(let text) = transaction, let xid = UInt64(text) { changeLog.noteOwnTransaction(xid) }
+            return batch
+        } catch let error as StoreError {
+            if !inTransaction, session.isInTransaction { try? session.end("ROLLBACK", doing: "installing the change log again") }
+            // A lost connection fails the look (and the commit), to be tried again.
+            guard error.code != .connectionLost else { throw error }
+            if inTransaction { _ = try session.rowsWaiting("ROLLBACK TO SAVEPOINT trackedmodels_repair", doing: "installing the change log again") }
+            logger.warning("the change log is gone or changed and could not be installed again; the next look tries again", metadata: ["error": "\(error)"])
+            return ExternalChangeBatch()
         }
     }
 

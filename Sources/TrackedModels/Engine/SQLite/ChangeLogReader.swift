@@ -22,6 +22,9 @@ final class ChangeLogReader {
     /// The tables the last look found without their triggers (every table, when the log itself
     /// was gone): to be repaired before that look's batch is applied.
     private(set) var notLogged: [Int] = []
+    /// The tables that no longer fit their models (altered or dropped under the store): their
+    /// entries are left out, and their changes are heard again, as a reset, once they fit.
+    private var unfit: Set<Int> = []
     /// Whether the log had grown past twice its retention when last read.
     private(set) var needsPruning = false
 
@@ -48,10 +51,13 @@ final class ChangeLogReader {
         let version = try connection.scalar("PRAGMA schema_version")
         if version != schemaVersion {
             batch.schemaDifferences = try schemas.flatMap { try $0.differences(from: connection) }
+            let nowUnfit = Set(batch.schemaDifferences.compactMap { tableIndexByName[$0.table] })
             layouts = try ChangeLog.layouts(of: schemas, on: connection)
             notLogged = try ChangeLog.tablesNotLogged(schemas, on: connection)
             if notLogged.isEmpty { schemaVersion = version }
-            batch.resetTables = notLogged
+            // Heard again once it fits: what was committed meanwhile shows in the reload.
+            batch.resetTables = Set(notLogged).union(unfit).subtracting(nowUnfit).sorted()
+            unfit = nowUnfit
             // A log made again starts empty: everything it will hold is new to this reader.
             // (Its state alone gone: the entries are read once it is made again.)
             guard try ChangeLog.hasEntries(on: connection) else {
@@ -65,7 +71,7 @@ final class ChangeLogReader {
         if case .integer(let pruned) = prunedThrough { needsPruning = last - pruned > 2 * retention }
         // Entries this reader has not seen were pruned, or the log was emptied by hand.
         if case .integer(let pruned) = prunedThrough, pruned > position || last < position {
-            batch.resetTables = Array(schemas.indices)
+            batch.resetTables = schemas.indices.filter { !unfit.contains($0) }
             position = last
             return batch
         }
@@ -107,7 +113,7 @@ final class ChangeLogReader {
     private func merge(_ rows: [[SQLValue]], into batch: inout ExternalChangeBatch, on connection: Connection) throws {
         let entries = rows.compactMap { row -> ChangeLogEntries.Entry? in
             guard case .text(let name) = row[1], case .integer(let kind) = row[3], case .integer(let mask) = row[4],
-                  let table = tableIndexByName[name]
+                  let table = tableIndexByName[name], !unfit.contains(table)
             else { return nil }
             return ChangeLogEntries.Entry(table: table, key: row[2], kind: kind, mask: mask)
         }
