@@ -112,7 +112,7 @@ final class PostgreSQLWriter: EngineWriter {
                             // (a cascade, a SET NULL) is heard as another connection's change.
                             let before = try newestOwnSequence()
                             try apply(operation, into: &commit.report)
-                            commit.external.rows += try actions(ofDeleteOf: deleted.row, table: deleted.table, after: before).rows
+                            commit.external.add(try actions(ofDeleteOf: deleted.row, table: deleted.table, after: before))
                         } catch let error as StoreError {
                             throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
                         }

@@ -80,7 +80,7 @@ final class SQLiteWriter: EngineWriter {
                             try apply(operation, on: connection, into: &commit.report)
                             let after = try changeLog.newestSequence(on: connection)
                             let actions = try changeLog.actions(ofDeleteOf: deleted.row, table: deleted.table, after: before, through: after, on: connection)
-                            commit.external.rows += actions.rows
+                            commit.external.add(actions)
                         } else {
                             try apply(operation, on: connection, into: &commit.report)
                         }
