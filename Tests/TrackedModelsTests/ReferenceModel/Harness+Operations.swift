@@ -1162,6 +1162,12 @@ extension Harness {
             if refusal.hasPrefix("note") || refusal.hasPrefix("NUL in note") { fix(object, .note, .text("fix")) }
             if refusal.hasPrefix("count") { fix(object, .count, .integer(0)) }
         }
+        // Another row holds a payload it writes: NULL is never a duplicate.
+        if unit.refusal == Reference.duplicatePayload {
+            for case .key(let key)? in unit.operations.map(\.row) where reference.shown(.key(key))?[Item.Column.payload.rawValue] != .null {
+                if let object = objects[key] { fix(object, .payload, .null) }
+            }
+        }
     }
 
     private func fix(_ object: Item, _ column: Item.Column, _ value: SQLValue) {
@@ -1291,7 +1297,8 @@ extension Harness {
         // OR IGNORE skips a row a NOT NULL or CHECK constraint refuses too; DO NOTHING only one
         // whose key is taken. (A NaN cannot be bound on SQLite at all.)
         let refused = reference.refusal(of: stored) != nil
-        let inserts = reference.file[key] == nil && !refused
+        // Either form skips a row whose payload another row holds, where that is `UNIQUE`.
+        let inserts = reference.file[key] == nil && !refused && reference.duplicate(of: stored, key: key, in: reference.file) == nil
         let expected = !(engine == .sqlite && values.contains(where: \.isNaN)) && (ignoring || !refused) && reference.external(inserting: inserts ? key : nil) { rows in
             if inserts { rows[key] = stored }
             return true
@@ -1331,10 +1338,17 @@ extension Harness {
         let key = fileKey(a)
         var values = row(seed: b)
         values[0] = .integer(key)
+        // Now and then the payload of another row, where that is `UNIQUE`: a REPLACE deletes
+        // that row too (no delete trigger fires for it), a plain insert is refused.
+        let payload = Item.Column.payload.rawValue
+        let holders = reference.file.filter { $0.key != key && $0.value[payload] != .null }.keys.sorted()
+        if reference.declaration.payloadIsUnique, b % 3 == 0, !holders.isEmpty {
+            values[payload] = reference.file[holders[Int(a / 7 % UInt64(holders.count))]]![payload]
+        }
         let form = byConflict && engine == .sqlite ? (b % 2 == 0 ? "INSERT OR REPLACE" : "REPLACE INTO") : "DELETE and INSERT"
         note("other connection: \(form) \(key): \(values.dropFirst().map(\.describedExactly).joined(separator: ", "))")
         let existed = reference.file[key] != nil
-        let expected = reference.externalReplace(key, with: reference.declaration.stored(values))
+        let expected = reference.externalReplace(key, with: reference.declaration.stored(values), byConflict: form != "DELETE and INSERT")
         let insert = "INTO items (id, title, count, note, score, payload, flag, link_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         let statements: [(String, [SQLValue])] = switch form {
         case "INSERT OR REPLACE": [("INSERT OR REPLACE " + insert, values)]

@@ -109,6 +109,9 @@ struct TableDeclaration: CustomStringConvertible {
     var noteCollation: String?
     var scoreType: String
     var payloadType: String
+    /// `UNIQUE`: a constraint that compares rows, which the program's changes can violate and
+    /// another connection's `REPLACE` resolves by deleting the row that held the value.
+    var payloadIsUnique = false
     var flagType: String
     var linkType = "INTEGER"
     var hasDefaults: Bool
@@ -181,7 +184,7 @@ struct TableDeclaration: CustomStringConvertible {
         columns.append("\"count\" \(countType) NOT NULL\(defaulting("0"))\(hasCountCheck ? " CHECK (\"count\" <> 13)" : "")")
         columns.append("\"note\" \(noteType)\(noteIsNotNull ? " NOT NULL" : "")\(collate(noteCollation))")
         columns.append("\"score\" \(scoreType) NOT NULL\(defaulting("0.5"))")
-        columns.append("\"payload\" \(payloadType)")
+        columns.append("\"payload\" \(payloadType)\(payloadIsUnique ? " UNIQUE" : "")")
         columns.append("\"flag\" \(flagType) NOT NULL\(defaulting("0"))")
         columns.append("\"link_id\" \(linkType)")
         if key == .tableConstraint || key == .identityTableConstraint { columns.append("PRIMARY KEY (\"id\")") }
@@ -266,6 +269,7 @@ struct TableDeclaration: CustomStringConvertible {
             hasDefaults = random.chance(1, in: 2)
             linkType = "BIGINT"
         }
+        payloadIsUnique = random.chance(1, in: 3)
         self.engine = engine
         self.seed = seed
     }

@@ -75,6 +75,8 @@ struct Reference {
         var operations: [Operation]
         var isTransaction: Bool
         var isRefused = false
+        /// Why the database refused it, when it did.
+        var refusal: String?
         /// Refused because a row it updates is gone: no flush tries it again (a row of that key
         /// made later would be another row); it waits to be discarded.
         var isRefusedForGood = false
@@ -86,6 +88,7 @@ struct Reference {
         /// changes until the store hears the row went, and sets them aside then.)
         mutating func refuse(_ refusal: String) {
             isRefused = true
+            self.refusal = refusal
             isRefusedForGood = refusal.hasSuffix(Reference.gone)
         }
 
@@ -410,6 +413,7 @@ struct Reference {
                     key = assigned
                 }
                 if scratch[key] != nil { return "key \(key) exists" }
+                if duplicate(of: values, key: key, in: scratch) != nil { return Self.duplicatePayload }
                 values[0] = .integer(key)
                 scratch[key] = values
                 largest = max(largest ?? key, key)
@@ -431,6 +435,7 @@ struct Reference {
                     }
                 }
                 if let refusal = refusal(of: values) { return refusal }
+                if duplicate(of: values, key: key, in: scratch) != nil { return Self.duplicatePayload }
                 scratch[key] = values
             case .delete(let row):
                 if case .key(let key) = row { scratch[key] = nil }
@@ -472,6 +477,17 @@ struct Reference {
             return "\(column) \(integer) out of range"
         }
         return nil
+    }
+
+    /// Why the database refuses a row whose payload another row holds (a `UNIQUE` column).
+    static let duplicatePayload = "UNIQUE payload"
+
+    /// The key of another row that holds the row's payload, where the column is `UNIQUE` (NULL
+    /// is never a duplicate).
+    func duplicate(of values: [SQLValue], key: Int64, in rows: [Int64: [SQLValue]]) -> Int64? {
+        let payload = Item.Column.payload.rawValue
+        guard declaration.payloadIsUnique, values[payload] != .null else { return nil }
+        return rows.first { $0.key != key && $0.value[payload] == values[payload] }?.key
     }
 
     /// The constraint a row breaks, if it breaks one.
@@ -587,6 +603,7 @@ struct Reference {
             if let refusal = refusal(of: values) { return refusal }
             guard case .integer(let key) = values[0] else { return "a bulk row without a key" }
             if scratch[key] != nil { return "key \(key) exists" }
+            if duplicate(of: values, key: key, in: scratch) != nil { return Self.duplicatePayload }
             scratch[key] = values
             largest = max(largest ?? key, key)
         }
@@ -674,10 +691,16 @@ struct Reference {
 
     /// Another connection's delete of a row and insert of one with the same key, in one
     /// transaction; false (nothing changes) when the database refuses the new row.
-    mutating func externalReplace(_ key: Int64, with values: [SQLValue]) -> Bool {
+    ///
+    /// - Parameter byConflict: As SQLite's `REPLACE`, which also deletes the row that holds
+    ///   the new row's value of a `UNIQUE` column (else that refuses it).
+    mutating func externalReplace(_ key: Int64, with values: [SQLValue], byConflict: Bool) -> Bool {
         guard refusal(of: values) == nil else { return false }
+        let holder = duplicate(of: values, key: key, in: file)
+        guard holder == nil || byConflict else { return false }
         _ = external { rows in
             rows[key] = nil
+            if let holder { rows[holder] = nil }
             return true
         }
         return external(inserting: key) { rows in
@@ -737,7 +760,9 @@ struct Reference {
     /// of that key made later is another row. A row the program inserts itself keeps them.
     mutating func external(inserting: Int64? = nil, _ change: (inout [Int64: [SQLValue]]) -> Bool) -> Bool {
         var rows = file
-        guard change(&rows), rows.values.allSatisfy({ refusal(of: $0) == nil }) else { return false }
+        guard change(&rows), rows.values.allSatisfy({ refusal(of: $0) == nil }), !rows.contains(where: { duplicate(of: $0.value, key: $0.key, in: rows) != nil }) else {
+            return false
+        }
         let removed = Set(file.keys).subtracting(rows.keys)
         file = rows
         if let inserting { largestKeyEver = max(largestKeyEver ?? inserting, inserting) }
