@@ -2,17 +2,21 @@ import Foundation
 
 /// Installing the log's triggers, and noticing when they are gone or changed.
 ///
-/// What the catalog holds of each table's part of the log (its columns, the store's trigger
-/// function and triggers, whether the store's role owns the table) is read in one statement
-/// (``stateSQL(_:)``); ``plan(_:state:)`` turns it into the statements that bring the table up
-/// to date. A digest of the same rows and of the log tables' identities (``fingerprintSQL(_:)``)
-/// is read at every look: when it differs from the one recorded at installation, something
-/// was dropped, disabled, replaced or altered under the store, and it looks again closely.
+/// What the catalog holds of each table's part of the log (its columns as the model check reads
+/// them, the store's trigger function and triggers, whether the store's role owns the table,
+/// and the identity and row version of each) is read in one statement (``catalogSQL(_:)``);
+/// ``plan(_:state:)`` turns a table's part into the statements that bring it up to date. A
+/// digest of the same rows and of the log tables' identities (``fingerprintExpression(_:)``)
+/// is read at every look: when it differs from the one recorded at installation, something was
+/// dropped, disabled, replaced, made again or altered under the store, and the reader looks
+/// closely (``PostgreSQLChangeLogReader/repair(on:)``).
 extension PostgreSQLChangeLog {
     /// One table's part of the log, as the catalog holds it.
     struct TableState {
         /// The table's columns in catalog order with their types; none when the table is gone.
         var columns: [(name: String, type: String)] = []
+        /// The columns as ``PostgreSQLSchema/columnsSQL`` reads them, for the model check.
+        var catalogColumns: [[SQLValue]] = []
         /// The source of the table's trigger function, if there is one.
         var functionSource: String?
         /// The store's triggers on the table by name, with when each fires: `A` (always), `O`
@@ -20,82 +24,98 @@ extension PostgreSQLChangeLog {
         var triggers: [String: String] = [:]
         /// Whether the store's role owns the table, and so may say when its triggers fire.
         var owned = false
+        /// Everything read of the table's part, row versions included: another text means
+        /// something was changed, or dropped and made again, since it was read.
+        var text = ""
+    }
+
+    /// The catalog as one statement read it.
+    struct Catalog {
+        var tables: [TableState]
+        /// ``fingerprintExpression(_:)``.
+        var fingerprint: SQLValue
+        /// The log table's identity (`oid`): another one is a log made again, which holds none
+        /// of the entries of the one before.
+        var logTable: SQLValue
     }
 
     /// The rows of every table's state, unordered: table index, what (1 a column, 2 a
-    /// trigger, 3 the function, 4 ownership), position, name, detail.
+    /// trigger, 3 the function, 4 the table), position, name, detail, and identities and row
+    /// versions (for a column, whether it is nullable, has a default, is in the primary key,
+    /// is generated always).
     private static func stateRowsSQL(_ schemas: [TableSchema]) -> String {
         let tables = schemas.enumerated().map { index, schema in
             "(\(index), \(literal(schema.name)), \(literal(baseName(schema.name))))"
-        }.joined(separator: ", ")
+        }
+        // No tables: a list of none, typed.
+        let list = tables.isEmpty ? "SELECT NULL::int, NULL::text, NULL::text WHERE false" : "VALUES \(tables.joined(separator: ", "))"
         return """
-            SELECT t.n, s.what, s.ord, s.name, s.detail
-            FROM (VALUES \(tables)) AS t(n, tbl, fn)
+            SELECT t.n, s.what, s.ord, s.name, s.detail, s.extra
+            FROM (\(list)) AS t(n, tbl, fn)
             CROSS JOIN LATERAL (
-                SELECT 1 AS what, a.attnum::int AS ord, a.attname::text AS name, format_type(a.atttypid, a.atttypmod) AS detail
-                FROM pg_attribute a WHERE a.attrelid = to_regclass(quote_ident(t.tbl)) AND a.attnum > 0 AND NOT a.attisdropped
+                SELECT 1 AS what, a.attnum::int AS ord, a.attname::text AS name, format_type(a.atttypid, a.atttypmod) AS detail,
+                    concat_ws(',', NOT a.attnotnull, a.atthasdef OR a.attidentity <> '', coalesce(a.attnum = ANY(i.indkey), false), a.attidentity = 'a') AS extra
+                FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
+                WHERE a.attrelid = to_regclass(quote_ident(t.tbl)) AND a.attnum > 0 AND NOT a.attisdropped
                 UNION ALL
-                SELECT 2, 0, g.tgname::text, g.tgenabled::text FROM pg_trigger g
+                SELECT 2, 0, g.tgname::text, g.tgenabled::text, concat_ws(',', g.oid, g.xmin, g.tgfoid) FROM pg_trigger g
                 WHERE g.tgrelid = to_regclass(quote_ident(t.tbl)) AND NOT g.tgisinternal AND g.tgname::text LIKE 'trackedmodels\\_%'
                 UNION ALL
-                SELECT 3, 0, p.prosrc, NULL FROM pg_proc p WHERE p.proname = t.fn
+                SELECT 3, 0, p.prosrc, NULL, concat_ws(',', p.oid, p.xmin) FROM pg_proc p WHERE p.oid = to_regprocedure(quote_ident(t.fn) || '()')
                 UNION ALL
-                SELECT 4, 0, pg_has_role(c.relowner, 'USAGE')::text, NULL FROM pg_class c WHERE c.oid = to_regclass(quote_ident(t.tbl))
+                SELECT 4, 0, pg_has_role(c.relowner, 'USAGE')::text, NULL, c.oid::text FROM pg_class c WHERE c.oid = to_regclass(quote_ident(t.tbl))
             ) AS s
             """
     }
 
-    /// Reads every table's state in one statement (see ``states(from:count:)``).
-    static func stateSQL(_ schemas: [TableSchema]) -> String {
-        stateRowsSQL(schemas) + " ORDER BY 1, 2, 3, 4"
-    }
-
     /// A digest of every table's state and of which log tables exist, as an expression: it
-    /// changes with any column, trigger, trigger function or log table dropped, made again or
-    /// altered.
+    /// changes with any column, trigger, trigger function or log table dropped, made again,
+    /// replaced or altered.
     static func fingerprintExpression(_ schemas: [TableSchema]) -> String {
         """
         md5(concat_ws('|', to_regclass('\(table)')::oid, to_regclass('\(stateTable)')::oid, to_regclass('\(readersTable)')::oid,
-            (SELECT string_agg(concat_ws(',', n, what, ord, name, detail), ';' ORDER BY n, what, ord, name) FROM (\(stateRowsSQL(schemas))) AS state)))
+            (SELECT string_agg(concat_ws(',', n, what, ord, name, detail, extra), ';' ORDER BY n, what, ord, name) FROM (\(stateRowsSQL(schemas))) AS state)))
         """
+    }
+
+    /// Reads the catalog in one statement (see ``catalog(from:count:)``).
+    static func catalogSQL(_ schemas: [TableSchema]) -> String {
+        """
+        WITH now AS (SELECT \(fingerprintExpression(schemas)) AS fingerprint, to_regclass('\(table)')::oid::text AS log)
+        SELECT now.fingerprint, now.log, state.* FROM now LEFT JOIN (\(stateRowsSQL(schemas))) AS state ON true
+        ORDER BY 3, 4, 5, 6
+        """
+    }
+
+    /// The catalog from the rows of ``catalogSQL(_:)``.
+    static func catalog(from rows: [[SQLValue]], count: Int) -> Catalog {
+        var states = Array(repeating: TableState(), count: count)
+        for row in rows {
+            guard case .integer(let table) = row[2], states.indices.contains(Int(table)), case .integer(let what) = row[3], case .text(let name) = row[5] else { continue }
+            let detail: String? = if case .text(let detail) = row[6] { detail } else { nil }
+            let extra: String = if case .text(let extra) = row[7] { extra } else { "" }
+            var state = states[Int(table)]
+            state.text += "\(what),\(row[4]),\(name),\(detail ?? "-"),\(extra);"
+            switch what {
+            case 1:
+                state.columns.append((name, detail ?? ""))
+                let flags = extra.split(separator: ",").map { SQLValue.integer($0 == "t" ? 1 : 0) }
+                state.catalogColumns.append([.text(name), .text(detail ?? "")] + flags)
+            case 2: state.triggers[name] = detail
+            case 3: state.functionSource = name
+            default: state.owned = name == "true"
+            }
+            states[Int(table)] = state
+        }
+        return Catalog(tables: states, fingerprint: rows.first?[0] ?? .null, logTable: rows.first?[1] ?? .null)
     }
 
     /// The log as installed: what a look compares the catalog with.
     struct Installation {
         /// How each table's entries name its columns.
         var layouts: [ChangeLogEntries.Layout]
-        /// ``fingerprintExpression(_:)`` right after installing.
-        var fingerprint: SQLValue
-        /// The log table's identity (`oid`): another one is a log made again, which has lost
-        /// the entries of the one before.
-        var logTable: SQLValue
-
-        /// One row: the fingerprint, and the log table's identity.
-        static func sql(_ schemas: [TableSchema]) -> String {
-            "SELECT \(fingerprintExpression(schemas)), to_regclass('\(table)')::oid::text"
-        }
-
-        init(layouts: [ChangeLogEntries.Layout], row: [SQLValue]?) {
-            self.layouts = layouts
-            fingerprint = row?[0] ?? .null
-            logTable = row?[1] ?? .null
-        }
-    }
-
-    /// Every table's state from the rows of ``stateSQL(_:)``.
-    static func states(from rows: [[SQLValue]], count: Int) -> [TableState] {
-        var states = Array(repeating: TableState(), count: count)
-        for row in rows {
-            guard case .integer(let table) = row[0], states.indices.contains(Int(table)), case .integer(let what) = row[1], case .text(let name) = row[3] else { continue }
-            let detail: String? = if case .text(let detail) = row[4] { detail } else { nil }
-            switch what {
-            case 1: states[Int(table)].columns.append((name, detail ?? ""))
-            case 2: states[Int(table)].triggers[name] = detail
-            case 3: states[Int(table)].functionSource = name
-            default: states[Int(table)].owned = name == "true"
-            }
-        }
-        return states
+        /// The catalog right after installing.
+        var catalog: Catalog
     }
 
     /// What brings one table's part of the log up to date.
@@ -105,14 +125,9 @@ extension PostgreSQLChangeLog {
         var statements: [String]
         /// How the table's log entries name its columns, once the statements ran.
         var layout: ChangeLogEntries.Layout
-        /// Whether the table's commits were being logged: both triggers fire and run the
-        /// function wanted for its columns. A table that was not must be reloaded as a whole.
-        var wasLogging: Bool
         /// The store's triggers that stay disabled once the statements ran: only the table's
         /// owner, another role, may enable them.
         var disabledTriggers: [String]
-        /// Whether its commits are logged once the statements ran.
-        var isLogging: Bool { disabledTriggers.isEmpty }
     }
 
     /// The statements that bring a table's function and triggers up to date with its columns.
@@ -131,11 +146,9 @@ extension PostgreSQLChangeLog {
             // logical replication's apply), which ordinary triggers sleep through.
             if state.owned { statements.append("ALTER TABLE \(quoteIdentifier(schema.name)) ENABLE ALWAYS TRIGGER \(quoteIdentifier(name))") }
         }
-        let fired = wanted.triggers.keys.allSatisfy { ["A", "O"].contains(state.triggers[$0]) }
         return TablePlan(
             statements: statements,
             layout: ChangeLogEntries.Layout(modelColumns: state.columns.map { schema.columnIndex(named: $0.name) }),
-            wasLogging: fired && state.functionSource == wanted.functionBody,
             disabledTriggers: state.owned ? [] : wanted.triggers.keys.filter { ["D", "R"].contains(state.triggers[$0]) }.sorted()
         )
     }

@@ -6,9 +6,10 @@ import Foundation
 ///
 /// Nothing goes deaf silently: every look also reads a digest of the log's catalog (see
 /// ``PostgreSQLChangeLog/fingerprintExpression(_:)``). When it changed (a trigger dropped or
-/// disabled, the function replaced, a table rebuilt or altered, the log dropped), the writer
-/// has the reader ``repair(on:)`` it: the tables whose commits may have gone unlogged are
-/// reset, the tables that no longer fit their models are reported and left out until they do.
+/// disabled, the function replaced, a table rebuilt or altered, the log dropped), the look
+/// reads no entries; the writer has the reader ``repair(on:)`` the log, then looks again: the
+/// tables whose part of the log changed are reset, the tables that no longer fit their models
+/// are reported and left out until they do.
 final class PostgreSQLChangeLogReader {
     private let schemas: [TableSchema]
     /// The log as last installed or repaired.
@@ -21,6 +22,8 @@ final class PostgreSQLChangeLogReader {
     /// The tables that no longer fit their models (altered or dropped under the store): their
     /// entries are left out, and their changes are heard again, as a reset, once they fit.
     private var unfit: Set<Int> = []
+    /// The differences last published: the same ones are not published again.
+    private var reported: [SchemaDifference] = []
     /// This store's row in the readers table.
     let id = UUID().uuidString
     /// What the last look saw: every transaction it shows as ended has been read (or ended
@@ -80,16 +83,26 @@ final class PostgreSQLChangeLogReader {
     static let snapshotSQL = "SELECT pg_current_snapshot()::text"
 
     /// Where the reader stands: what a failed read or a rolled-back transaction goes back to.
+    /// A repair's findings go back with it: a repair rolled back with its transaction is made
+    /// again at the next look, and reports again what its batch said.
     struct Position {
         fileprivate var seen: Snapshot
         fileprivate var ownTransactions: Set<UInt64>
+        fileprivate var installation: PostgreSQLChangeLog.Installation
+        fileprivate var unfit: Set<Int>
+        fileprivate var reported: [SchemaDifference]
     }
 
-    var position: Position { Position(seen: seen, ownTransactions: ownTransactions) }
+    var position: Position {
+        Position(seen: seen, ownTransactions: ownTransactions, installation: installation, unfit: unfit, reported: reported)
+    }
 
     func rewind(to position: Position) {
         seen = position.seen
         ownTransactions = position.ownTransactions
+        installation = position.installation
+        unfit = position.unfit
+        reported = position.reported
     }
 
     /// Reads the entries of the transactions that ended since the last look (those the last
@@ -104,14 +117,17 @@ final class PostgreSQLChangeLogReader {
     /// - Returns: What others committed; nil when no transaction ended since the last look.
     ///
     /// A look at a log whose tables are gone fails (``isLogGone(_:)``); one that finds the log's
-    /// catalog changed sets ``needsRepair``.
-    func collect(on session: PostgresSession) throws -> ExternalChangeBatch? {
+    /// catalog changed sets ``needsRepair`` and reads nothing (the reader stays where it was):
+    /// the entries are read once the repair has said which tables fit (or `despiteChanges`,
+    /// after a repair failed).
+    func collect(on session: PostgresSession, despiteChanges: Bool = false) throws -> ExternalChangeBatch? {
         var batch = ExternalChangeBatch()
         let rows = try session.rowsWaiting(
             lookSQL, [.text(String(seen.xmax)), .text("{\(seen.inProgress.map(String.init).joined(separator: ","))}")], doing: "reading the change log"
         )
         guard case .text(let snapshotText) = rows.first?[0], let now = Snapshot(snapshotText) else { return nil }
-        needsRepair = rows.first?[7] != installation.fingerprint
+        needsRepair = rows.first?[7] != installation.catalog.fingerprint
+        guard !needsRepair || despiteChanges else { return nil }
         if case .text(let prunedText) = rows.first?[1], let pruned = UInt64(prunedText), pruned > horizon {
             // Entries this reader had not read were pruned: it was away too long.
             batch.resetTables = schemas.indices.filter { !unfit.contains($0) }
@@ -125,7 +141,7 @@ final class PostgreSQLChangeLogReader {
         }
         let entries = rows.compactMap { row -> ChangeLogEntries.Entry? in
             guard case .text(let xidText) = row[2], let xid = UInt64(xidText), !ownTransactions.contains(xid),
-                  case .text(let name) = row[3], let table = tableIndexByName[name], !unfit.contains(table),
+                  case .text(let name) = row[3], let table = tableIndexByName[name],
                   case .integer(let kind) = row[5], case .integer(let mask) = row[6]
             else { return nil }
             let key: SQLValue = if case .text(let keyText) = row[4] {
@@ -148,62 +164,87 @@ final class PostgreSQLChangeLogReader {
     }
 
     /// Installs again, inside the caller's transaction, what of the log is gone or changed,
-    /// and says what the store must hear of it: a reset of every table whose commits may have
-    /// gone unlogged (its triggers gone, disabled or replaced; every table when the log was
-    /// made again), which is also logged for the other stores; a reset of every table that
-    /// fits its model again; and how the tables now differ from their models (or stay deaf:
-    /// triggers disabled that only another role may enable).
+    /// and says what the store must hear of it: a reset of every table whose part of the log
+    /// changed since it was installed (triggers dropped, disabled or made again, the function
+    /// replaced, the table rebuilt; every table when the log was made again), which is also
+    /// logged for the other stores; a reset of every table that fits its model again; and how
+    /// the tables now differ from their models (or stay deaf: triggers disabled that only
+    /// another role may enable), when that changed since it was last said.
+    ///
+    /// The tables it resets are locked against writes until the transaction ends, so that a
+    /// writer that changed one while it was not logged has committed before the reload.
     func repair(on session: PostgresSession) throws -> ExternalChangeBatch {
         var batch = ExternalChangeBatch()
-        _ = try session.rowsWaiting("SELECT pg_advisory_xact_lock($1::bigint)", [.integer(PostgreSQLChangeLog.setupLock)], doing: "installing the change log again")
-        let logTable = try session.rowsWaiting("SELECT to_regclass('\(PostgreSQLChangeLog.table)')::oid::text", doing: "installing the change log again").first?.first
+        let doing = "installing the change log again"
+        _ = try session.rowsWaiting("SELECT pg_advisory_xact_lock($1::bigint)", [.integer(PostgreSQLChangeLog.setupLock)], doing: doing)
+        // The entries this transaction logs are the store's own.
+        if case .text(let text) = try session.rowsWaiting("SELECT pg_current_xact_id()::text", doing: doing).first?.first, let xid = UInt64(text) {
+            noteOwnTransaction(xid)
+        }
         for statement in PostgreSQLChangeLog.createSQL {
-            _ = try session.rowsWaiting(statement, doing: "installing the change log again")
+            _ = try session.rowsWaiting(statement, doing: doing)
         }
-        for schema in schemas {
-            let catalog = try session.rowsWaiting(PostgreSQLSchema.columnsSQL, [.text(schema.name)], doing: "reading the schema of \(schema.name)")
-            batch.schemaDifferences += PostgreSQLSchema.differences(of: schema, catalog: catalog)
-        }
+        let catalogSQL = PostgreSQLChangeLog.catalogSQL(schemas)
+        var catalog = PostgreSQLChangeLog.catalog(from: try session.rowsWaiting(catalogSQL, doing: doing), count: schemas.count)
         // A log made again holds none of the entries of the one before.
-        var notLogged = logTable == installation.logTable ? Set<Int>() : Set(schemas.indices)
-        let states = PostgreSQLChangeLog.states(
-            from: try session.rowsWaiting(PostgreSQLChangeLog.stateSQL(schemas), doing: "installing the change log again"), count: schemas.count
-        )
+        var notLogged = catalog.logTable == installation.catalog.logTable
+            ? Set(schemas.indices.filter { catalog.tables[$0].text != installation.catalog.tables[$0].text })
+            : Set(schemas.indices)
         var layouts = installation.layouts
-        for (table, schema) in schemas.enumerated() where !states[table].columns.isEmpty {
-            let plan = PostgreSQLChangeLog.plan(schema, state: states[table])
-            for statement in plan.statements {
-                _ = try session.rowsWaiting(statement, doing: "installing the change log of \(schema.name) again")
+        var plans: [Int: PostgreSQLChangeLog.TablePlan] = [:]
+        // Until the catalog read after the statements needs none: one that another connection
+        // changed meanwhile is mended, and its table reset, too.
+        for round in 0..<4 {
+            plans = Dictionary(uniqueKeysWithValues: schemas.indices.filter { !catalog.tables[$0].columns.isEmpty }.map {
+                ($0, PostgreSQLChangeLog.plan(schemas[$0], state: catalog.tables[$0]))
+            })
+            let changing = plans.filter { !$0.value.statements.isEmpty }
+            guard !changing.isEmpty else { break }
+            if round > 0 { notLogged.formUnion(changing.keys) }
+            for (table, plan) in changing.sorted(by: { $0.key < $1.key }) {
+                for statement in plan.statements {
+                    _ = try session.rowsWaiting(statement, doing: "installing the change log of \(schemas[table].name) again")
+                }
             }
-            layouts[table] = plan.layout
-            if !plan.wasLogging { notLogged.insert(table) }
-            if !plan.isLogging {
-                let names = plan.disabledTriggers.map { "ALTER TABLE \(quoteIdentifier(schema.name)) ENABLE ALWAYS TRIGGER \(quoteIdentifier($0))" }
-                batch.schemaDifferences.append(SchemaDifference(
+            catalog = PostgreSQLChangeLog.catalog(from: try session.rowsWaiting(catalogSQL, doing: doing), count: schemas.count)
+        }
+        for (table, plan) in plans { layouts[table] = plan.layout }
+        let present = notLogged.filter { !catalog.tables[$0].columns.isEmpty }.sorted()
+        for table in present {
+            _ = try session.rowsWaiting("LOCK TABLE \(quoteIdentifier(schemas[table].name)) IN SHARE MODE", doing: doing)
+            // Other stores may find the catalog as it should be: the reset reaches them through the log.
+            _ = try session.rowsWaiting(
+                "INSERT INTO \(PostgreSQLChangeLog.table) (tbl, row_key, kind, mask) VALUES ($1, NULL, \(ChangeLogEntries.tableReset), -1)",
+                [.text(schemas[table].name)], doing: doing
+            )
+        }
+        var differences: [SchemaDifference] = []
+        for (table, schema) in schemas.enumerated() {
+            differences += PostgreSQLSchema.differences(of: schema, catalog: catalog.tables[table].catalogColumns)
+            if let disabled = plans[table]?.disabledTriggers, !disabled.isEmpty {
+                let enabling = disabled.map { "ALTER TABLE \(quoteIdentifier(schema.name)) ENABLE ALWAYS TRIGGER \(quoteIdentifier($0))" }
+                differences.append(SchemaDifference(
                     table: schema.name, column: nil,
-                    problem: "the change log's triggers are disabled and only the table's owner may enable them; other connections' changes to it are not heard until the owner runs \(names.joined(separator: "; "))"
+                    problem: "the change log's triggers are disabled and only the table's owner may enable them; other connections' changes to it are not heard until the owner runs \(enabling.joined(separator: "; "))"
                 ))
             }
         }
-        let nowUnfit = Set(batch.schemaDifferences.compactMap { tableIndexByName[$0.table] })
-        // Other stores may find the catalog as it should be: the reset reaches them through the log.
-        for table in notLogged.sorted() where !states[table].columns.isEmpty {
-            _ = try session.rowsWaiting(
-                "INSERT INTO \(PostgreSQLChangeLog.table) (tbl, row_key, kind, mask) VALUES ($1, NULL, \(ChangeLogEntries.tableReset), -1)",
-                [.text(schemas[table].name)], doing: "installing the change log again"
-            )
-        }
-        let installed = try session.rowsWaiting(PostgreSQLChangeLog.Installation.sql(schemas), doing: "installing the change log again").first
+        if differences != reported { batch.schemaDifferences = differences }
+        let nowUnfit = Set(differences.compactMap { tableIndexByName[$0.table] })
         // Heard again once it fits: what was committed meanwhile shows in the reload.
-        batch.resetTables = notLogged.union(unfit.subtracting(nowUnfit)).subtracting(nowUnfit).sorted()
-        installation = PostgreSQLChangeLog.Installation(layouts: layouts, row: installed)
+        batch.resetTables = notLogged.union(unfit).subtracting(nowUnfit).sorted()
+        installation = PostgreSQLChangeLog.Installation(layouts: layouts, catalog: catalog)
         unfit = nowUnfit
+        reported = differences
         needsRepair = false
         return batch
     }
 
     /// Merges entries per row and reloads the rows that are still there.
+    /// The entries of a table that does not fit its model are left out: its rows cannot be read
+    /// as the model's.
     func merge(_ entries: [ChangeLogEntries.Entry], into batch: inout ExternalChangeBatch, on session: PostgresSession) throws {
+        let entries = entries.filter { !unfit.contains($0.table) }
         try ChangeLogEntries.merge(entries, schemas: schemas, layouts: installation.layouts, into: &batch) { table, keys in
             try Self.rows(of: schemas[table], keys: keys, on: session)
         }

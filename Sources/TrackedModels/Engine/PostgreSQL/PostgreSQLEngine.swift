@@ -94,17 +94,18 @@ enum PostgreSQLEngine {
         for statement in PostgreSQLChangeLog.createSQL {
             _ = try await session.rows(statement, doing: "installing the change log")
         }
-        let states = PostgreSQLChangeLog.states(from: try await session.rows(PostgreSQLChangeLog.stateSQL(schemas), doing: "installing the change log"), count: schemas.count)
+        let catalogSQL = PostgreSQLChangeLog.catalogSQL(schemas)
+        let found = PostgreSQLChangeLog.catalog(from: try await session.rows(catalogSQL, doing: "installing the change log"), count: schemas.count)
         var layouts: [ChangeLogEntries.Layout] = []
-        for (schema, state) in zip(schemas, states) {
+        for (schema, state) in zip(schemas, found.tables) {
             let plan = PostgreSQLChangeLog.plan(schema, state: state)
             for statement in plan.statements {
                 _ = try await session.rows(statement, doing: "installing the change log of \(schema.name)")
             }
             layouts.append(plan.layout)
         }
-        let installed = try await session.rows(PostgreSQLChangeLog.Installation.sql(schemas), doing: "installing the change log").first
-        return PostgreSQLChangeLog.Installation(layouts: layouts, row: installed)
+        let installed = PostgreSQLChangeLog.catalog(from: try await session.rows(catalogSQL, doing: "installing the change log"), count: schemas.count)
+        return PostgreSQLChangeLog.Installation(layouts: layouts, catalog: installed)
     }
 
     /// The single-column foreign keys of the models' tables.

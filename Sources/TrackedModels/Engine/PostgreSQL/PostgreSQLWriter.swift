@@ -271,25 +271,33 @@ final class PostgreSQLWriter: EngineWriter {
     }
 
     /// Reads what others committed since the last look (as the first statement of the
-    /// commit's transaction, or alone), and installs again what of the change log the look
+    /// commit's transaction, or alone), first installing again what of the change log the look
     /// found gone or changed (see ``PostgreSQLChangeLogReader/repair(on:)``).
     ///
     /// A look at a log whose tables are gone fails, and aborts the transaction it ran in:
     /// nothing was written in it yet, so it is rolled back, the log is made again in a
     /// transaction of its own, and the transaction begins again.
     private func look(_ changeLog: PostgreSQLChangeLogReader) throws -> ExternalChangeBatch? {
+        let position = changeLog.position
         var repaired = ExternalChangeBatch()
         var batch: ExternalChangeBatch?
         do {
             batch = try changeLog.collect(on: session)
         } catch let error as StoreError where PostgreSQLChangeLogReader.isLogGone(error) {
+            // A look may fail after it moved on (recording its position): it is made again.
+            changeLog.rewind(to: position)
             let inTransaction = session.isInTransaction
             if inTransaction { try session.end("ROLLBACK", doing: "beginning a transaction") }
-            repaired = try repair(changeLog)
+            repaired = try repair(changeLog) ?? ExternalChangeBatch()
             if inTransaction { try session.begin(doing: "beginning a transaction") }
             batch = try changeLog.collect(on: session)
         }
-        if changeLog.needsRepair { repaired.add(try repair(changeLog)) }
+        if changeLog.needsRepair {
+            // Where the repair fails, the entries are read all the same, as the tables are.
+            let repair = try repair(changeLog)
+            repaired.add(repair ?? ExternalChangeBatch())
+            batch = try changeLog.collect(on: session, despiteChanges: repair == nil)
+        }
         guard var batch else { return repaired.isEmpty ? nil : repaired }
         batch.add(repaired)
         return batch
@@ -297,29 +305,30 @@ final class PostgreSQLWriter: EngineWriter {
 
     /// Runs ``PostgreSQLChangeLogReader/repair(on:)`` inside the open transaction, under a
     /// savepoint so that a refusal leaves the commit going (the next look tries again), or in
-    /// a transaction of its own, whose entries are the store's own.
-    private func repair(_ changeLog: PostgreSQLChangeLogReader) throws -> ExternalChangeBatch {
+    /// a transaction of its own. Nil when the database refused it.
+    private func repair(_ changeLog: PostgreSQLChangeLogReader) throws -> ExternalChangeBatch? {
         let inTransaction = session.isInTransaction
+        let position = changeLog.position
+        let doing = "installing the change log again"
         do {
             if inTransaction {
-                _ = try session.rowsWaiting("SAVEPOINT trackedmodels_repair", doing: "installing the change log again")
+                _ = try session.rowsWaiting("SAVEPOINT trackedmodels_repair", doing: doing)
                 let batch = try changeLog.repair(on: session)
-                _ = try session.rowsWaiting("RELEASE SAVEPOINT trackedmodels_repair", doing: "installing the change log again")
+                _ = try session.rowsWaiting("RELEASE SAVEPOINT trackedmodels_repair", doing: doing)
                 return batch
             }
-            try session.begin(doing: "installing the change log again")
+            try session.begin(doing: doing)
             let batch = try changeLog.repair(on: session)
-            let transaction = try session.rowsWaiting("SELECT pg_current_xact_id()::text", doing: "installing the change log again").first?.first
-            try session.end("COMMIT", doing: "installing the change log again")
-            if case .text(let text) = transaction, let xid = UInt64(text) { changeLog.noteOwnTransaction(xid) }
+            try session.end("COMMIT", doing: doing)
             return batch
         } catch let error as StoreError {
-            if !inTransaction, session.isInTransaction { try? session.end("ROLLBACK", doing: "installing the change log again") }
+            changeLog.rewind(to: position)
+            if !inTransaction, session.isInTransaction { try? session.end("ROLLBACK", doing: doing) }
             // A lost connection fails the look (and the commit), to be tried again.
             guard error.code != .connectionLost else { throw error }
-            if inTransaction { _ = try session.rowsWaiting("ROLLBACK TO SAVEPOINT trackedmodels_repair", doing: "installing the change log again") }
-            logger.warning("the change log is gone or changed and could not be installed again; the next look tries again", metadata: ["error": "\(error)"])
-            return ExternalChangeBatch()
+            if inTransaction { _ = try session.rowsWaiting("ROLLBACK TO SAVEPOINT trackedmodels_repair", doing: doing) }
+            logger.warning("the change log is gone or changed and could not be installed again; other connections' changes may go unheard until it is (the next look tries again)", metadata: ["error": "\(error)"])
+            return nil
         }
     }
 

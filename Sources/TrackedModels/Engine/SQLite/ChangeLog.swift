@@ -69,6 +69,8 @@ enum ChangeLog {
                 INSERT OR IGNORE INTO \(stateTable) (id, pruned_through) VALUES (1, 0);
                 """)
             return try schemas.map { schema in
+                // A table dropped under the store has nothing to log (it is reported missing).
+                guard try tableExists(schema.name, on: connection) else { return ChangeLogEntries.Layout(modelColumns: []) }
                 let (wanted, layout) = try wantedTriggers(of: schema, on: connection)
                 let existing = try installedTriggers(of: schema, on: connection)
                 for (name, sql) in existing where wanted[name] != sql {
@@ -90,8 +92,13 @@ enum ChangeLog {
     static func tablesNotLogged(_ schemas: [TableSchema], on connection: Connection) throws -> [Int] {
         guard try isInstalled(on: connection) else { return Array(schemas.indices) }
         return try schemas.indices.filter { index in
-            try wantedTriggers(of: schemas[index], on: connection).triggers != installedTriggers(of: schemas[index], on: connection)
+            try tableExists(schemas[index].name, on: connection)
+                && wantedTriggers(of: schemas[index], on: connection).triggers != installedTriggers(of: schemas[index], on: connection)
         }
+    }
+
+    private static func tableExists(_ name: String, on connection: Connection) throws -> Bool {
+        try connection.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(name)]) == .integer(1)
     }
 
     /// Whether the log's tables are there.

@@ -15,7 +15,8 @@ final class ChangeLogReader {
     private var layouts: [ChangeLogEntries.Layout]
     private let tableIndexByName: [String: Int]
     private let retention: Int64
-    private(set) var position: Int64 = 0
+    /// The newest entry read.
+    private var sequence: Int64 = 0
     private var dataVersion: SQLValue = .null
     /// The schema's version when the log was last found whole.
     private var schemaVersion: SQLValue
@@ -25,6 +26,8 @@ final class ChangeLogReader {
     /// The tables that no longer fit their models (altered or dropped under the store): their
     /// entries are left out, and their changes are heard again, as a reset, once they fit.
     private var unfit: Set<Int> = []
+    /// The differences last published: the same ones are not published again.
+    private var reported: [SchemaDifference] = []
     /// Whether the log had grown past twice its retention when last read.
     private(set) var needsPruning = false
 
@@ -33,10 +36,20 @@ final class ChangeLogReader {
         self.layouts = layouts
         self.retention = Int64(max(retention, 1))
         tableIndexByName = Dictionary(schemas.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
-        position = try Self.lastSequence(on: connection)
+        sequence = try Self.lastSequence(on: connection)
         dataVersion = try connection.scalar("PRAGMA data_version")
         schemaVersion = try connection.scalar("PRAGMA schema_version")
     }
+
+    /// Where the reader stands: what a failed read or a rolled-back transaction goes back to,
+    /// with what its look found of the tables' fit (heard again then).
+    struct Position {
+        fileprivate var sequence: Int64
+        fileprivate var unfit: Set<Int>
+        fileprivate var reported: [SchemaDifference]
+    }
+
+    var position: Position { Position(sequence: sequence, unfit: unfit, reported: reported) }
 
     /// Whether another connection committed since the last look.
     func othersCommitted(on connection: Connection) throws -> Bool {
@@ -50,8 +63,10 @@ final class ChangeLogReader {
         var batch = ExternalChangeBatch()
         let version = try connection.scalar("PRAGMA schema_version")
         if version != schemaVersion {
-            batch.schemaDifferences = try schemas.flatMap { try $0.differences(from: connection) }
-            let nowUnfit = Set(batch.schemaDifferences.compactMap { tableIndexByName[$0.table] })
+            let differences = try schemas.flatMap { try $0.differences(from: connection) }
+            if differences != reported { batch.schemaDifferences = differences }
+            reported = differences
+            let nowUnfit = Set(differences.compactMap { tableIndexByName[$0.table] })
             layouts = try ChangeLog.layouts(of: schemas, on: connection)
             notLogged = try ChangeLog.tablesNotLogged(schemas, on: connection)
             if notLogged.isEmpty { schemaVersion = version }
@@ -61,7 +76,7 @@ final class ChangeLogReader {
             // A log made again starts empty: everything it will hold is new to this reader.
             // (Its state alone gone: the entries are read once it is made again.)
             guard try ChangeLog.hasEntries(on: connection) else {
-                position = 0
+                sequence = 0
                 return batch
             }
             guard try ChangeLog.isInstalled(on: connection) else { return batch }
@@ -70,15 +85,15 @@ final class ChangeLogReader {
         let last = try Self.lastSequence(on: connection)
         if case .integer(let pruned) = prunedThrough { needsPruning = last - pruned > 2 * retention }
         // Entries this reader has not seen were pruned, or the log was emptied by hand.
-        if case .integer(let pruned) = prunedThrough, pruned > position || last < position {
+        if case .integer(let pruned) = prunedThrough, pruned > sequence || last < sequence {
             batch.resetTables = schemas.indices.filter { !unfit.contains($0) }
-            position = last
+            sequence = last
             return batch
         }
         let entries = try connection.cachedStatement("SELECT seq, tbl, row_key, kind, mask FROM \(ChangeLog.table) WHERE seq > ? ORDER BY seq")
-            .rows([.integer(position)])
+            .rows([.integer(sequence)])
         for entry in entries {
-            if case .integer(let sequence) = entry[0] { position = max(position, sequence) }
+            if case .integer(let sequence) = entry[0] { self.sequence = max(self.sequence, sequence) }
         }
         try merge(entries, into: &batch, on: connection)
         return batch
@@ -136,9 +151,9 @@ final class ChangeLogReader {
     ///
     /// - Returns: The sequence the log was pruned through, if it was.
     func skipOwnEntries(on connection: Connection) throws -> Int64? {
-        position = try Self.lastSequence(on: connection)
+        sequence = try Self.lastSequence(on: connection)
         dataVersion = try connection.scalar("PRAGMA data_version")
-        return try prune(on: connection, last: position)
+        return try prune(on: connection, last: sequence)
     }
 
     /// Deletes entries older than the newest `retention`, inside a write transaction, when the
@@ -177,7 +192,7 @@ final class ChangeLogReader {
                 .run([.text(schemas[table].name), .integer(ChangeLogEntries.tableReset)])
         }
         // Past its own entries: they say what this look's batch says.
-        position = try Self.lastSequence(on: connection)
+        sequence = try Self.lastSequence(on: connection)
         schemaVersion = try connection.scalar("PRAGMA schema_version")
         notLogged = []
     }
@@ -191,8 +206,10 @@ final class ChangeLogReader {
     /// Goes back to a position after a failed read or a rolled-back transaction, and forgets
     /// the data and schema versions, so that the next look reads (and checks the log) again
     /// even if nobody commits meanwhile.
-    func rewind(to position: Int64) {
-        self.position = position
+    func rewind(to position: Position) {
+        sequence = position.sequence
+        unfit = position.unfit
+        reported = position.reported
         dataVersion = .null
         schemaVersion = .null
     }
