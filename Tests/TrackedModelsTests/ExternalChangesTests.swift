@@ -239,6 +239,11 @@ import TrackedModelsTesting
         // As `pg_restore --disable-triggers` leaves them: firing, but not always.
         "ALTER TABLE rows DISABLE TRIGGER USER; UPDATE rows SET count = 5 WHERE id = 6; ALTER TABLE rows ENABLE TRIGGER USER",
         "CREATE OR REPLACE FUNCTION trackedmodels_rows_v1() RETURNS trigger LANGUAGE plpgsql AS $f$BEGIN RETURN NULL; END$f$; UPDATE rows SET count = 5 WHERE id = 6",
+        // The trigger's name kept, its events not.
+        """
+        CREATE OR REPLACE TRIGGER trackedmodels_rows_v1 AFTER DELETE ON rows FOR EACH ROW EXECUTE FUNCTION trackedmodels_rows_v1(); \
+        UPDATE rows SET count = 5 WHERE id = 6
+        """,
         """
         CREATE TABLE rows_new (LIKE rows INCLUDING ALL); INSERT INTO rows_new SELECT * FROM rows; DROP TABLE rows; \
         ALTER TABLE rows_new RENAME TO rows; UPDATE rows SET count = 5 WHERE id = 6

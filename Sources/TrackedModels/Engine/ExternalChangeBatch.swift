@@ -22,7 +22,11 @@ struct ExternalChangeBatch: Sendable {
     /// the store (a column renamed, dropped or given another type): published on `writeErrors`.
     var schemaDifferences: [SchemaDifference] = []
 
-    var isEmpty: Bool { rows.isEmpty && resetTables.isEmpty && schemaDifferences.isEmpty }
+    /// Why the change log, found gone or changed, could not be installed again: other
+    /// connections' changes are not heard until it is. Published on `writeErrors`.
+    var logFailure: StoreError?
+
+    var isEmpty: Bool { rows.isEmpty && resetTables.isEmpty && schemaDifferences.isEmpty && logFailure == nil }
 
     /// Adds what a later look at the same moment found (a repair of the log after the look
     /// that found it broken).
@@ -30,5 +34,6 @@ struct ExternalChangeBatch: Sendable {
         rows += other.rows
         resetTables += other.resetTables.filter { !resetTables.contains($0) }
         schemaDifferences += other.schemaDifferences
+        logFailure = logFailure ?? other.logFailure
     }
 }

@@ -302,6 +302,11 @@ extension ModelStore: MailboxTarget {
                 error.message = "a tracked table was altered while the store is open: \(error.message)"
                 writeBehind.errors.report(error)
             }
+            if let failure = batch.logFailure {
+                writeBehind.errors.reportFailedRead(
+                    failure, "the change log was found gone or changed and could not be installed again: other connections' changes are not heard until it is, and every look tries again"
+                )
+            }
             registrar.applyExternal(batch)
             for table in batch.resetTables {
                 logger.notice("another connection's changes to the table are known only as a whole (rows inserted in bulk, log entries pruned before this store read them, or its change log found taken away and installed again); reloading the table and announcing a reset", metadata: ["table": "\(registrar.schemas[table].name)"])

@@ -20,7 +20,9 @@ extension PostgreSQLChangeLog {
         /// The source of the table's trigger function, if there is one.
         var functionSource: String?
         /// The store's triggers on the table by name, with when each fires: `A` (always), `O`
-        /// (not in a session replaying changes), `D` (disabled), `R` (only there).
+        /// (not in a session replaying changes), `D` (disabled), `R` (only there); followed by
+        /// `*` where the trigger is not the one the store makes (another function, other
+        /// events, a `WHEN` condition or an `UPDATE OF` list).
         var triggers: [String: String] = [:]
         /// Whether the store's role owns the table, and so may say when its triggers fire.
         var owned = false
@@ -58,7 +60,10 @@ extension PostgreSQLChangeLog {
                 FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary
                 WHERE a.attrelid = to_regclass(quote_ident(t.tbl)) AND a.attnum > 0 AND NOT a.attisdropped
                 UNION ALL
-                SELECT 2, 0, g.tgname::text, g.tgenabled::text, concat_ws(',', g.oid, g.xmin, g.tgfoid) FROM pg_trigger g
+                SELECT 2, 0, g.tgname::text,
+                    g.tgenabled::text || CASE WHEN g.tgfoid = to_regprocedure(quote_ident(t.fn) || '()') AND g.tgqual IS NULL
+                        AND cardinality(g.tgattr::int2[]) = 0 AND g.tgtype = CASE WHEN g.tgname::text = t.fn THEN 29 ELSE 32 END THEN '' ELSE '*' END,
+                    concat_ws(',', g.oid, g.xmin) FROM pg_trigger g
                 WHERE g.tgrelid = to_regclass(quote_ident(t.tbl)) AND NOT g.tgisinternal AND g.tgname::text LIKE 'trackedmodels\\_%'
                 UNION ALL
                 SELECT 3, 0, p.prosrc, NULL, concat_ws(',', p.oid, p.xmin) FROM pg_proc p WHERE p.oid = to_regprocedure(quote_ident(t.fn) || '()')
@@ -131,7 +136,10 @@ extension PostgreSQLChangeLog {
     }
 
     /// The statements that bring a table's function and triggers up to date with its columns.
-    static func plan(_ schema: TableSchema, state: TableState) -> TablePlan {
+    ///
+    /// - Parameter remakingTriggers: Whether to make the triggers again even where they are as
+    ///   wanted: that waits for every transaction writing to the table to end.
+    static func plan(_ schema: TableSchema, state: TableState, remakingTriggers: Bool = false) -> TablePlan {
         let wanted = triggers(table: schema.name, columns: state.columns, primaryKey: schema.primaryKey.name)
         var statements: [String] = []
         if state.functionSource != wanted.functionBody { statements.append(createFunctionSQL(wanted)) }
@@ -140,16 +148,20 @@ extension PostgreSQLChangeLog {
         }
         // Only the table's owner may say when its triggers fire; another role that may create
         // them leaves them as created.
-        for (name, sql) in wanted.triggers.sorted(by: { $0.key < $1.key }) where state.triggers[name] != "A" {
-            if state.triggers[name] == nil { statements.append(sql) }
+        for (name, sql) in wanted.triggers.sorted(by: { $0.key < $1.key }) where remakingTriggers || state.triggers[name] != "A" {
+            // `CREATE OR REPLACE`: one of that name that is not the store's is replaced.
+            let remade = remakingTriggers || state.triggers[name].map { $0.hasSuffix("*") } ?? true
+            if remade { statements.append(sql) }
             // Firing also in a session with `session_replication_role = replica` (pg_restore,
             // logical replication's apply), which ordinary triggers sleep through.
-            if state.owned { statements.append("ALTER TABLE \(quoteIdentifier(schema.name)) ENABLE ALWAYS TRIGGER \(quoteIdentifier(name))") }
+            if state.owned, remade || state.triggers[name] != "A" {
+                statements.append("ALTER TABLE \(quoteIdentifier(schema.name)) ENABLE ALWAYS TRIGGER \(quoteIdentifier(name))")
+            }
         }
         return TablePlan(
             statements: statements,
             layout: ChangeLogEntries.Layout(modelColumns: state.columns.map { schema.columnIndex(named: $0.name) }),
-            disabledTriggers: state.owned ? [] : wanted.triggers.keys.filter { ["D", "R"].contains(state.triggers[$0]) }.sorted()
+            disabledTriggers: state.owned ? [] : wanted.triggers.keys.filter { name in state.triggers[name].map { $0.hasPrefix("D") || $0.hasPrefix("R") } ?? false }.sorted()
         )
     }
 

@@ -118,16 +118,15 @@ final class PostgreSQLChangeLogReader {
     ///
     /// A look at a log whose tables are gone fails (``isLogGone(_:)``); one that finds the log's
     /// catalog changed sets ``needsRepair`` and reads nothing (the reader stays where it was):
-    /// the entries are read once the repair has said which tables fit (or `despiteChanges`,
-    /// after a repair failed).
-    func collect(on session: PostgresSession, despiteChanges: Bool = false) throws -> ExternalChangeBatch? {
+    /// the entries are read once the repair has said which tables fit.
+    func collect(on session: PostgresSession) throws -> ExternalChangeBatch? {
         var batch = ExternalChangeBatch()
         let rows = try session.rowsWaiting(
             lookSQL, [.text(String(seen.xmax)), .text("{\(seen.inProgress.map(String.init).joined(separator: ","))}")], doing: "reading the change log"
         )
         guard case .text(let snapshotText) = rows.first?[0], let now = Snapshot(snapshotText) else { return nil }
         needsRepair = rows.first?[7] != installation.catalog.fingerprint
-        guard !needsRepair || despiteChanges else { return nil }
+        guard !needsRepair else { return nil }
         if case .text(let prunedText) = rows.first?[1], let pruned = UInt64(prunedText), pruned > horizon {
             // Entries this reader had not read were pruned: it was away too long.
             batch.resetTables = schemas.indices.filter { !unfit.contains($0) }
@@ -171,8 +170,6 @@ final class PostgreSQLChangeLogReader {
     /// the tables now differ from their models (or stay deaf: triggers disabled that only
     /// another role may enable), when that changed since it was last said.
     ///
-    /// The tables it resets are locked against writes until the transaction ends, so that a
-    /// writer that changed one while it was not logged has committed before the reload.
     func repair(on session: PostgresSession) throws -> ExternalChangeBatch {
         var batch = ExternalChangeBatch()
         let doing = "installing the change log again"
@@ -185,7 +182,8 @@ final class PostgreSQLChangeLogReader {
             _ = try session.rowsWaiting(statement, doing: doing)
         }
         let catalogSQL = PostgreSQLChangeLog.catalogSQL(schemas)
-        var catalog = PostgreSQLChangeLog.catalog(from: try session.rowsWaiting(catalogSQL, doing: doing), count: schemas.count)
+        let found = PostgreSQLChangeLog.catalog(from: try session.rowsWaiting(catalogSQL, doing: doing), count: schemas.count)
+        var catalog = found
         // A log made again holds none of the entries of the one before.
         var notLogged = catalog.logTable == installation.catalog.logTable
             ? Set(schemas.indices.filter { catalog.tables[$0].text != installation.catalog.tables[$0].text })
@@ -195,12 +193,14 @@ final class PostgreSQLChangeLogReader {
         // Until the catalog read after the statements needs none: one that another connection
         // changed meanwhile is mended, and its table reset, too.
         for round in 0..<4 {
+            // A table reset has its triggers made again: that waits for the transactions
+            // writing to it, so that one that wrote while nothing logged it has committed
+            // before the reload.
             plans = Dictionary(uniqueKeysWithValues: schemas.indices.filter { !catalog.tables[$0].columns.isEmpty }.map {
-                ($0, PostgreSQLChangeLog.plan(schemas[$0], state: catalog.tables[$0]))
+                ($0, PostgreSQLChangeLog.plan(schemas[$0], state: catalog.tables[$0], remakingTriggers: round == 0 && notLogged.contains($0)))
             })
             let changing = plans.filter { !$0.value.statements.isEmpty }
             guard !changing.isEmpty else { break }
-            if round > 0 { notLogged.formUnion(changing.keys) }
             for (table, plan) in changing.sorted(by: { $0.key < $1.key }) {
                 for statement in plan.statements {
                     _ = try session.rowsWaiting(statement, doing: "installing the change log of \(schemas[table].name) again")
@@ -209,9 +209,9 @@ final class PostgreSQLChangeLogReader {
             catalog = PostgreSQLChangeLog.catalog(from: try session.rowsWaiting(catalogSQL, doing: doing), count: schemas.count)
         }
         for (table, plan) in plans { layouts[table] = plan.layout }
-        let present = notLogged.filter { !catalog.tables[$0].columns.isEmpty }.sorted()
-        for table in present {
-            _ = try session.rowsWaiting("LOCK TABLE \(quoteIdentifier(schemas[table].name)) IN SHARE MODE", doing: doing)
+        // Changed by another connection meanwhile, even if back as it was: reset too.
+        notLogged.formUnion(schemas.indices.filter { found.tables[$0].text != catalog.tables[$0].text })
+        for table in notLogged.sorted() where !catalog.tables[table].columns.isEmpty {
             // Other stores may find the catalog as it should be: the reset reaches them through the log.
             _ = try session.rowsWaiting(
                 "INSERT INTO \(PostgreSQLChangeLog.table) (tbl, row_key, kind, mask) VALUES ($1, NULL, \(ChangeLogEntries.tableReset), -1)",

@@ -27,6 +27,9 @@ final class PostgreSQLWriter: EngineWriter {
     /// Whether a doorbell listens for other connections' commits (else the poll alone finds them).
     private let listensForCommits: Bool
     private var doorbell: CommitDoorbell?
+    /// The message of the last repair of the change log that failed, until one succeeds: the
+    /// same failure is published once.
+    private var lastRepairFailure: String?
     private var isClosed = false
 
     init(
@@ -271,64 +274,53 @@ final class PostgreSQLWriter: EngineWriter {
     }
 
     /// Reads what others committed since the last look (as the first statement of the
-    /// commit's transaction, or alone), first installing again what of the change log the look
-    /// found gone or changed (see ``PostgreSQLChangeLogReader/repair(on:)``).
+    /// commit's transaction, or alone).
     ///
-    /// A look at a log whose tables are gone fails, and aborts the transaction it ran in:
-    /// nothing was written in it yet, so it is rolled back, the log is made again in a
-    /// transaction of its own, and the transaction begins again.
+    /// A look that finds the change log gone or changed (see
+    /// ``PostgreSQLChangeLogReader/repair(on:)``) has it mended in a transaction of its own, so
+    /// that the repair's locks and its reset reach the other stores at once; a commit's
+    /// transaction, in which nothing was written yet, is rolled back first and begun again
+    /// after. A repair the server refuses is published once (the reader stays where it was,
+    /// and every look tries again).
     private func look(_ changeLog: PostgreSQLChangeLogReader) throws -> ExternalChangeBatch? {
         let position = changeLog.position
-        var repaired = ExternalChangeBatch()
-        var batch: ExternalChangeBatch?
         do {
-            batch = try changeLog.collect(on: session)
+            let batch = try changeLog.collect(on: session)
+            guard changeLog.needsRepair else { return batch }
         } catch let error as StoreError where PostgreSQLChangeLogReader.isLogGone(error) {
             // A look may fail after it moved on (recording its position): it is made again.
             changeLog.rewind(to: position)
-            let inTransaction = session.isInTransaction
-            if inTransaction { try session.end("ROLLBACK", doing: "beginning a transaction") }
-            repaired = try repair(changeLog) ?? ExternalChangeBatch()
-            if inTransaction { try session.begin(doing: "beginning a transaction") }
-            batch = try changeLog.collect(on: session)
         }
-        if changeLog.needsRepair {
-            // Where the repair fails, the entries are read all the same, as the tables are.
-            let repair = try repair(changeLog)
-            repaired.add(repair ?? ExternalChangeBatch())
-            batch = try changeLog.collect(on: session, despiteChanges: repair == nil)
-        }
-        guard var batch else { return repaired.isEmpty ? nil : repaired }
+        let inTransaction = session.isInTransaction
+        if inTransaction { try session.end("ROLLBACK", doing: "beginning a transaction") }
+        let (repaired, mended) = try repair(changeLog)
+        if inTransaction { try session.begin(doing: "beginning a transaction") }
+        guard mended else { return repaired }
+        var batch = try changeLog.collect(on: session) ?? ExternalChangeBatch()
         batch.add(repaired)
         return batch
     }
 
-    /// Runs ``PostgreSQLChangeLogReader/repair(on:)`` inside the open transaction, under a
-    /// savepoint so that a refusal leaves the commit going (the next look tries again), or in
-    /// a transaction of its own. Nil when the database refused it.
-    private func repair(_ changeLog: PostgreSQLChangeLogReader) throws -> ExternalChangeBatch? {
-        let inTransaction = session.isInTransaction
+    /// Runs ``PostgreSQLChangeLogReader/repair(on:)`` in a transaction of its own. A refusal
+    /// (a lost connection aside, which fails the look) is in the batch's `logFailure` the
+    /// first time it is met, and `mended` is false.
+    private func repair(_ changeLog: PostgreSQLChangeLogReader) throws -> (batch: ExternalChangeBatch, mended: Bool) {
         let position = changeLog.position
         let doing = "installing the change log again"
         do {
-            if inTransaction {
-                _ = try session.rowsWaiting("SAVEPOINT trackedmodels_repair", doing: doing)
-                let batch = try changeLog.repair(on: session)
-                _ = try session.rowsWaiting("RELEASE SAVEPOINT trackedmodels_repair", doing: doing)
-                return batch
-            }
             try session.begin(doing: doing)
             let batch = try changeLog.repair(on: session)
             try session.end("COMMIT", doing: doing)
-            return batch
+            lastRepairFailure = nil
+            return (batch, true)
         } catch let error as StoreError {
             changeLog.rewind(to: position)
-            if !inTransaction, session.isInTransaction { try? session.end("ROLLBACK", doing: doing) }
-            // A lost connection fails the look (and the commit), to be tried again.
+            if session.isInTransaction { try? session.end("ROLLBACK", doing: doing) }
             guard error.code != .connectionLost else { throw error }
-            if inTransaction { _ = try session.rowsWaiting("ROLLBACK TO SAVEPOINT trackedmodels_repair", doing: doing) }
-            logger.warning("the change log is gone or changed and could not be installed again; other connections' changes may go unheard until it is (the next look tries again)", metadata: ["error": "\(error)"])
-            return nil
+            var batch = ExternalChangeBatch()
+            if lastRepairFailure != error.message { batch.logFailure = error }
+            lastRepairFailure = error.message
+            return (batch, false)
         }
     }
 
