@@ -122,7 +122,8 @@ final class PostgreSQLChangeLogReader {
     func collect(on session: PostgresSession) throws -> ExternalChangeBatch? {
         var batch = ExternalChangeBatch()
         let rows = try session.rowsWaiting(
-            lookSQL, [.text(String(seen.xmax)), .text("{\(seen.inProgress.map(String.init).joined(separator: ","))}")], doing: "reading the change log"
+            lookSQL, [.text(String(seen.xmax)), .text("{\(seen.inProgress.map(String.init).joined(separator: ","))}")], reused: true,
+            doing: "reading the change log"
         )
         guard case .text(let snapshotText) = rows.first?[0], let now = Snapshot(snapshotText) else { return nil }
         needsRepair = rows.first?[7] != installation.catalog.fingerprint
