@@ -149,6 +149,65 @@ import TrackedModelsTesting
         #expect(workload.observed == 2)
     }
 
+    @Test func aMovedWindowShowsTheNextPageAndItsObserversHearTheMove() async throws {
+        let workload = try await Workload(limit: 3)
+        #expect((workload.list.fetchOffset, workload.list.fetchLimit) == (0, 3))
+        try workload.list.moveWindow(offset: 3, limit: 3)
+        await workload.settleObservation()
+        // Heard at once, as the rows that left and the rows that entered.
+        #expect(workload.list.keys == [3, 4, 5])
+        #expect(workload.observed == 1)
+        #expect(workload.differences.count == 1)
+        #expect([0, 1, 2].applying(workload.differences[0]) == [3, 4, 5])
+        #expect(workload.differences[0].removals.count == 3 && workload.differences[0].insertions.count == 3)
+        // Overlapping: one row leaves, two enter.
+        try workload.list.moveWindow(offset: 4, limit: 4)
+        #expect(workload.list.keys == [4, 5, 6, 7])
+        #expect(workload.differences.count == 2 && workload.differences[1].removals.count == 1 && workload.differences[1].insertions.count == 2)
+        // A change past the window's end wakes nobody; one before its start shifts it.
+        workload.rows[9].count = 0
+        workload.rows[500].count = 1
+        await workload.settleObservation()
+        #expect(workload.observed == 2)
+        #expect(workload.differences.count == 2)
+        workload.rows[1].count = 0
+        await workload.settleObservation()
+        #expect(workload.list.keys == [5, 6, 7, 8])
+        #expect(workload.observed == 3)
+        #expect([4, 5, 6, 7].applying(workload.differences[2]) == [5, 6, 7, 8])
+        // No limit: the rest of the list; then past its end: empty.
+        try workload.list.moveWindow(offset: 6, limit: nil)
+        #expect(workload.list.keys == [7, 8, 500])
+        try workload.list.moveWindow(offset: 50, limit: 10)
+        #expect(workload.list.isEmpty)
+        workload.list.checkInvariants()
+    }
+
+    @Test func aRefusedWindowNamesTheValueAndMovesNothing() async throws {
+        let workload = try await Workload(limit: 3)
+        for (offset, limit, named) in [(-1, Optional(3), "fetchOffset is -1"), (0, -5, "fetchLimit is -5")] {
+            let error = #expect(throws: StoreError.self) { try workload.list.moveWindow(offset: offset, limit: limit) }
+            #expect(error?.code == .unsupportedPredicate)
+            #expect(error?.message.contains(named) == true)
+        }
+        #expect(workload.list.keys == [0, 1, 2])
+        #expect(workload.differences.isEmpty)
+    }
+
+    @Test func movesInsideATransactionAreOneChangeAgainstWhatWasShown() async throws {
+        let workload = try await Workload(limit: 2)
+        try workload.store.transaction {
+            try workload.list.moveWindow(offset: 2, limit: 2)
+            workload.rows[0].count = 0               // shifts the window by one
+            try workload.list.moveWindow(offset: 1, limit: 3)
+        }
+        await workload.settleObservation()
+        #expect(workload.list.keys == [2, 3, 4])
+        #expect(workload.differences.count == 1)
+        #expect([0, 1].applying(workload.differences[0]) == [2, 3, 4])
+        #expect(workload.observed == 1)
+    }
+
     @Test func insertsDeletesAndResetsKeepItCurrent() async throws {
         let workload = try await Workload()
         try workload.store.insert(Row(id: 2_000, title: "new", count: 95))

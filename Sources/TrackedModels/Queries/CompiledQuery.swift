@@ -97,18 +97,23 @@ extension CompiledQuery {
         }
         let schema = Model._$schema
         sort.append(SortTerm(column: schema.primaryKeyIndex, ascending: true))
-        if let limit = descriptor.fetchLimit, limit < 0 {
-            throw StoreError(code: .unsupportedPredicate, message: "fetchLimit is \(limit); use 0 or more, or nil for no limit")
-        }
-        if let offset = descriptor.fetchOffset, offset < 0 {
-            throw StoreError(code: .unsupportedPredicate, message: "fetchOffset is \(offset); use 0 or more")
-        }
+        try Self.checkWindow(offset: descriptor.fetchOffset ?? 0, limit: descriptor.fetchLimit)
         let read = (predicate?.columns ?? []).union(sort.map(\.column))
         let (own, joins) = columns.split(read)
         self.init(
             table: table, schema: schema, predicate: predicate, sort: sort, columnsRead: own, joins: joins,
             limit: descriptor.fetchLimit, offset: descriptor.fetchOffset ?? 0
         )
+    }
+
+    /// Throws for a window that shows no rows of any list: a negative offset or limit.
+    static func checkWindow(offset: Int, limit: Int?) throws {
+        if let limit, limit < 0 {
+            throw StoreError(code: .unsupportedPredicate, message: "fetchLimit is \(limit); use 0 or more, or nil for no limit")
+        }
+        if offset < 0 {
+            throw StoreError(code: .unsupportedPredicate, message: "fetchOffset is \(offset); use 0 or more")
+        }
     }
 
     /// The same table and joins, for the rows whose relationship `join` points at `key`, in key

@@ -63,8 +63,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private(set) var isStale = false
     /// Reloads started: a read that fails once a later reload has started tells nothing new.
     private var reloads = 0
-    /// The window's keys as last published, while a change is waiting to be published.
-    private var windowBefore: [SQLValue]?
+    /// The part of the rows shown, and what observers were last told it shows.
+    private var window: ResultsWindow
     private var isPublishScheduled = false
     /// Who hears the list's changes (see ``onChange(_:)``, in `FetchedResults+Subscription`).
     let observers = DifferenceObservers<Difference>()
@@ -76,6 +76,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         self.plan = plan
         revisionKeyPath = \FetchedResults.revision
         rows = SortedRows(precedes: plan.precedes)
+        window = ResultsWindow(offset: plan.offset, limit: plan.limit)
         load(matching)
         subscriptions.append(store.subscribe(table: plan.table, columns: plan.columnsRead) { [weak self] event in
             self?.apply(event)
@@ -110,7 +111,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     public subscript(position: Int) -> Model {
         observation.access(self, keyPath: revisionKeyPath)
         precondition(position >= 0 && position < windowCount, "index \(position) is outside the \(windowCount) results")
-        return object(for: rows[plan.offset + position].key)
+        return object(for: rows[window.offset + position].key)
     }
 
     /// The primary keys of the results, in order: `nil` for a row inserted whose key the
@@ -135,13 +136,48 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         return typed
     }
 
-    private var windowCount: Int {
-        let available = Swift.max(0, rows.count - plan.offset)
-        return plan.limit.map { Swift.min($0, available) } ?? available
-    }
+    private var windowCount: Int { window.positions(of: rows.count).count }
 
     private func windowKeys() -> [SQLValue] {
-        rows.keys(in: plan.offset..<(plan.offset + windowCount))
+        rows.keys(in: window.positions(of: rows.count))
+    }
+
+    // MARK: - Moving the window
+
+    /// How many matching rows the results skip: the descriptor's
+    /// ``FetchDescriptor/fetchOffset`` (0 for none), until ``moveWindow(offset:limit:)``.
+    public var fetchOffset: Int {
+        observation.access(self, keyPath: revisionKeyPath)
+        return window.offset
+    }
+
+    /// The most rows the results show: the descriptor's ``FetchDescriptor/fetchLimit`` (nil
+    /// for all), until ``moveWindow(offset:limit:)``.
+    public var fetchLimit: Int? {
+        observation.access(self, keyPath: revisionKeyPath)
+        return window.limit
+    }
+
+    /// Shows another part of the matching rows: the rows from `offset`, at most `limit` of
+    /// them (nil for all), for paging and infinite scroll. The results keep every matching
+    /// row current, so a move reads nothing: it costs O(log n + rows entering and leaving),
+    /// and observers hear it at once, as the rows that left and entered (Observation hears
+    /// every move). Changes past the window's end cost nothing more than keeping the rows in
+    /// order, and wake no observer.
+    ///
+    /// ```swift
+    /// let page = try store.results(for: descriptor)      // fetchLimit 20
+    /// try page.moveWindow(offset: 20, limit: 20)          // the second page
+    /// try page.moveWindow(offset: 0, limit: 60)           // scrolled: three pages
+    /// ```
+    ///
+    /// - Throws: ``StoreError/Code/unsupportedPredicate`` for a negative offset or limit,
+    ///   naming it; the window stays where it was.
+    public func moveWindow(offset: Int, limit: Int?) throws {
+        try CompiledQuery.checkWindow(offset: offset, limit: limit)
+        guard offset != window.offset || limit != window.limit else { return }
+        window.move(offset: offset, limit: limit, rows: rows, changes: &changes)
+        beginChange()
     }
 
     private func object(for key: SQLValue) -> Model {
@@ -242,7 +278,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private func reloadNow() throws {
         reloads += 1
         guard let matching = try store.reads.atOnce(store.reads.matching(plan, windowed: false)) else { return reloadLater() }
-        changes.compareWhole(current: rows.keys(in: 0..<rows.count))
+        window.willReplaceAll(rows: rows, changes: &changes)
         load(matching)
     }
 
@@ -349,7 +385,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         readLater(store.reads.matching(plan, windowed: false)) { [weak self] matching in
             guard let self else { return }
             changeLater {
-                changes.compareWhole(current: rows.keys(in: 0..<rows.count))
+                window.willReplaceAll(rows: rows, changes: &changes)
                 load(matching)
             }
         }
@@ -374,9 +410,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// A change made outside a delivery (a read from the server came back, a transaction the
     /// list was made in ended): published at once, once made.
     private func changeLater(_ change: () -> Void) {
-        let window = windowBefore == nil && (plan.limit != nil || plan.offset > 0) ? windowKeys() : nil
         change()
-        if let window { windowBefore = window }
         beginChange()
     }
 
@@ -394,49 +428,35 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private func place(_ key: SQLValue, as new: SortedRows.Entry?) {
         let old = members[key]
         guard old != new else { return }
-        if changes.isFull { changes.compareWhole(current: rows.keys(in: 0..<rows.count)) }
+        window.willEdit(removing: old, inserting: new, rows: rows, changes: &changes)
         let removedAt = old.flatMap { rows.remove($0) }
         let insertedAt = new.map { rows.insert($0) }
         members[key] = new
         if new == nil { objects[key] = nil }
         // A row whose sort values changed but whose place did not is no change of the list.
-        guard removedAt != insertedAt else { return }
+        guard removedAt != insertedAt, window.isWhole else { return }
         if let removedAt { changes.remove(key: key, at: removedAt) }
         if let insertedAt { changes.insert(key: key, at: insertedAt) }
     }
 
     private func beginChange() {
-        if windowBefore == nil, plan.limit != nil || plan.offset > 0 { windowBefore = windowKeys() }
         guard !isPublishScheduled else { return }
         isPublishScheduled = true
         store.afterDelivery { [weak self] in self?.publish() }
     }
 
-    /// Tells observers the net change of the burst, if the window's membership or order
+    /// Tells observers the net change of the burst, if the window moved or what it shows
     /// changed at all.
     private func publish() {
         isPublishScheduled = false
-        var recorded = changes
+        let (recorded, moved) = window.takeChanges(changes, rows: rows)
         changes = ListChanges()
-        var window: (before: [SQLValue], after: [SQLValue])?
-        if let before = windowBefore {
-            // A window is short: compare its keys before and after.
-            windowBefore = nil
-            let keys = windowKeys()
-            guard keys != before else { return }
-            window = (before, keys)
-        } else {
-            recorded.settle { rows.keys(in: 0..<rows.count) }
-            guard !recorded.isEmpty else { return }
-        }
+        guard moved || !recorded.isEmpty else { return }
         observation.withMutation(of: self, keyPath: revisionKeyPath) { revision += 1 }
-        // The difference is made only for those who take it.
-        guard !observers.isEmpty else { return }
-        // Made on the stored keys, which tell rows waiting for their keys apart (their typed
-        // keys are all nil).
-        let difference = window.map { Self.typed($0.after.difference(from: $0.before).inferringMoves(), typedKey) }
-            ?? recorded.difference(typedKey)
-        observers.send(difference)
+        // The difference is made only for those who take it. Made on the stored keys, which
+        // tell rows waiting for their keys apart (their typed keys are all nil).
+        guard !observers.isEmpty, !recorded.isEmpty else { return }
+        observers.send(recorded.difference(typedKey))
     }
 
     /// Whether the results keep an object for a row (a member read since it joined); for tests.

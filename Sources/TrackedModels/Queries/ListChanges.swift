@@ -24,7 +24,28 @@ struct ListChanges {
     /// The list as it was before the burst, once edits are no longer translated one by one.
     private var original: [SQLValue]?
 
+    init() {}
+
+    /// A window's move over a list that did not change: the rows shown at `before` but not at
+    /// `after` are removed, those shown at `after` but not at `before` inserted; the rows
+    /// shown at both keep their order. O(rows entering and leaving), each key read by `keys`.
+    init(movingWindow before: Range<Int>, to after: Range<Int>, keys: (Range<Int>) -> [SQLValue]) {
+        func changes(shownAt shown: Range<Int>, notAt other: Range<Int>) -> [(offset: Int, key: SQLValue)] {
+            let left = shown.lowerBound..<Swift.max(shown.lowerBound, Swift.min(shown.upperBound, other.lowerBound))
+            let right = Swift.min(shown.upperBound, Swift.max(shown.lowerBound, other.upperBound))..<shown.upperBound
+            return [left, right].flatMap { range in
+                zip(range, keys(range)).map { (offset: $0 - shown.lowerBound, key: $1) }
+            }
+        }
+        removed = changes(shownAt: before, notAt: after)
+        inserted = changes(shownAt: after, notAt: before)
+    }
+
     var isEmpty: Bool { original == nil && removed.isEmpty && inserted.isEmpty }
+
+    /// Whether the burst keeps the list as it was, to compare with the list as it is when the
+    /// burst ends (``compareWhole(current:)``).
+    var isComparingWhole: Bool { original != nil }
 
     /// Whether the burst has made as many edits as are translated one by one: the caller hands
     /// over the list as it is (``compareWhole(current:)``) before the next edit.

@@ -90,6 +90,13 @@ struct SortedRows {
         return position
     }
 
+    /// The number of entries that precede `entry`: its position where it is present, the
+    /// position it would take otherwise.
+    func rank(of entry: Entry) -> Int {
+        guard let chunk = chunkIndex(for: entry) else { return count }
+        return prefix(chunk) + lowerBound(entry, in: chunks[chunk])
+    }
+
     /// The keys at positions `range`, in order.
     func keys(in range: Range<Int>) -> [SQLValue] {
         guard !range.isEmpty else { return [] }

@@ -137,8 +137,10 @@ extension Harness {
     /// The reference's answer to a descriptor: the rows that show values, filtered, sorted
     /// (then by key; rows waiting for their key after every key, in the order of the inserts),
     /// windowed. A row waiting for its key is nil.
-    private func answer(_ query: Query, _ shown: [Int64: [SQLValue]]) -> [Int64?] {
-        let descriptor = query.descriptor
+    /// The keys a fresh fetch of `query` returns over the rows shown, in the descriptor's
+    /// window, or in another (a live list's, moved).
+    private func answer(_ query: Query, _ shown: [Int64: [SQLValue]], window: (offset: Int, limit: Int?)? = nil) -> [Int64?] {
+        let window = window ?? (query.descriptor.fetchOffset ?? 0, query.descriptor.fetchLimit)
         let link = Item.Column.link.rawValue
         // A row waiting for its key is judged with its key NULL, and sorts by the store's stand-in
         // for it (after every key, in the order of the inserts).
@@ -162,9 +164,13 @@ extension Harness {
             case (.none, .none): return left.order < right.order
             }
         }.map(\.key)
-        let start = min(descriptor.fetchOffset ?? 0, sorted.count)
-        let end = descriptor.fetchLimit.map { min(start + $0, sorted.count) } ?? sorted.count
-        return Array(sorted[start..<end])
+        return Self.slice(sorted, window)
+    }
+
+    /// The part of a query's answer a window shows.
+    static func slice<Element>(_ answer: [Element], _ window: (offset: Int, limit: Int?)) -> [Element] {
+        let start = min(window.offset, answer.count)
+        return Array(answer[start..<(start + min(window.limit ?? answer.count, answer.count - start))])
     }
 
     private func checkFetches(_ store: ModelStore, _ shown: [Int64: [SQLValue]]) async throws {
@@ -198,8 +204,13 @@ extension Harness {
             guard count == expected.count else { throw Divergence(message: "fetchCount(\(entry.name)) is \(count); expected \(expected.count)") }
             for list in lists where list.query == index {
                 let live = list.results.keys
+                // A list whose window the program moved shows another part of the answer.
+                let window = (offset: list.results.fetchOffset, limit: list.results.fetchLimit)
+                let isMoved = window != (entry.descriptor.fetchOffset ?? 0, entry.descriptor.fetchLimit)
+                let expected = isMoved ? answer(entry, shown, window: window) : expected
+                let fetched = isMoved ? try await fetch(entry.descriptor, window: window) : fetched
                 guard live == expected else {
-                    throw Divergence(message: "the live list (\(entry.name)) holds \(live); a fresh fetch returns \(expected)")
+                    throw Divergence(message: "the live list (\(entry.name)\(isMoved ? ", its window moved to offset \(window.offset), limit \(window.limit.map { "\($0)" } ?? "nil")" : "")) holds \(live); a fresh fetch returns \(expected)")
                 }
                 if let told = list.toldWhenCancelled {
                     guard list.toldKeys == told else { throw Divergence(message: "the live list (\(entry.name)) called an onChange handler after its subscription was cancelled") }
@@ -222,6 +233,15 @@ extension Harness {
             }
         }
         try await checkGeneratedQueries(store, shown)
+    }
+
+    /// A fetch of a descriptor in another window, as a live list whose window moved shows it.
+    private func fetch(_ descriptor: FetchDescriptor<Item>, window: (offset: Int, limit: Int?)) async throws -> [Item] {
+        var descriptor = descriptor
+        descriptor.fetchOffset = window.offset
+        descriptor.fetchLimit = window.limit
+        let store = try live
+        return try await engine == .sqlite ? store.fetch(descriptor) : store.async.fetch(descriptor)
     }
 
     /// The generated queries: SQLite's answer over the rows the reference shows, the store's
@@ -289,8 +309,9 @@ extension Harness {
             }
             guard index < generatedLists.count, let list = generatedLists[index] else { continue }
             let live = list.keys
-            guard live == expected else {
-                throw Divergence(message: "the live list of the generated query \(name) holds \(live); SQLite over the rows the program shows returns \(expected)")
+            let window = (offset: list.fetchOffset, limit: list.fetchLimit)
+            guard live == Self.slice(expected, window) else {
+                throw Divergence(message: "the live list of the generated query \(name), its window at offset \(window.offset), limit \(window.limit.map { "\($0)" } ?? "nil"), holds \(live); SQLite over the rows the program shows returns \(expected)")
             }
         }
     }

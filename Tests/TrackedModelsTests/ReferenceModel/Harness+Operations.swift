@@ -55,6 +55,7 @@ extension Harness {
         case 147: try await externalReplace(step.a, step.b, byConflict: true)
         case 148: try await externalChangeWhileTheLogIsAway(step.a, step.b)
         case 149: try await externalChangeWhileTheTableIsAltered(step.a, step.b)
+        case 150: try moveLiveWindow(step.a, step.b)
         case 91..<93: try await (engine == .sqlite ? busyFlush() : flushAfterLostConnections())
         case 93..<95: try await bulkInsert(step.a, step.b)
         case 95..<100: try await faultyFlush(step.a)
