@@ -35,7 +35,7 @@ public import Observation
 /// > store hears of the delete (within ``ModelStore/Configuration/externalChangePollInterval``)
 /// > and never read before, cannot be made into an object: reading it traps. Call
 /// > ``ModelStore/refreshExternalChanges()`` first where that can happen.
-public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccessCollection {
+public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccessCollection, LiveQueryForm {
     public typealias Element = Model
     public typealias Index = Int
     /// Changes of ``keys``: a row whose key the database has yet to assign is `nil` until it
@@ -44,12 +44,13 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     private let store: ModelStore
     private let plan: CompiledQuery
+    /// Follows the rows' changes, and tells this list of each (see ``LiveQueryForm``).
+    private let live: LiveQuery<FetchedResults>
     private var rows: SortedRows
     /// How each member sorts, by key.
     private var members: [SQLValue: SortedRows.Entry] = [:]
     /// Objects handed out, kept while their row is a member.
     private var objects: [SQLValue: Model] = [:]
-    private var subscriptions: [FeedToken] = []
     private let observation = ObservationRegistrar()
     /// Moves on with each published change; what observers of the list depend on.
     private var revision = 0
@@ -57,15 +58,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// which would otherwise cost every read and every change.
     private let revisionKeyPath: KeyPath<FetchedResults, Int>
     private var changes = ListChanges()
-    /// A read placed later failed (the server refused the query, say for an overflow the rows
-    /// cause, or the connection was lost): what the list holds may be out of date. The next
-    /// change it hears is applied, then every matching row is read again, as a reset does.
-    private(set) var isStale = false
-    /// Reloads started: a read that fails once a later reload has started tells nothing new.
-    private var reloads = 0
     /// The part of the rows shown, and what observers were last told it shows.
     private var window: ResultsWindow
-    private var isPublishScheduled = false
     /// Who hears the list's changes (see ``onChange(_:)``, in `FetchedResults+Subscription`).
     let observers = DifferenceObservers<Difference>()
 
@@ -77,26 +71,9 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         revisionKeyPath = \FetchedResults.revision
         rows = SortedRows(precedes: plan.precedes)
         window = ResultsWindow(offset: plan.offset, limit: plan.limit)
+        live = LiveQuery(store: store, plan: plan, describedAs: "a live list of \(Model.self)")
         load(matching)
-        subscriptions.append(store.subscribe(table: plan.table, columns: plan.columnsRead) { [weak self] event in
-            self?.apply(event)
-        })
-        for join in plan.joins {
-            subscriptions.append(store.subscribe(table: join.targetTable, columns: join.columnsRead) { [weak self] event in
-                self?.apply(event, toRowsPointingThrough: join)
-            })
-        }
-        // Rows whose key the database has yet to assign, and rows that reach one.
-        subscriptions.append(store.subscribeToReevaluations(table: plan.table) { [weak self] event in self?.apply(event) })
-        for join in plan.joins {
-            subscriptions.append(store.subscribeToReevaluations(table: join.targetTable) { [weak self] event in
-                self?.reevaluateRows(reaching: event.key, through: join)
-            })
-        }
-        // Made inside a transaction, the list holds part of its changes, from which the
-        // transaction's events (its net change, or none if it fails) do not tell: the list
-        // reads its rows again when it ends.
-        store.whenTransactionEnds { [weak self] in self?.reload() }
+        live.start(form: self)
     }
 
     // MARK: - Collection
@@ -177,7 +154,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         try CompiledQuery.checkWindow(offset: offset, limit: limit)
         guard offset != window.offset || limit != window.limit else { return }
         window.move(offset: offset, limit: limit, rows: rows, changes: &changes)
-        beginChange()
+        live.formChanged()
     }
 
     private func object(for key: SQLValue) -> Model {
@@ -255,7 +232,6 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     /// Takes the matching rows: at creation, and after a reset.
     private func load(_ matching: [[SQLValue]]) {
-        isStale = false
         members.removeAll(keepingCapacity: true)
         let entries = matching.map { values in
             let entry = plan.entry(of: values)
@@ -267,152 +243,9 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         objects = objects.filter { members[$0.key] != nil }
     }
 
-    /// Reads every matching row again (after a reset, or a transaction the list was made in).
-    private func reload() {
-        // A read that fails now is made again later, awaited.
-        changeLater {
-            do { try reloadNow() } catch { reloadLater() }
-        }
-    }
-
-    private func reloadNow() throws {
-        reloads += 1
-        guard let matching = try store.reads.atOnce(store.reads.matching(plan, windowed: false)) else { return reloadLater() }
-        window.willReplaceAll(rows: rows, changes: &changes)
-        load(matching)
-    }
-
-    private func apply(_ event: ChangeEvent) {
-        beginChange()
-        defer { reloadIfStale() }
-        do {
-            switch event.kind {
-            case .reset:
-                try reloadNow()
-            case .delete:
-                // Gone for this store, whether or not its delete has committed yet.
-                place(event.key, as: nil)
-            case .insert, .update:
-                try reevaluate(event.key)
-            case .children:
-                // The results subscribe to no relationship's children.
-                return
-            }
-        } catch {
-            // The row could not be read now: it is read again once the store's actor is free
-            // (`refreshExternalChanges()` awaits that), and placed then.
-            if event.kind == .reset { reloadLater() } else { reevaluateLater(event.key) }
-        }
-    }
-
-    /// A change of a row that a relationship points at: the rows that point at it are
-    /// re-evaluated, and no others.
-    private func apply(_ event: ChangeEvent, toRowsPointingThrough join: CompiledQuery.Join) {
-        guard event.kind != .reset else { return apply(event) }
-        let read = store.reads.matching(plan.rowsPointing(at: event.key, through: join), windowed: false)
-        beginChange()
-        defer { reloadIfStale() }
-        do {
-            guard let pointing = try store.reads.atOnce(read) else {
-                return readLater(read) { [weak self] rows in self?.placeLater(rows) }
-            }
-            for values in pointing {
-                if plan.matches(values) { keepObject(values[plan.schema.primaryKeyIndex], values: values) }
-                place(values[plan.schema.primaryKeyIndex], as: plan.matches(values) ? plan.entry(of: values) : nil)
-            }
-        } catch {
-            // The rows could not be read now: they are read again later, and placed then.
-            readLater(read) { [weak self] rows in self?.placeLater(rows) }
-        }
-    }
-
-    /// A row of a join's target table whose key the database has yet to assign changed, came
-    /// or went: the rows whose to-one reaches it are judged again (they are this store's
-    /// changes not yet committed; a row the database holds points at no such row).
-    private func reevaluateRows(reaching key: SQLValue, through join: CompiledQuery.Join) {
-        guard let request = KeyPlaceholder.request(in: key) else { return }
-        beginChange()
-        defer { reloadIfStale() }
-        for row in store.writeBehind.rowsLinking(toInsert: request, table: plan.table, column: join.column) {
-            let key = switch row {
-            case .key(let key): key
-            case .insert(let request): KeyPlaceholder.value(forInsert: request)
-            }
-            // A row that cannot be read now is read again later.
-            do { try reevaluate(key) } catch { reevaluateLater(key) }
-        }
-    }
-
-    /// Reads every matching row again, as a reset does, where the list may be out of date (see
-    /// ``isStale``). Call inside a change, once its event is applied.
-    private func reloadIfStale() {
-        guard isStale else { return }
-        isStale = false
-        do { try reloadNow() } catch { reloadLater() }
-    }
-
-    /// Puts one row where its current values say: in, out, or elsewhere; once read, where its
-    /// values must be read from a server.
-    private func reevaluate(_ key: SQLValue) throws {
-        guard let values = try store.reads.atOnce(store.reads.queryRow(plan, key: key)) else { return reevaluateLater(key) }
-        let matches = values.map(plan.matches) ?? false
-        if matches, let values { keepObject(key, values: values) }
-        place(key, as: values.flatMap { matches ? plan.entry(of: $0) : nil })
-    }
-
-    /// Puts one row where its current values say once they are read, awaited.
-    private func reevaluateLater(_ key: SQLValue) {
-        readLater(store.reads.queryRow(plan, key: key)) { [weak self] values in self?.placeLater(values.map { [$0] } ?? [], judging: [key]) }
-    }
-
-    // MARK: - Reading from a server
-
-    /// Reads later, awaited, and hands the result to `then`; a read that fails leaves the list
-    /// stale (see ``isStale``), and says so on `writeErrors` (once, until it is current again).
-    private func readLater<Read: ShownRead>(_ read: Read, then: @escaping (Read.Result) -> Void) {
-        let reloadsBefore = reloads
-        store.reads.later(read, then: then, failed: { [weak self] error in
-            guard let self, reloads == reloadsBefore, !isStale else { return }
-            isStale = true
-            store.writeBehind.errors.reportFailedRead(error, "a live list of \(Model.self) could not read the rows it must judge; it shows what it showed until its next change, which reads them all again")
-        })
-    }
-
-    /// Reads all the matching rows again, from the server, and takes them once read (after a
-    /// reset, on PostgreSQL).
-    private func reloadLater() {
-        reloads += 1
-        readLater(store.reads.matching(plan, windowed: false)) { [weak self] matching in
-            guard let self else { return }
-            changeLater {
-                window.willReplaceAll(rows: rows, changes: &changes)
-                load(matching)
-            }
-        }
-    }
-
-    /// Places rows of the query read from the server; a key in `judging` that the read did not
-    /// return leaves the list.
-    private func placeLater(_ rows: [[SQLValue]], judging keys: [SQLValue] = []) {
-        changeLater {
-            var left = Set(keys)
-            for values in rows {
-                let key = values[plan.schema.primaryKeyIndex]
-                left.remove(key)
-                let matches = plan.matches(values)
-                if matches { keepObject(key, values: values) }
-                place(key, as: matches ? plan.entry(of: values) : nil)
-            }
-            for key in left { place(key, as: nil) }
-        }
-    }
-
-    /// A change made outside a delivery (a read from the server came back, a transaction the
-    /// list was made in ended): published at once, once made.
-    private func changeLater(_ change: () -> Void) {
-        change()
-        beginChange()
-    }
+    /// Whether a read placed later failed, so that what the list holds may be out of date
+    /// until its next change (see ``LiveQuery/isStale``).
+    var isStale: Bool { live.isStale }
 
     /// Makes a member's object now, from values at hand, where reading its row later would be
     /// a round trip to await; where reads are answered at once, members' objects are made when
@@ -422,6 +255,18 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         guard store.reads.mustAwait || KeyPlaceholder.request(in: key) != nil, objects[key] == nil, !store.isClosed else { return }
         let width = plan.schema.columns.count
         objects[key] = try? store.object(Model.self, table: plan.table, values: values.count == width ? values : Array(values.prefix(width)))
+    }
+
+    // MARK: - Told by the live query
+
+    func place(_ key: SQLValue, values: [SQLValue]?) {
+        if let values { keepObject(key, values: values) }
+        place(key, as: values.map(plan.entry))
+    }
+
+    func replaceAll(with matching: [[SQLValue]]) {
+        window.willReplaceAll(rows: rows, changes: &changes)
+        load(matching)
     }
 
     /// Moves a row to where its entry says, or out of the list for nil.
@@ -439,16 +284,9 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         if let insertedAt { changes.insert(key: key, at: insertedAt) }
     }
 
-    private func beginChange() {
-        guard !isPublishScheduled else { return }
-        isPublishScheduled = true
-        store.afterDelivery { [weak self] in self?.publish() }
-    }
-
     /// Tells observers the net change of the burst, if the window moved or what it shows
     /// changed at all.
-    private func publish() {
-        isPublishScheduled = false
+    func publish() {
         let (recorded, moved) = window.takeChanges(changes, rows: rows)
         changes = ListChanges()
         guard moved || !recorded.isEmpty else { return }
