@@ -53,7 +53,7 @@ let package = Package(
         .target(name: "TrackedModelsTesting", dependencies: ["TrackedModels"]),
         .target(
             name: "TrackedModelsBenchmarks",
-            dependencies: ["TrackedModels", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: ["TrackedModels", "CSQLite", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOPosix", package: "swift-nio")]
         ),
         .executableTarget(
             name: "modelctl",

@@ -47,12 +47,7 @@ public struct LiveListBenchmark {
     public func run(in folder: String) async throws -> Report {
         let database = TemporaryDatabase(in: folder, named: "live")
         defer { database.remove() }
-        var configuration = ModelStore.Configuration()
-        configuration.createsMissingTables = true
-        let store = try ModelStore(.file(database.path), models: [BenchmarkRow.self], configuration: configuration)
-        try store.insert(contentsOf: (0..<Int64(rows)).lazy.map { BenchmarkRow(id: $0, title: "Row \($0)", count: $0 % 100) })
-        try await store.flush()
-        let objects = try store.fetch(BenchmarkRow.self, orderBy: "id")
+        let (store, objects) = try await database.demoStore(rows: rows)
         let descriptor = FetchDescriptor<BenchmarkRow>(predicate: #Predicate { $0.count > 0 }, sortBy: [SortDescriptor(\.count, order: .reverse)])
 
         let list = try store.results(for: descriptor)

@@ -74,6 +74,14 @@ extension CompiledQuery {
     ///
     /// - Parameter tableOf: The store's table of a model, by identity (a relationship's target).
     init<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>, table: Int, tableOf: @escaping (ObjectIdentifier) throws -> Int) throws {
+        self = try Self.compile(descriptor, table: table, tableOf: tableOf, reading: []).query
+    }
+
+    /// Compiles a descriptor, and the positions in the query's row of `keyPaths` (a column, or
+    /// a column of a to-one relationship's target), which the query reads too.
+    static func compile<Model: TrackedModel>(
+        _ descriptor: FetchDescriptor<Model>, table: Int, tableOf: @escaping (ObjectIdentifier) throws -> Int, reading keyPaths: [AnyKeyPath]
+    ) throws -> (query: CompiledQuery, positions: [Int]) {
         var columns = QueryColumns(model: Model.self, tableOf: tableOf)
         var predicate: QueryExpression?
         if let descriptor = descriptor.predicate {
@@ -98,12 +106,22 @@ extension CompiledQuery {
         let schema = Model._$schema
         sort.append(SortTerm(column: schema.primaryKeyIndex, ascending: true))
         try Self.checkWindow(offset: descriptor.fetchOffset ?? 0, limit: descriptor.fetchLimit)
-        let read = (predicate?.columns ?? []).union(sort.map(\.column))
+        let positions = try keyPaths.map { keyPath in
+            guard let position = try columns.position(of: keyPath) else {
+                throw StoreError(
+                    code: .unsupportedPredicate,
+                    message: "\(keyPath) names neither a stored column of \(Model.self) nor a column of a to-one relationship's target (\\.list?.title); name a stored property"
+                )
+            }
+            return position
+        }
+        let read = (predicate?.columns ?? []).union(sort.map(\.column)).union(positions)
         let (own, joins) = columns.split(read)
-        self.init(
+        let query = CompiledQuery(
             table: table, schema: schema, predicate: predicate, sort: sort, columnsRead: own, joins: joins,
             limit: descriptor.fetchLimit, offset: descriptor.fetchOffset ?? 0
         )
+        return (query, positions)
     }
 
     /// Throws for a window that shows no rows of any list: a negative offset or limit.

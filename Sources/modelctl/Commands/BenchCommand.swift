@@ -86,10 +86,13 @@ struct BenchCommand: AsyncParsableCommand {
         sparse.bumps = bumps
         let sparseList = try await sparse.run(in: folder)
         let relatedList = try await RelatedListBenchmark(rows: rows).run(in: folder)
+        var liveForms = LiveFormsBenchmark(rows: rows)
+        liveForms.bumps = bumps
+        let forms = try await liveForms.run(in: folder)
         let memory = memoryRows > 0 ? try await MemoryBenchmark(rows: memoryRows).run(in: folder) : nil
         let bulk = bulkRows > 0 ? try await BulkInsertBenchmark(rows: bulkRows).run(in: folder) : nil
         if json {
-            var object = report.json.dropLast() + ", \"live_list\": \(liveList.json), \"sparse_list\": \(sparseList.json), \"related_list\": \(relatedList.json)"
+            var object = report.json.dropLast() + ", \"live_list\": \(liveList.json), \"sparse_list\": \(sparseList.json), \"related_list\": \(relatedList.json), \(forms.jsonMembers)"
             if let memory { object += ", \"memory\": \(memory.json)" }
             if let bulk { object += ", \"bulk_insert\": \(bulk.json)" }
             print(object + "}")
@@ -98,6 +101,7 @@ struct BenchCommand: AsyncParsableCommand {
             print(liveList.table)
             print(sparseList.table)
             print(relatedList.table)
+            print(forms.table)
             if let memory { print(memory.table) }
             if let bulk { print(bulk.table) }
         }

@@ -1055,6 +1055,7 @@ extension Harness {
         lists = []
         feeds = []
         generatedLists = []
+        aggregates = []
         linkedFromWatches = [:]
         titleWatches = [:]
         store = nil

@@ -52,6 +52,8 @@ final class Harness {
     let generatedQueries: [CompiledQuery]
     /// The live list of each generated query; nil where PostgreSQL cannot compute it.
     var generatedLists: [FetchedResults<Item>?] = []
+    /// Live aggregates over the generated queries (see Harness+Aggregates.swift).
+    var aggregates: [AggregateWatch] = []
     /// An in-memory table that holds the rows the reference shows, to ask SQLite about them.
     let scratch: Connection
     var events: [ChangeEvent] = []
@@ -307,6 +309,7 @@ final class Harness {
         // The last shows a window from the start (moved as the program runs).
         let window = Self.window(reference.declaration.seed >> 8)
         try generatedLists.last??.moveWindow(offset: window.offset, limit: window.limit)
+        aggregates = try await makeAggregates(store)
         heard = reference.shownRows
         return true
     }
