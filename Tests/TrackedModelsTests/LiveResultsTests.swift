@@ -194,6 +194,24 @@ import TrackedModelsTesting
         #expect(workload.differences.isEmpty)
     }
 
+    @Test func aWindowMovedByAnObserverMovesOnceEveryObserverHeardTheChange() async throws {
+        let workload = try await Workload(limit: 3)
+        var toldFirst: [Int64?] = workload.list.keys, toldSecond: [Int64?] = workload.list.keys
+        let first = workload.list.onChange { [unowned workload] difference in
+            toldFirst = toldFirst.applying(difference) ?? []
+            try? workload.list.moveWindow(offset: 3, limit: 3)
+        }
+        let second = workload.list.onChange { [unowned workload] difference in
+            toldSecond = toldSecond.applying(difference) ?? []
+            // Each observer is told a change that gives what the list shows while it is told.
+            #expect(toldSecond == workload.list.keys)
+        }
+        workload.rows[0].count = 0           // row 3 enters the first page
+        #expect(workload.list.keys == [4, 5, 6])
+        #expect(toldFirst == [4, 5, 6] && toldSecond == [4, 5, 6])
+        withExtendedLifetime((first, second)) {}
+    }
+
     @Test func movesInsideATransactionAreOneChangeAgainstWhatWasShown() async throws {
         let workload = try await Workload(limit: 2)
         try workload.store.transaction {

@@ -60,7 +60,8 @@ extension Aggregate {
         Self(function: .average, keyPath: keyPath, isReal: true)
     }
 
-    /// The smallest value of a column (in the order a sort by it uses); nil where there are none.
+    /// The smallest value of a column (numbers by value, text by Unicode scalars, as a
+    /// `.lexical` sort orders them); nil where there are none.
     public static func minimum<Column: ColumnValue & Comparable>(_ keyPath: KeyPath<Model, Column>) -> Self where Value == Column? {
         Self(function: .minimum, keyPath: keyPath, isReal: false)
     }
@@ -70,7 +71,8 @@ extension Aggregate {
         Self(function: .minimum, keyPath: keyPath, isReal: false)
     }
 
-    /// The largest value of a column (in the order a sort by it uses); nil where there are none.
+    /// The largest value of a column (numbers by value, text by Unicode scalars, as a
+    /// `.lexical` sort orders them); nil where there are none.
     public static func maximum<Column: ColumnValue & Comparable>(_ keyPath: KeyPath<Model, Column>) -> Self where Value == Column? {
         Self(function: .maximum, keyPath: keyPath, isReal: false)
     }
@@ -86,6 +88,12 @@ extension Aggregate {
 public protocol AggregateValue: Equatable {
     /// The value of an aggregate's result (NULL where it has none).
     init(aggregateResult: SQLValue)
+    /// Whether the value is a NaN, which equals nothing, not even itself.
+    var isNaN: Bool { get }
+}
+
+extension AggregateValue {
+    public var isNaN: Bool { false }
 }
 
 extension Int: AggregateValue {
@@ -108,4 +116,6 @@ extension Optional: AggregateValue where Wrapped: ColumnValue {
     public init(aggregateResult: SQLValue) {
         self = aggregateResult == .null ? nil : try? Wrapped(sqlValue: aggregateResult)
     }
+
+    public var isNaN: Bool { (self as? Double)?.isNaN ?? false }
 }

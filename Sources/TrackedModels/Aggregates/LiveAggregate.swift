@@ -55,7 +55,7 @@ public final class LiveAggregate<Model: TrackedModel, Value: AggregateValue>: Ob
         members.removeAll(keepingCapacity: true)
         accumulator = AggregateAccumulator(aggregate.function)
         for values in matching {
-            let key = values[live.plan.schema.primaryKeyIndex], contribution = column.map { values[$0] } ?? .null
+            let key = values[live.plan.schema.primaryKeyIndex], contribution = contribution(of: values)
             members[key] = contribution
             accumulator.add(contribution, key: key)
         }
@@ -63,10 +63,18 @@ public final class LiveAggregate<Model: TrackedModel, Value: AggregateValue>: Ob
 
     // MARK: - Told by the live query
 
+    /// What a row of the query adds: its value of the column (NULL for a count), and NULL for
+    /// a key the database has yet to assign, which a fetch shows as nil.
+    private func contribution(of values: [SQLValue]) -> SQLValue {
+        guard let column, KeyPlaceholder.request(in: values[column]) == nil else { return .null }
+        return values[column]
+    }
+
     func place(_ key: SQLValue, values: [SQLValue]?) {
-        let new = values.map { values in column.map { values[$0] } ?? .null }
+        let new = values.map(contribution)
         let old = members[key]
-        guard old != new else { return }
+        // Bit for bit: 0.0 and -0.0 are equal, yet a minimum shows which one it is.
+        guard !SQLValue.isIdentical(old, new) else { return }
         if let old { accumulator.remove(old, key: key) }
         if let new { accumulator.add(new, key: key) }
         members[key] = new
@@ -76,12 +84,16 @@ public final class LiveAggregate<Model: TrackedModel, Value: AggregateValue>: Ob
         load(matching)
     }
 
-    /// Tells observers the new value, if it changed (a NaN that stays NaN did not).
+    /// Tells observers the new value, if it changed: not where the result is the same (a NaN
+    /// that stays NaN), nor where the value is (an Int32 sum past its range stays nil; 3.0
+    /// read back as 3), which is taken in silence.
     func publish() {
         let new = accumulator.result(asReal: aggregate.isReal)
-        guard !new.isSameResult(as: result) else { return }
+        guard !SQLValue.isIdentical(new, result) else { return }
         result = new
-        observation.withMutation(of: self, keyPath: valueKeyPath) { current = Value(aggregateResult: new) }
+        let value = Value(aggregateResult: new)
+        guard value != current, !(value.isNaN && current.isNaN) else { return current = value }
+        observation.withMutation(of: self, keyPath: valueKeyPath) { current = value }
     }
 
     /// Whether a read placed later failed, so that the value may be out of date until the
@@ -90,9 +102,9 @@ public final class LiveAggregate<Model: TrackedModel, Value: AggregateValue>: Ob
 }
 
 extension SQLValue {
-    /// Whether two results of an aggregate are the same value: equal, or both NaN.
-    fileprivate func isSameResult(as other: SQLValue) -> Bool {
-        if case .real(let a) = self, case .real(let b) = other, a.isNaN, b.isNaN { return true }
-        return self == other
+    /// Whether two values are the same bit for bit (a real's sign of zero, NaN as NaN).
+    fileprivate static func isIdentical(_ a: SQLValue?, _ b: SQLValue?) -> Bool {
+        if case .real(let x)? = a, case .real(let y)? = b { return x.bitPattern == y.bitPattern }
+        return a == b
     }
 }

@@ -60,6 +60,10 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private var changes = ListChanges()
     /// The part of the rows shown, and what observers were last told it shows.
     private var window: ResultsWindow
+    /// Whether observers are being told a change: a window moved meanwhile (by an observer)
+    /// moves once every observer has been told, so that each hears the same change.
+    private var isPublishing = false
+    private var moveAfterPublishing: (offset: Int, limit: Int?)?
     /// Who hears the list's changes (see ``onChange(_:)``, in `FetchedResults+Subscription`).
     let observers = DifferenceObservers<Difference>()
 
@@ -137,10 +141,13 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     /// Shows another part of the matching rows: the rows from `offset`, at most `limit` of
     /// them (nil for all), for paging and infinite scroll. The results keep every matching
-    /// row current, so a move reads nothing: it costs O(log n + rows entering and leaving),
-    /// and observers hear it at once, as the rows that left and entered (Observation hears
-    /// every move). Changes past the window's end cost nothing more than keeping the rows in
-    /// order, and wake no observer.
+    /// row current, so a move reads nothing: it costs O(log n + rows entering and leaving).
+    /// The results show the new window at once; observers hear the move as the rows that left
+    /// and entered (Observation hears every move) at once too, or, where it is made inside a
+    /// transaction or while a change is delivered, together with that change when it ends. A
+    /// move made by an observer while it is told a change is made once every observer has
+    /// been told that one. Changes past the window's end cost nothing more than keeping the
+    /// rows in order, and wake no observer.
     ///
     /// ```swift
     /// let page = try store.results(for: descriptor)      // fetchLimit 20
@@ -152,6 +159,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     ///   naming it; the window stays where it was.
     public func moveWindow(offset: Int, limit: Int?) throws {
         try CompiledQuery.checkWindow(offset: offset, limit: limit)
+        guard !isPublishing else { return moveAfterPublishing = (offset, limit) }
         guard offset != window.offset || limit != window.limit else { return }
         window.move(offset: offset, limit: limit, rows: rows, changes: &changes)
         live.formChanged()
@@ -290,11 +298,16 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         let (recorded, moved) = window.takeChanges(changes, rows: rows)
         changes = ListChanges()
         guard moved || !recorded.isEmpty else { return }
+        isPublishing = true
         observation.withMutation(of: self, keyPath: revisionKeyPath) { revision += 1 }
         // The difference is made only for those who take it. Made on the stored keys, which
         // tell rows waiting for their keys apart (their typed keys are all nil).
-        guard !observers.isEmpty, !recorded.isEmpty else { return }
-        observers.send(recorded.difference(typedKey))
+        if !observers.isEmpty, !recorded.isEmpty { observers.send(recorded.difference(typedKey)) }
+        isPublishing = false
+        if let move = moveAfterPublishing {
+            moveAfterPublishing = nil
+            try? moveWindow(offset: move.offset, limit: move.limit)
+        }
     }
 
     /// Whether the results keep an object for a row (a member read since it joined); for tests.

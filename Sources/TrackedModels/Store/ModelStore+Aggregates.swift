@@ -8,8 +8,8 @@ extension ModelStore {
     /// ```
     ///
     /// - Throws: ``StoreError/Code/unsupportedPredicate`` for a descriptor or a key path with no
-    ///   translation, or a descriptor with a `fetchLimit` or `fetchOffset` (an aggregate is of
-    ///   every matching row).
+    ///   translation, or a descriptor with a `fetchLimit` or a `fetchOffset` past 0 (an
+    ///   aggregate is of every matching row).
     public func aggregate<Model: TrackedModel, Value: AggregateValue>(_ aggregate: Aggregate<Model, Value>, of descriptor: FetchDescriptor<Model>) throws -> LiveAggregate<Model, Value> {
         try checkOpen("aggregate(_:of:)")
         let (plan, column) = try compile(aggregate, of: descriptor)
@@ -18,7 +18,7 @@ extension ModelStore {
 
     /// The query an aggregate follows, and the position of its column in the query's row.
     func compile<Model: TrackedModel, Value: AggregateValue>(_ aggregate: Aggregate<Model, Value>, of descriptor: FetchDescriptor<Model>) throws -> (CompiledQuery, Int?) {
-        guard descriptor.fetchLimit == nil, descriptor.fetchOffset == nil else {
+        guard descriptor.fetchLimit == nil, (descriptor.fetchOffset ?? 0) == 0 else {
             throw StoreError(
                 code: .unsupportedPredicate,
                 message: "an aggregate is of every row a descriptor matches, but this one has a fetchLimit or a fetchOffset; set both to nil"
