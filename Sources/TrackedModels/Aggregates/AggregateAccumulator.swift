@@ -82,20 +82,15 @@ struct AggregateAccumulator {
         let value = value.nanAsNull
         guard value != .null else { return }
         values += delta
-        switch function {
-        case .count:
-            return
-        case .sum, .average:
-            if case .real(let real) = value, real.isInfinite {
-                if real > 0 { positiveInfinities += delta } else { negativeInfinities += delta }
-            } else if delta > 0 {
-                sum.add(value)
-            } else {
-                sum.remove(value)
-            }
-        case .minimum, .maximum:
+        if ordered != nil {
             let entry = SortedRows.Entry(head: value, middle: [], key: key)
             if delta > 0 { ordered?.insert(entry) } else { ordered?.remove(entry) }
+        } else if case .real(let real) = value, real.isInfinite {
+            if real > 0 { positiveInfinities += delta } else { negativeInfinities += delta }
+        } else if delta > 0 {
+            sum.add(value)
+        } else {
+            sum.remove(value)
         }
     }
 }

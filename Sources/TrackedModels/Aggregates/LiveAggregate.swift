@@ -95,10 +95,6 @@ public final class LiveAggregate<Model: TrackedModel, Value: AggregateValue>: Ob
         guard value != current, !(value.isNaN && current.isNaN) else { return current = value }
         observation.withMutation(of: self, keyPath: valueKeyPath) { current = value }
     }
-
-    /// Whether a read placed later failed, so that the value may be out of date until the
-    /// next change (see ``LiveQuery/isStale``).
-    var isStale: Bool { live.isStale }
 }
 
 extension SQLValue {

@@ -48,14 +48,25 @@ extension Harness {
                 try results.moveWindow(offset: second.offset, limit: second.limit)
             }
         default:
-            note("move the window of the \(name) to \(Self.describe(window)) from a feed handler, while the next change is delivered:")
+            // From a feed handler (before or after the list hears the change), or from one of
+            // the list's own observers while it is told a change.
+            let fromTheList = a / 256 % 2 == 0
+            note("move the window of the \(name) to \(Self.describe(window)) from \(fromTheList ? "an onChange handler of the list" : "a feed handler"), while the next change is delivered:")
             var moved = false
             let token = try store.subscribe(to: .table(Item.self)) { _ in
-                guard !moved else { return }
+                guard !fromTheList, !moved else { return }
                 moved = true
                 try? move()
             }
-            defer { token.cancel() }
+            let subscription = results.onChange { _ in
+                guard fromTheList, !moved else { return }
+                moved = true
+                try? move()
+            }
+            defer {
+                token.cancel()
+                subscription.cancel()
+            }
             try assign(a >> 8, b >> 8)
             try increment(b >> 16, a >> 16)
         }
