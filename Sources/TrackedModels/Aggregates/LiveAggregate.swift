@@ -99,7 +99,7 @@ public final class LiveAggregate<Model: TrackedModel, Value: AggregateValue>: Ob
 
 extension SQLValue {
     /// Whether two values are the same bit for bit (a real's sign of zero, NaN as NaN).
-    fileprivate static func isIdentical(_ a: SQLValue?, _ b: SQLValue?) -> Bool {
+    static func isIdentical(_ a: SQLValue?, _ b: SQLValue?) -> Bool {
         if case .real(let x)? = a, case .real(let y)? = b { return x.bitPattern == y.bitPattern }
         return a == b
     }

@@ -42,7 +42,6 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// has its key (then it is removed as `nil` and inserted with its key).
     public typealias Difference = CollectionDifference<Model.PrimaryKeyValue?>
 
-    private let store: ModelStore
     private let plan: CompiledQuery
     /// Follows the rows' changes, and tells this list of each (see ``LiveQueryForm``).
     private let live: LiveQuery<FetchedResults>
@@ -50,7 +49,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// How each member sorts, by key.
     private var members: [SQLValue: SortedRows.Entry] = [:]
     /// Objects handed out, kept while their row is a member.
-    private var objects: [SQLValue: Model] = [:]
+    private let objects: MemberObjects<Model>
     private let observation = ObservationRegistrar()
     /// Moves on with each published change; what observers of the list depend on.
     private var revision = 0
@@ -70,10 +69,10 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// Results of a plan, starting from the rows it matches now (``MatchingRows``, not
     /// windowed).
     init(store: ModelStore, plan: CompiledQuery, matching: [[SQLValue]]) {
-        self.store = store
         self.plan = plan
         revisionKeyPath = \FetchedResults.revision
         rows = SortedRows(precedes: plan.precedes)
+        objects = MemberObjects(store: store, plan: plan)
         window = ResultsWindow(offset: plan.offset, limit: plan.limit)
         live = LiveQuery(store: store, plan: plan, describedAs: "a live list of \(Model.self)")
         load(matching)
@@ -92,7 +91,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     public subscript(position: Int) -> Model {
         observation.access(self, keyPath: revisionKeyPath)
         precondition(position >= 0 && position < windowCount, "index \(position) is outside the \(windowCount) results")
-        return object(for: rows[window.offset + position].key)
+        return objects.object(for: rows[window.offset + position].key)
     }
 
     /// The primary keys of the results, in order: `nil` for a row inserted whose key the
@@ -104,17 +103,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// ```
     public var keys: [Model.PrimaryKeyValue?] {
         observation.access(self, keyPath: revisionKeyPath)
-        return windowKeys().map(typedKey)
-    }
-
-    /// A stored key as the model's key type (nil for an insert's key's placeholder); members'
-    /// keys came from the model's own rows.
-    private func typedKey(_ key: SQLValue) -> Model.PrimaryKeyValue? {
-        guard KeyPlaceholder.request(in: key) == nil else { return nil }
-        guard let typed = try? Model.PrimaryKeyValue(sqlValue: key) else {
-            preconditionFailure("key \(key) of \(Model._$schema.name) does not decode as \(Model.PrimaryKeyValue.self)")
-        }
-        return typed
+        return windowKeys().map { MemberObjects<Model>.typedKey($0) }
     }
 
     private var windowCount: Int { window.positions(of: rows.count).count }
@@ -165,77 +154,6 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         live.formChanged()
     }
 
-    private func object(for key: SQLValue) -> Model {
-        if let object = objects[key] {
-            if object._$tracking.isAttached, object._$tracking.rowKey != key {
-                // Deleted and inserted again under another key: it is another row's now.
-                objects[key] = nil
-            } else if object._$tracking.isAttached || store.isClosed || !replace(detached: object, key: key) {
-                return object
-            }
-        }
-        // A row waiting for its key is kept as its object from the start (see keepObject).
-        precondition(KeyPlaceholder.request(in: key) == nil, "row \(key) of \(plan.schema.name) waits for its key but its object was not kept")
-        // A member's row exists: its object is alive, or its committed values are readable.
-        let values: [SQLValue]
-        var isGone = false
-        do {
-            let row = RowReference(table: plan.table, key: key)
-            if let current = try store.reads.now(store.reads.current(row)) {
-                values = current
-            } else if let deleted = store.registrar.objectDeleted(inTransaction: row) as? Model {
-                // Deleted by the open transaction, whose events the results take at its end:
-                // the element is the row's object, detached, as it was then.
-                objects[key] = deleted
-                return deleted
-            } else if let committed = try store.reads.now(store.reads.committed(row)) {
-                // Deleted by this store, in a delivery whose event the results have yet to
-                // take: the element shows the row as committed, detached.
-                values = committed
-                isGone = true
-            } else {
-                preconditionFailure("row \(key) of \(plan.schema.name) is in the results but no longer in the database (another process deleted it moments ago); call store.refreshExternalChanges() before reading results where other processes delete rows")
-            }
-        } catch {
-            preconditionFailure("cannot read row \(key) of \(plan.schema.name) for the results: \(error); the database could not be read (see the error), so the element cannot be made")
-        }
-        // After the store closed, objects are detached: one made now must be too, or its writes
-        // would be recorded by a store that never commits again.
-        let object = store.isClosed || isGone
-            ? try? Model(_$row: ModelRow(schema: plan.schema, values: values))
-            : try? store.object(Model.self, table: plan.table, values: values)
-        guard let object else { preconditionFailure("cannot decode row \(key) of \(plan.schema.name)") }
-        objects[key] = object
-        return object
-    }
-
-    /// Drops a member's object that no longer manages the row (another connection deleted the
-    /// row and inserted it again, which subscribers may hear as no change at all): true when
-    /// the row's object can be made now; where the row must be awaited, it is read and kept
-    /// for later reads, and the old object is shown meanwhile.
-    private func replace(detached object: Model, key: SQLValue) -> Bool {
-        let read = store.reads.current(RowReference(table: plan.table, key: key))
-        switch try? store.reads.atOnce(read) {
-        case .some(.some):
-            objects[key] = nil
-            return true
-        case .some(.none):
-            // Gone for this store (it deleted the row; the list has yet to hear): the object
-            // shows the row as it was.
-            return false
-        case .none:
-            break
-        }
-        store.reads.later(read, then: { [weak self] values in
-            guard let self, let values, members[key] != nil, objects[key] === object else { return }
-            objects[key] = nil
-            keepObject(key, values: values)
-        }, failed: { [weak self] error in
-            self?.store.writeBehind.errors.reportFailedRead(error, "a live list of \(Model.self) could not read row \(key) again; the object it shows for it shows the row as it was: fetch it again")
-        })
-        return false
-    }
-
     // MARK: - Keeping current
 
     /// Takes the matching rows: at creation, and after a reset.
@@ -244,31 +162,21 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         let entries = matching.map { values in
             let entry = plan.entry(of: values)
             members[entry.key] = entry
-            keepObject(entry.key, values: values)
+            objects.keep(entry.key, values: values)
             return entry
         }
         rows.replace(withSorted: entries)
-        objects = objects.filter { members[$0.key] != nil }
+        objects.keepOnly { members[$0] != nil }
     }
 
     /// Whether a read placed later failed, so that what the list holds may be out of date
     /// until its next change (see ``LiveQuery/isStale``).
     var isStale: Bool { live.isStale }
 
-    /// Makes a member's object now, from values at hand, where reading its row later would be
-    /// a round trip to await; where reads are answered at once, members' objects are made when
-    /// first read. A row waiting for its key is its insert's object, kept at once: the store
-    /// lets go of it when the insert is taken back, before the list hears.
-    private func keepObject(_ key: SQLValue, values: [SQLValue]) {
-        guard store.reads.mustAwait || KeyPlaceholder.request(in: key) != nil, objects[key] == nil, !store.isClosed else { return }
-        let width = plan.schema.columns.count
-        objects[key] = try? store.object(Model.self, table: plan.table, values: values.count == width ? values : Array(values.prefix(width)))
-    }
-
     // MARK: - Told by the live query
 
     func place(_ key: SQLValue, values: [SQLValue]?) {
-        if let values { keepObject(key, values: values) }
+        if let values { objects.keep(key, values: values) }
         place(key, as: values.map(plan.entry))
     }
 
@@ -285,7 +193,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         let removedAt = old.flatMap { rows.remove($0) }
         let insertedAt = new.map { rows.insert($0) }
         members[key] = new
-        if new == nil { objects[key] = nil }
+        if new == nil { objects.forget(key) }
         // A row whose sort values changed but whose place did not is no change of the list.
         guard removedAt != insertedAt, window.isWhole else { return }
         if let removedAt { changes.remove(key: key, at: removedAt) }
@@ -302,7 +210,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         observation.withMutation(of: self, keyPath: revisionKeyPath) { revision += 1 }
         // The difference is made only for those who take it. Made on the stored keys, which
         // tell rows waiting for their keys apart (their typed keys are all nil).
-        if !observers.isEmpty, !recorded.isEmpty { observers.send(recorded.difference(typedKey)) }
+        if !observers.isEmpty, !recorded.isEmpty { observers.send(recorded.difference { MemberObjects<Model>.typedKey($0) }) }
         isPublishing = false
         if let move = moveAfterPublishing {
             moveAfterPublishing = nil
@@ -311,7 +219,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     }
 
     /// Whether the results keep an object for a row (a member read since it joined); for tests.
-    func holdsObject(ofKey key: SQLValue) -> Bool { objects[key] != nil }
+    func holdsObject(ofKey key: SQLValue) -> Bool { objects.holds(key) }
 
     /// Checks the order and counts of the rows; for tests.
     func checkInvariants() {

@@ -41,7 +41,13 @@ struct ListChanges {
         inserted = changes(shownAt: after, notAt: before)
     }
 
-    var isEmpty: Bool { original == nil && removed.isEmpty && inserted.isEmpty }
+    /// Whether the burst leaves the list as it was: no edits, or only rows removed and inserted
+    /// again where they were (each row at the same offset before and after, the others in
+    /// their order, is the same list).
+    var isEmpty: Bool {
+        original == nil && removed.count == inserted.count
+            && zip(removed, inserted).allSatisfy { $0.offset == $1.offset && $0.key == $1.key }
+    }
 
     /// Whether the burst keeps the list as it was, to compare with the list as it is when the
     /// burst ends (``compareWhole(current:)``).

@@ -1,3 +1,5 @@
+public import Foundation
+
 extension ModelStore {
     /// A live aggregate of the rows a descriptor matches: see ``LiveAggregate``.
     ///
@@ -18,16 +20,7 @@ extension ModelStore {
 
     /// The query an aggregate follows, and the position of its column in the query's row.
     func compile<Model: TrackedModel, Value: AggregateValue>(_ aggregate: Aggregate<Model, Value>, of descriptor: FetchDescriptor<Model>) throws -> (CompiledQuery, Int?) {
-        guard descriptor.fetchLimit == nil, (descriptor.fetchOffset ?? 0) == 0 else {
-            throw StoreError(
-                code: .unsupportedPredicate,
-                message: "an aggregate is of every row a descriptor matches, but this one has a fetchLimit or a fetchOffset; set both to nil"
-            )
-        }
-        let (plan, positions) = try CompiledQuery.compile(
-            descriptor, table: registrar.tableIndex(of: Model.self), tableOf: { [registrar] in try registrar.tableIndex(of: $0) },
-            reading: aggregate.keyPath.map { [$0] } ?? []
-        )
+        let (plan, positions) = try compileWhole(descriptor, reading: aggregate.keyPath.map { [$0] } ?? [], for: "an aggregate")
         return (plan, positions.first)
     }
 }
@@ -44,5 +37,61 @@ extension ModelStore.AsyncReads {
         // Made in the run that composes the rows, with no await between: no change can fall
         // in a gap.
         return LiveAggregate(store: store, plan: plan, column: column, aggregate: aggregate, matching: try await store.reads.awaited(store.reads.matching(plan, windowed: false)))
+    }
+}
+
+extension ModelStore {
+    /// A live aggregate of the rows a descriptor matches, for each value of a key path: see
+    /// ``LiveGroupedAggregate``.
+    ///
+    /// ```swift
+    /// let perList = try store.aggregate(.sum(\.count), of: FetchDescriptor<Row>(), groupedBy: \.list?.title)
+    /// for list in perList.groups { print(list ?? "No list", perList[list] ?? 0) }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - keyPath: What groups the rows: a stored property, or one of what a to-one points at.
+    ///   - order: The order of ``LiveGroupedAggregate/groups``: `.forward` for ascending (nil
+    ///     first), `.reverse` for the reverse.
+    /// - Throws: As ``aggregate(_:of:)``; also for a key path with no translation.
+    public func aggregate<Model: TrackedModel, Group: ColumnValue & Hashable, Value: AggregateValue>(
+        _ aggregate: Aggregate<Model, Value>, of descriptor: FetchDescriptor<Model>, groupedBy keyPath: KeyPath<Model, Group>, order: SortOrder = .forward
+    ) throws -> LiveGroupedAggregate<Model, Group, Value> {
+        try checkOpen("aggregate(_:of:groupedBy:)")
+        let (plan, column, group) = try compile(aggregate, of: descriptor, groupedBy: keyPath)
+        return LiveGroupedAggregate(
+            store: self, plan: plan, column: column, groupColumn: group, aggregate: aggregate, ascending: order == .forward,
+            matching: try reads.now(reads.matching(plan, windowed: false))
+        )
+    }
+
+    /// The query a grouped aggregate follows, and the positions of its column and its group
+    /// key in the query's row.
+    func compile<Model: TrackedModel, Group: ColumnValue & Hashable, Value: AggregateValue>(
+        _ aggregate: Aggregate<Model, Value>, of descriptor: FetchDescriptor<Model>, groupedBy keyPath: KeyPath<Model, Group>
+    ) throws -> (CompiledQuery, column: Int?, group: Int) {
+        let (plan, positions) = try compileWhole(descriptor, reading: [keyPath] + (aggregate.keyPath.map { [$0] } ?? []), for: "an aggregate")
+        return (plan, positions.count > 1 ? positions[1] : nil, positions[0])
+    }
+}
+
+extension ModelStore.AsyncReads {
+    /// A live aggregate for each value of a key path; as
+    /// ``ModelStore/aggregate(_:of:groupedBy:order:)``.
+    ///
+    /// ```swift
+    /// let perList = try await store.async.aggregate(.count, of: FetchDescriptor<Row>(), groupedBy: \.list?.title)
+    /// ```
+    public func aggregate<Model: TrackedModel, Group: ColumnValue & Hashable, Value: AggregateValue>(
+        _ aggregate: Aggregate<Model, Value>, of descriptor: FetchDescriptor<Model>, groupedBy keyPath: KeyPath<Model, Group>, order: SortOrder = .forward
+    ) async throws -> LiveGroupedAggregate<Model, Group, Value> {
+        try store.checkOpen("aggregate(_:of:groupedBy:)")
+        let (plan, column, group) = try store.compile(aggregate, of: descriptor, groupedBy: keyPath)
+        // Made in the run that composes the rows, with no await between: no change can fall
+        // in a gap.
+        return LiveGroupedAggregate(
+            store: store, plan: plan, column: column, groupColumn: group, aggregate: aggregate, ascending: order == .forward,
+            matching: try await store.reads.awaited(store.reads.matching(plan, windowed: false))
+        )
     }
 }

@@ -27,6 +27,21 @@ extension ModelStore {
         try CompiledQuery(descriptor, table: registrar.tableIndex(of: Model.self)) { [registrar] in try registrar.tableIndex(of: $0) }
     }
 
+    /// Compiles a descriptor for a live form of every row it matches (sections, an aggregate),
+    /// with the positions of `keyPaths` in the query's row; throws for a descriptor with a
+    /// window, naming `form`.
+    func compileWhole<Model: TrackedModel>(_ descriptor: FetchDescriptor<Model>, reading keyPaths: [AnyKeyPath], for form: String) throws -> (CompiledQuery, [Int]) {
+        guard descriptor.fetchLimit == nil, (descriptor.fetchOffset ?? 0) == 0 else {
+            throw StoreError(
+                code: .unsupportedPredicate,
+                message: "\(form) is of every row a descriptor matches, but this one has a fetchLimit or a fetchOffset; set both to nil"
+            )
+        }
+        return try CompiledQuery.compile(
+            descriptor, table: registrar.tableIndex(of: Model.self), tableOf: { [registrar] in try registrar.tableIndex(of: $0) }, reading: keyPaths
+        )
+    }
+
     /// How many objects a descriptor matches (within its window), counting changes not yet
     /// flushed.
     ///

@@ -1,0 +1,186 @@
+public import Observation
+
+/// An aggregate (see ``Aggregate``) of the rows a ``FetchDescriptor`` matches, for each value
+/// of a key path (a column, or a column of what a to-one relationship points at:
+/// `\.list?.title`), kept current with every change instead of re-run: SQL's `GROUP BY`, live.
+///
+/// ```swift
+/// let perList = try store.aggregate(.count, of: FetchDescriptor<Row>(), groupedBy: \.list?.title)
+/// for list in perList.groups { print(list ?? "No list", perList[list]) }
+/// Text("\(perList["Groceries"]) to buy")   // SwiftUI hears this group's count only
+/// ```
+///
+/// ``groups`` are the values that at least one matching row has, in the order SQL's
+/// `ORDER BY` sorts them (nil first), or the reverse; observers of ``groups`` hear a group
+/// appear or go. A group's value (``subscript(_:)``) is observed alone: a change of one group
+/// wakes no observer of another. A group no row has shows the aggregate of no rows (a count
+/// of 0, nil for a minimum). A change re-evaluates one row, and updates its groups in O(1)
+/// (a count, a sum, an average) or O(log n) (a minimum, a maximum), as ``LiveAggregate``
+/// does; a change that leaves a group's value as it was notifies nobody.
+public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue & Hashable, Value: AggregateValue>: Observable, LiveQueryForm {
+    /// Where a member counts: its group's value as stored, and what it contributes there.
+    private struct Membership: Equatable {
+        var group: SQLValue
+        var contribution: SQLValue
+
+        static func == (a: Membership, b: Membership) -> Bool {
+            a.group == b.group && SQLValue.isIdentical(a.contribution, b.contribution)
+        }
+    }
+
+    /// A group's state, and what its observers were last told.
+    private struct GroupState {
+        var accumulator: AggregateAccumulator
+        var result: SQLValue
+        var value: Value
+    }
+
+    private let aggregate: Aggregate<Model, Value>
+    /// The positions of the aggregated column (nil for a count) and of the group key in a row
+    /// of the query.
+    private let column: Int?
+    private let groupColumn: Int
+    private let live: LiveQuery<LiveGroupedAggregate>
+    private var members: [SQLValue: Membership] = [:]
+    /// Each group's state; a group kept while it has rows, and until its emptying is told.
+    private var states: [SQLValue: GroupState] = [:]
+    /// The groups that have rows, in order.
+    private var order: GroupOrder
+    /// The groups as observers of ``groups`` were last told.
+    private var shownGroups: [Group] = []
+    private var publishedOrder: [SQLValue] = []
+    private var isOrderEdited = false
+    /// Groups changed in this burst.
+    private var touched: Set<SQLValue> = []
+    /// The result of no rows, and its value.
+    private let emptyResult: SQLValue
+    private let emptyValue: Value
+    private let observation = ObservationRegistrar()
+    private var groupsRevision = 0
+    /// `\.groupsRevision`, made once (see ``FetchedResults``).
+    private let groupsKeyPath: KeyPath<LiveGroupedAggregate, Int>
+
+    init(store: ModelStore, plan: CompiledQuery, column: Int?, groupColumn: Int, aggregate: Aggregate<Model, Value>, ascending: Bool, matching: [[SQLValue]]) {
+        self.aggregate = aggregate
+        self.column = column
+        self.groupColumn = groupColumn
+        order = GroupOrder(ascending: ascending)
+        emptyResult = AggregateAccumulator(aggregate.function).result(asReal: aggregate.isReal)
+        emptyValue = Value(aggregateResult: emptyResult)
+        groupsKeyPath = \LiveGroupedAggregate.groupsRevision
+        live = LiveQuery(store: store, plan: plan, describedAs: "a live grouped aggregate of \(Model.self)")
+        load(matching)
+        for value in touched { told(value) }
+        touched = []
+        tellGroups()
+        live.start(form: self)
+    }
+
+    /// The groups: each value of the key path that a matching row has, in order.
+    public var groups: [Group] {
+        observation.access(self, keyPath: groupsKeyPath)
+        return shownGroups
+    }
+
+    /// The aggregate of the matching rows whose key path has the value `group`: the aggregate
+    /// of no rows where none has it.
+    public subscript(group: Group) -> Value {
+        observation.access(self, keyPath: \LiveGroupedAggregate[group])
+        return states[group.sqlValue]?.value ?? emptyValue
+    }
+
+    // MARK: - Told by the live query
+
+    /// What a row of the query adds, and where (see ``LiveAggregate``).
+    private func membership(of values: [SQLValue]) -> Membership {
+        let contribution = column.map { GroupOrder.group(of: values, column: $0) } ?? .null
+        return Membership(group: GroupOrder.group(of: values, column: groupColumn), contribution: contribution)
+    }
+
+    private func load(_ matching: [[SQLValue]]) {
+        members.removeAll(keepingCapacity: true)
+        for value in states.keys {
+            states[value]?.accumulator = AggregateAccumulator(aggregate.function)
+            touched.insert(value)
+        }
+        for values in matching {
+            let key = values[live.plan.schema.primaryKeyIndex], membership = membership(of: values)
+            members[key] = membership
+            add(membership, key: key)
+        }
+        order.replace(with: states.keys.filter { states[$0]?.accumulator.rows ?? 0 > 0 })
+        isOrderEdited = true
+    }
+
+    private func add(_ membership: Membership, key: SQLValue) {
+        let group = membership.group
+        if states[group] == nil {
+            states[group] = GroupState(accumulator: AggregateAccumulator(aggregate.function), result: emptyResult, value: emptyValue)
+        }
+        states[group]?.accumulator.add(membership.contribution, key: key)
+        touched.insert(group)
+    }
+
+    func place(_ key: SQLValue, values: [SQLValue]?) {
+        let old = members[key], new = values.map(membership(of:))
+        guard old != new else { return }
+        members[key] = new
+        if let old {
+            states[old.group]?.accumulator.remove(old.contribution, key: key)
+            touched.insert(old.group)
+            if states[old.group]?.accumulator.rows == 0 {
+                order.remove(old.group)
+                isOrderEdited = true
+            }
+        }
+        if let new {
+            if (states[new.group]?.accumulator.rows ?? 0) == 0 {
+                order.insert(new.group)
+                isOrderEdited = true
+            }
+            add(new, key: key)
+        }
+    }
+
+    func replaceAll(with matching: [[SQLValue]]) {
+        load(matching)
+    }
+
+    /// Tells each changed group's observers its new value, drops the groups that emptied, and
+    /// tells observers of ``groups`` if the groups changed.
+    func publish() {
+        let changed = touched
+        touched = []
+        for group in changed { told(group) }
+        tellGroups()
+    }
+
+    /// Takes a group's new result, telling its observers where its value changed; drops it
+    /// where it has no rows.
+    private func told(_ group: SQLValue) {
+        guard let state = states[group] else { return }
+        let isEmpty = state.accumulator.rows == 0
+        let result = isEmpty ? emptyResult : state.accumulator.result(asReal: aggregate.isReal)
+        if isEmpty { states[group] = nil } else { states[group]?.result = result }
+        guard !SQLValue.isIdentical(result, state.result) else { return }
+        let value = Value(aggregateResult: result)
+        guard value != state.value, !(value.isNaN && state.value.isNaN) else {
+            if !isEmpty { states[group]?.value = value }
+            return
+        }
+        let key = GroupOrder.key(group, as: Group.self, grouping: "\(Model.self)")
+        observation.withMutation(of: self, keyPath: \LiveGroupedAggregate[key]) {
+            if !isEmpty { states[group]?.value = value }
+        }
+    }
+
+    /// Tells observers of ``groups`` if groups appeared or went since they were last told.
+    private func tellGroups() {
+        guard isOrderEdited else { return }
+        isOrderEdited = false
+        guard order.values != publishedOrder else { return }
+        publishedOrder = order.values
+        let groups = order.values.map { GroupOrder.key($0, as: Group.self, grouping: "\(Model.self)") }
+        observation.withMutation(of: self, keyPath: groupsKeyPath) { shownGroups = groups }
+    }
+}
