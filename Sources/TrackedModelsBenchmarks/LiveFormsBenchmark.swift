@@ -2,13 +2,17 @@ import CSQLite
 import Foundation
 import TrackedModels
 
-/// Live aggregates and a moving window against computing the same answer afresh, on a table
-/// whose counts are `id % 100`, bumped at random rows (as ``LiveListBenchmark``).
+/// Live sections, aggregates and a moving window against computing the same answer afresh,
+/// on a table whose counts are `id % 100`, bumped at random rows (as ``LiveListBenchmark``).
 ///
+/// - Sections: every row, by title, in sections by `count` (a hundred sections or so): a bump
+///   moves its row into the next section. The baseline bumps, then steps through `SELECT id,
+///   count FROM rows ORDER BY count, title`, the rows a re-fetch must read, sorted.
 /// - Aggregates: `count` of `count > 0`, `sum(count)` and `maximum(count)` kept live; the
 ///   baseline bumps, then runs the one SQL statement that computes all three (`SELECT
 ///   count(*) FILTER (WHERE count > 0), sum(count), max(count) FROM rows`), the cheapest
-///   re-run a re-fetching observation could make.
+///   re-run a re-fetching observation could make. Grouped: `count` grouped by `count`,
+///   against `SELECT count, count(*) FROM rows GROUP BY count`.
 /// - Window: a live list of `count > 0` by `count` descending showing 50 rows; a change is a
 ///   bump, a move is `moveWindow` to a random offset; the baseline is a fetch of the window.
 ///
@@ -31,20 +35,27 @@ public struct LiveFormsBenchmark {
     }
 
     public struct Report: Sendable {
+        public var sections: Figure
         public var aggregates: Figure
+        public var groupedAggregate: Figure
         public var window: Figure
 
         public var table: String {
-            "live aggregates (count, sum, max over \(aggregates.rows) rows): \(Figures.format(aggregates.nsPerChange)) ns/bump; "
+            "live sections (\(sections.rows) rows by count): \(Figures.format(sections.nsPerChange)) ns/bump; "
+                + "reading them afresh: \(Figures.format(sections.rerunNs)) ns (\(Figures.format(sections.rerunNs / sections.nsPerChange))×)\n"
+                + "live count grouped by count: \(Figures.format(groupedAggregate.nsPerChange)) ns/bump; "
+                + "computing it afresh: \(Figures.format(groupedAggregate.rerunNs)) ns (\(Figures.format(groupedAggregate.rerunNs / groupedAggregate.nsPerChange))×)\n"
+                + "live aggregates (count, sum, max over \(aggregates.rows) rows): \(Figures.format(aggregates.nsPerChange)) ns/bump; "
                 + "computing them afresh: \(Figures.format(aggregates.rerunNs)) ns (\(Figures.format(aggregates.rerunNs / aggregates.nsPerChange))×)\n"
                 + "moving window (50 of \(window.rows) rows): \(Figures.format(window.nsPerChange)) ns/bump, "
                 + "\(Figures.format(window.nsPerMove ?? .nan)) ns/move; fetching the window afresh: \(Figures.format(window.rerunNs)) ns "
                 + "(\(Figures.format(window.rerunNs / (window.nsPerMove ?? .nan)))× a move)"
         }
 
-        /// `"aggregates": {...}, "window": {...}`, for the bench's JSON object.
+        /// `"sections": {...}, "aggregates": {...}, "grouped_aggregate": {...}, "window": {...}`,
+        /// for the bench's JSON object.
         public var jsonMembers: String {
-            "\"aggregates\": \(aggregates.json), \"window\": \(window.json)"
+            "\"sections\": \(sections.json), \"aggregates\": \(aggregates.json), \"grouped_aggregate\": \(groupedAggregate.json), \"window\": \(window.json)"
         }
     }
 
@@ -63,8 +74,10 @@ public struct LiveFormsBenchmark {
         var generator = SplitMix(seed: 7)
         let reruns = max(2, min(200, 20_000_000 / max(rows, 1)))
 
-        // Aggregates, released before the window is measured.
+        // Each form is released before the next is measured.
+        let sections = try await measureSections(store: store, objects: objects, generator: &generator, reruns: reruns, path: database.path)
         let (aggregateChange, aggregateRerun) = try await measureAggregates(store: store, objects: objects, generator: &generator, reruns: reruns, path: database.path)
+        let grouped = try await measureGroupedAggregate(store: store, objects: objects, generator: &generator, reruns: reruns, path: database.path)
 
         // The window.
         var descriptor = FetchDescriptor<BenchmarkRow>(predicate: #Predicate { $0.count > 0 }, sortBy: [SortDescriptor(\.count, order: .reverse)])
@@ -87,9 +100,49 @@ public struct LiveFormsBenchmark {
         }
         try await store.close()
         return Report(
+            sections: Figure(rows: rows, nsPerChange: sections.change, rerunNs: sections.rerun),
             aggregates: Figure(rows: rows, nsPerChange: aggregateChange, rerunNs: aggregateRerun),
+            groupedAggregate: Figure(rows: rows, nsPerChange: grouped.change, rerunNs: grouped.rerun),
             window: Figure(rows: rows, nsPerChange: windowChange, rerunNs: windowRerun, nsPerMove: windowMove)
         )
+    }
+
+    /// ns per bump with every row live in sections by `count`, and ns per re-run of the SQL that
+    /// reads them sorted.
+    private func measureSections(
+        store: ModelStore, objects: [BenchmarkRow], generator: inout SplitMix, reruns: Int, path: String
+    ) async throws -> (change: Double, rerun: Double) {
+        let sections = try store.results(for: FetchDescriptor<BenchmarkRow>(sortBy: [SortDescriptor(\.title)]), sectionedBy: \.count)
+        let change = try await measure(rounds: rounds, times: bumps, store: store) {
+            objects[Int(generator.next() % UInt64(rows))].count += 1
+        }
+        precondition(sections.reduce(0) { $0 + $1.count } == rows, "the sections do not hold every row")
+        try await store.flush()
+        let reader = try RawReader(path: path, sql: "SELECT id, count FROM rows ORDER BY count, title")
+        let rerun = try await measure(rounds: rounds, times: reruns, store: store) {
+            objects[Int(generator.next() % UInt64(rows))].count += 1
+            reader.run()
+        }
+        withExtendedLifetime(sections) {}
+        return (change, rerun)
+    }
+
+    /// ns per bump with a count grouped by `count` live, and ns per re-run of its SQL.
+    private func measureGroupedAggregate(
+        store: ModelStore, objects: [BenchmarkRow], generator: inout SplitMix, reruns: Int, path: String
+    ) async throws -> (change: Double, rerun: Double) {
+        let perCount = try store.aggregate(.count, of: FetchDescriptor<BenchmarkRow>(), groupedBy: \.count)
+        let change = try await measure(rounds: rounds, times: bumps, store: store) {
+            objects[Int(generator.next() % UInt64(rows))].count += 1
+        }
+        precondition(perCount.groups.reduce(0) { $0 + perCount[$1] } == rows, "the groups do not count every row")
+        try await store.flush()
+        let reader = try RawReader(path: path, sql: "SELECT count, count(*) FROM rows GROUP BY count")
+        let rerun = try await measure(rounds: rounds, times: reruns, store: store) {
+            objects[Int(generator.next() % UInt64(rows))].count += 1
+            reader.run()
+        }
+        return (change, rerun)
     }
 
     /// ns per bump with `count`, `sum` and `maximum` live, and ns per re-run of the SQL that

@@ -212,7 +212,7 @@ import Testing
         #expect(related["members"] as? Int == 100)
         #expect((related["ns_per_retitle"] as? Double ?? 0) > 0)
         #expect((related["ns_per_fetch"] as? Double ?? 0) > 0)
-        for (form, figures) in [("aggregates", ["ns_per_change", "rerun_ns"]), ("window", ["ns_per_change", "rerun_ns", "ns_per_move"])] {
+        for (form, figures) in [("sections", ["ns_per_change", "rerun_ns"]), ("aggregates", ["ns_per_change", "rerun_ns"]), ("grouped_aggregate", ["ns_per_change", "rerun_ns"]), ("window", ["ns_per_change", "rerun_ns", "ns_per_move"])] {
             let object = try #require(report[form] as? [String: Any], "no \"\(form)\" in the bench's JSON")
             #expect(object["rows"] as? Int == 1_000)
             for figure in figures { #expect((object[figure] as? Double ?? 0) > 0, "\(form).\(figure) is \(object[figure] ?? "missing")") }

@@ -199,6 +199,9 @@ public final class SectionedResults<Model: TrackedModel, SectionKey: ColumnValue
     /// Whether a read placed later failed (see ``LiveQuery/isStale``).
     var isStale: Bool { live.isStale }
 
+    /// Whether the results keep an object for a row (a member read since it joined); for tests.
+    func holdsObject(ofKey key: SQLValue) -> Bool { objects.holds(key) }
+
     /// Checks that members, sections and their order agree; for tests.
     func checkInvariants() {
         for section in sections.values { section.checkInvariants() }

@@ -234,6 +234,7 @@ extension Harness {
         }
         try await checkGeneratedQueries(store, shown)
         try await checkAggregates()
+        try await checkGroups()
     }
 
     /// A fetch of a descriptor in another window, as a live list whose window moved shows it.

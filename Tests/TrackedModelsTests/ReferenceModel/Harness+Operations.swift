@@ -427,7 +427,8 @@ extension Harness {
         // later without waiting): the store manages one, and a second is refused too.
         let store = try live
         // (A list keeps the object of a member its window moved past.)
-        let managedByLists = (lists.map(\.results) + generatedLists.compactMap { $0 }).contains { $0.holdsObject(ofKey: .integer(key)) }
+        let managedByLists = ((lists.map(\.results) + generatedLists.compactMap { $0 }).contains { $0.holdsObject(ofKey: .integer(key)) }
+            || groups.contains { $0.holdsObject(.integer(key)) })
             && store.registrar.identityMap.object(table: 0, shownAs: .integer(key)) != nil
         // An object the program let go of may still be alive (its changes pending, or a held
         // object's link caching it): the store manages it until it goes away.
@@ -1056,6 +1057,8 @@ extension Harness {
         feeds = []
         generatedLists = []
         aggregates = []
+        groups = []
+        waitingRowToken = nil
         linkedFromWatches = [:]
         titleWatches = [:]
         store = nil

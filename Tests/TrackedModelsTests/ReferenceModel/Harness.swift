@@ -54,6 +54,12 @@ final class Harness {
     var generatedLists: [FetchedResults<Item>?] = []
     /// Live aggregates over the generated queries (see Harness+Aggregates.swift).
     var aggregates: [AggregateWatch] = []
+    /// Sectioned results and grouped aggregates (see Harness+Sections.swift).
+    var groups: [GroupsWatch] = []
+    /// Changes of rows waiting for their keys since the last check (they reach live forms but
+    /// no table feed), and the subscription that counts them.
+    var waitingRowChanges = 0
+    var waitingRowToken: FeedToken?
     /// An in-memory table that holds the rows the reference shows, to ask SQLite about them.
     let scratch: Connection
     var events: [ChangeEvent] = []
@@ -310,6 +316,7 @@ final class Harness {
         let window = Self.window(reference.declaration.seed >> 8)
         try generatedLists.last??.moveWindow(offset: window.offset, limit: window.limit)
         aggregates = try await makeAggregates(store)
+        groups = try await makeGroups(store)
         heard = reference.shownRows
         return true
     }
