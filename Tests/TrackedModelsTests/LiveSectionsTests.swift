@@ -131,6 +131,33 @@ import Testing
         #expect(error?.message == "sectioned results is of every row a descriptor matches, but this one has a fetchLimit or a fetchOffset; set both to nil")
     }
 
+    /// The stored forms of one key (a UUID's text in upper and lower case, a Bool stored as 2)
+    /// are one section and one group, found by the key.
+    @Test func storedFormsOfOneKeyAreOneGroup() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("samples.sqlite")
+        let uuid = UUID()
+        func sample(_ flag: Bool) -> Sample {
+            Sample(
+                flag: flag, int: 0, int64: 0, int32: 0, double: 0, string: "", data: Data(), date: Date(timeIntervalSince1970: 0),
+                uuid: uuid, priority: .high, mood: .excited
+            )
+        }
+        let store = try ModelStore(.file(path), models: [Sample.self], configuration: Stores.configuration())
+        try store.insert(contentsOf: [sample(true), sample(true), sample(false)])
+        try await store.close()
+        let peek = try Peek(path)
+        try peek.execute("UPDATE samples SET uuid = upper(uuid) WHERE id = 1; UPDATE samples SET flag = 2 WHERE id = 2")
+        #expect(try peek.value("SELECT count(DISTINCT uuid) || '/' || count(DISTINCT flag) FROM samples") == .text("2/3"))
+        let reopened = try ModelStore(.file(path), models: [Sample.self], configuration: Stores.configuration())
+        let byUUID = try reopened.aggregate(.count, of: FetchDescriptor<Sample>(), groupedBy: \.uuid)
+        #expect(byUUID.groups == [uuid] && byUUID[uuid] == 3)
+        let byFlag = try reopened.results(for: FetchDescriptor<Sample>(sortBy: [SortDescriptor(\.id)]), sectionedBy: \.flag)
+        #expect(byFlag.map(\.key) == [false, true])
+        #expect(byFlag.section(for: true)?.keys == [1, 2])
+        try await reopened.close()
+    }
+
     // MARK: - Grouped aggregates
 
     @Test func aGroupedCountFollowsRowsBetweenGroupsAndOnlyTheirObserversHear() async throws {

@@ -16,7 +16,13 @@ public import Observation
 /// wakes no observer of another. A group no row has shows the aggregate of no rows (a count
 /// of 0, nil for a minimum). A change re-evaluates one row, and updates its groups in O(1)
 /// (a count, a sum, an average) or O(log n) (a minimum, a maximum), as ``LiveAggregate``
-/// does; a change that leaves a group's value as it was notifies nobody.
+/// does, and O(groups) more where a group appears or goes; a change that leaves a group's
+/// value as it was notifies nobody.
+///
+/// Groups are told apart by their value as the key path's type stores it: a UUID stored in
+/// upper case and in lower case is one group. Texts are grouped by their Unicode scalars, as
+/// SQL groups them: "é" composed and decomposed are two groups, which `==` cannot tell apart
+/// (each one's observers hear the other's changes too).
 public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue & Hashable, Value: AggregateValue>: Observable, LiveQueryForm {
     /// Where a member counts: its group's value as stored, and what it contributes there.
     private struct Membership: Equatable {
@@ -30,6 +36,7 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
 
     /// A group's state, and what its observers were last told.
     private struct GroupState {
+        let key: Group
         var accumulator: AggregateAccumulator
         var result: SQLValue
         var value: Value
@@ -93,8 +100,8 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
 
     /// What a row of the query adds, and where (see ``LiveAggregate``).
     private func membership(of values: [SQLValue]) -> Membership {
-        let contribution = column.map { GroupOrder.group(of: values, column: $0) } ?? .null
-        return Membership(group: GroupOrder.group(of: values, column: groupColumn), contribution: contribution)
+        let contribution = column.map { GroupOrder.value(of: values, column: $0) } ?? .null
+        return Membership(group: GroupOrder.group(of: values, column: groupColumn, as: Group.self), contribution: contribution)
     }
 
     private func load(_ matching: [[SQLValue]]) {
@@ -115,7 +122,8 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
     private func add(_ membership: Membership, key: SQLValue) {
         let group = membership.group
         if states[group] == nil {
-            states[group] = GroupState(accumulator: AggregateAccumulator(aggregate.function), result: emptyResult, value: emptyValue)
+            let key = GroupOrder.key(group, as: Group.self, grouping: "\(Model.self)")
+            states[group] = GroupState(key: key, accumulator: AggregateAccumulator(aggregate.function), result: emptyResult, value: emptyValue)
         }
         states[group]?.accumulator.add(membership.contribution, key: key)
         touched.insert(group)
@@ -168,8 +176,7 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
             if !isEmpty { states[group]?.value = value }
             return
         }
-        let key = GroupOrder.key(group, as: Group.self, grouping: "\(Model.self)")
-        observation.withMutation(of: self, keyPath: \LiveGroupedAggregate[key]) {
+        observation.withMutation(of: self, keyPath: \LiveGroupedAggregate[state.key]) {
             if !isEmpty { states[group]?.value = value }
         }
     }
@@ -180,7 +187,7 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
         isOrderEdited = false
         guard order.values != publishedOrder else { return }
         publishedOrder = order.values
-        let groups = order.values.map { GroupOrder.key($0, as: Group.self, grouping: "\(Model.self)") }
+        let groups = order.values.compactMap { states[$0]?.key }
         observation.withMutation(of: self, keyPath: groupsKeyPath) { shownGroups = groups }
     }
 }

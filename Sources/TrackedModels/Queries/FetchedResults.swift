@@ -72,7 +72,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         self.plan = plan
         revisionKeyPath = \FetchedResults.revision
         rows = SortedRows(precedes: plan.precedes)
-        objects = MemberObjects(store: store, plan: plan)
+        objects = MemberObjects(store: store, plan: plan, describedAs: "a live list of \(Model.self)")
         window = ResultsWindow(offset: plan.offset, limit: plan.limit)
         live = LiveQuery(store: store, plan: plan, describedAs: "a live list of \(Model.self)")
         load(matching)

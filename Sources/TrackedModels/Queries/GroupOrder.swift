@@ -18,10 +18,19 @@ struct GroupOrder {
         self.ascending = ascending
     }
 
-    /// A row's group: its value at `column`, and NULL for a key the database has yet to
-    /// assign (a fetch shows it as nil).
-    static func group(of row: [SQLValue], column: Int) -> SQLValue {
+    /// A row's value at `column` as a fetch shows it: NULL for a key the database has yet to
+    /// assign.
+    static func value(of row: [SQLValue], column: Int) -> SQLValue {
         KeyPlaceholder.request(in: row[column]) == nil ? row[column] : .null
+    }
+
+    /// A row's group, for a key path of type `Key`: its value at `column` as `Key` stores it,
+    /// so that the forms a column may hold of one key (a UUID's text in upper case, or its 16
+    /// bytes; a Bool stored as 2) are one group. Texts are grouped by their Unicode scalars,
+    /// as SQL groups them.
+    static func group<Key: ColumnValue>(of row: [SQLValue], column: Int, as type: Key.Type) -> SQLValue {
+        let stored = value(of: row, column: column)
+        return (try? Key(sqlValue: stored))?.sqlValue ?? stored
     }
 
     /// A group's value as the key type of the key path that groups (a section key, a group of

@@ -2,7 +2,7 @@
 /// once, when first read, and kept while its row is a member.
 ///
 /// ```swift
-/// let objects = MemberObjects<Row>(store: store, plan: plan)
+/// let objects = MemberObjects<Row>(store: store, plan: plan, describedAs: "a live list of Row")
 /// objects.keep(key, values: values)    // a member's values at hand (a server's, a pending insert's)
 /// let row = objects.object(for: key)   // made from the row as this store shows it
 /// objects.forget(key)                  // the row left
@@ -14,10 +14,13 @@ final class MemberObjects<Model: TrackedModel> {
     private let plan: CompiledQuery
     /// Objects handed out or kept, only for members.
     private var objects: [SQLValue: Model] = [:]
+    /// What the form is, in a report on `writeErrors` ("a live list of Row").
+    private let name: String
 
-    init(store: ModelStore, plan: CompiledQuery) {
+    init(store: ModelStore, plan: CompiledQuery, describedAs name: String) {
         self.store = store
         self.plan = plan
+        self.name = name
     }
 
     /// The object of a member's row: the one kept, or one made now from the row as this store
@@ -123,7 +126,7 @@ final class MemberObjects<Model: TrackedModel> {
             keep(key, values: values)
         }, failed: { [weak self] error in
             guard let self else { return }
-            store.writeBehind.errors.reportFailedRead(error, "a live list of \(Model.self) could not read row \(key) again; the object it shows for it shows the row as it was: fetch it again")
+            store.writeBehind.errors.reportFailedRead(error, "\(name) could not read row \(key) again; the object it shows for it shows the row as it was: fetch it again")
         })
         return false
     }

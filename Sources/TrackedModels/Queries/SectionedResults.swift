@@ -23,7 +23,8 @@ public import Observation
 /// are followed as by ``FetchedResults``.
 ///
 /// Sections are in the order SQL's `ORDER BY` sorts their keys (nil first), or the reverse.
-/// A key the database has yet to assign is nil, as a fetch shows it.
+/// A key the database has yet to assign is nil, as a fetch shows it. Sections are told apart
+/// as ``LiveGroupedAggregate``'s groups are: by the key as its type stores it.
 public final class SectionedResults<Model: TrackedModel, SectionKey: ColumnValue & Hashable>: Observable, RandomAccessCollection, LiveQueryForm {
     public typealias Element = ResultsSection<Model, SectionKey>
     public typealias Index = Int
@@ -63,7 +64,7 @@ public final class SectionedResults<Model: TrackedModel, SectionKey: ColumnValue
         self.plan = plan
         self.column = column
         order = GroupOrder(ascending: ascending)
-        objects = MemberObjects(store: store, plan: plan)
+        objects = MemberObjects(store: store, plan: plan, describedAs: "sectioned results of \(Model.self)")
         revisionKeyPath = \SectionedResults.revision
         live = LiveQuery(store: store, plan: plan, describedAs: "sectioned results of \(Model.self)")
         load(matching, isNew: true)
@@ -139,7 +140,7 @@ public final class SectionedResults<Model: TrackedModel, SectionKey: ColumnValue
     }
 
     private func place(of values: [SQLValue]) -> Place {
-        Place(section: GroupOrder.group(of: values, column: column), entry: plan.entry(of: values))
+        Place(section: GroupOrder.group(of: values, column: column, as: SectionKey.self), entry: plan.entry(of: values))
     }
 
     // MARK: - Told by the live query

@@ -47,6 +47,10 @@ extension Harness {
         /// Where the group key is in a row of the query; for an aggregate, what it aggregates.
         let groupColumn: Int
         let ascending: Bool
+        /// A stored group value as the key path's type stores it (the rule for what one group is).
+        let canonical: (SQLValue) -> SQLValue
+        /// What a group that no row has shows.
+        let showsNothing: String
         let aggregate: (function: AggregateAccumulator.Function, column: Int?, isReal: Bool)?
         /// The groups shown, in order: their key as stored, what they show, their object.
         let shown: () -> [(value: SQLValue, shows: String, identity: ObjectIdentifier?)]
@@ -68,6 +72,8 @@ extension Harness {
             self.plan = plan
             groupColumn = column
             self.ascending = ascending
+            canonical = { (try? Key(sqlValue: $0))?.sqlValue ?? $0 }
+            showsNothing = "[]"
             aggregate = nil
             shown = { sections.map { (value: $0.key.sqlValue, shows: "\($0.keys)", identity: ObjectIdentifier($0)) } }
             showsResult = { _ in "" }
@@ -86,6 +92,8 @@ extension Harness {
             self.plan = plan
             groupColumn = group
             self.ascending = ascending
+            canonical = { (try? Key(sqlValue: $0))?.sqlValue ?? $0 }
+            showsNothing = String(describing: Value(aggregateResult: AggregateAccumulator(function).result(asReal: isReal)))
             aggregate = (function, column, isReal)
             shown = { live.groups.map { (value: $0.sqlValue, shows: String(describing: live[$0]), identity: nil) } }
             showsResult = { String(describing: Value(aggregateResult: $0)) }
@@ -113,11 +121,11 @@ extension Harness {
                 let live = SectionedResults<Item, Key>(store: store, plan: plan, column: column, ascending: ascending, matching: rows)
                 watches.append(GroupsWatch(sections: live, name: "sections by \(name) of generated query \(index)", plan: plan, column: column, ascending: ascending))
             }
-            func grouped<Key: ColumnValue & Hashable, Value>(_ aggregate: Aggregate<Item, Value>, _ column: Int?, by group: Int, _ type: Key.Type, _ name: String) {
+            func grouped<Key: ColumnValue & Hashable, Value>(_ aggregate: Aggregate<Item, Value>, _ column: Int?, by group: Int, _ type: Key.Type, ascending: Bool = true, _ name: String) {
                 guard var plan = query.alsoReading(group) else { return }
                 if let column { guard let both = plan.alsoReading(column) else { return }; plan = both }
-                let live = LiveGroupedAggregate<Item, Key, Value>(store: store, plan: plan, column: column, groupColumn: group, aggregate: aggregate, ascending: true, matching: rows)
-                watches.append(GroupsWatch(aggregate: live, name: "\(name) of generated query \(index)", plan: plan, group: group, ascending: true, function: aggregate.function, column: column, isReal: aggregate.isReal))
+                let live = LiveGroupedAggregate<Item, Key, Value>(store: store, plan: plan, column: column, groupColumn: group, aggregate: aggregate, ascending: ascending, matching: rows)
+                watches.append(GroupsWatch(aggregate: live, name: "\(name) of generated query \(index)", plan: plan, group: group, ascending: ascending, function: aggregate.function, column: column, isReal: aggregate.isReal))
             }
             switch index {
             case 0:
@@ -129,7 +137,7 @@ extension Harness {
                 grouped(Aggregate<Item, Double>.sum(\.score), score, by: flag, Bool.self, "sum(score) grouped by flag")
             default:
                 sections(by: note, String?.self, ascending: false, "note, reversed")
-                grouped(Aggregate<Item, Int?>.maximum(\.count), count, by: note, String?.self, "maximum(count) grouped by note")
+                grouped(Aggregate<Item, Int?>.maximum(\.count), count, by: note, String?.self, ascending: false, "maximum(count) grouped by note, reversed")
             }
         }
         // Through the store's own API, on fixed descriptors: made at once on SQLite, awaited on
@@ -172,7 +180,10 @@ extension Harness {
             watch.checkInvariants()
             // The rows of each group, in the query's order, and the groups in order.
             var members: [SQLValue: [[SQLValue]]] = [:]
-            for row in rows { members[GroupOrder.group(of: row, column: watch.groupColumn), default: []].append(row) }
+            for row in rows {
+                let stored = KeyPlaceholder.request(in: row[watch.groupColumn]) == nil ? row[watch.groupColumn] : .null
+                members[watch.canonical(stored), default: []].append(row)
+            }
             var order = GroupOrder(ascending: watch.ascending)
             order.replace(with: members.keys)
             var expected: [(value: SQLValue, shows: String, keys: [SQLValue])] = []
@@ -181,7 +192,7 @@ extension Harness {
                 let keys = rows.map { $0[Item._$schema.primaryKeyIndex] }
                 if let aggregate = watch.aggregate {
                     var fresh = AggregateAccumulator(aggregate.function)
-                    for (row, key) in zip(rows, keys) { fresh.add(aggregate.column.map { GroupOrder.group(of: row, column: $0) } ?? .null, key: key) }
+                    for (row, key) in zip(rows, keys) { fresh.add(aggregate.column.map { GroupOrder.value(of: row, column: $0) } ?? .null, key: key) }
                     expected.append((value, watch.showsResult(fresh.result(asReal: aggregate.isReal)), keys))
                 } else {
                     expected.append((value, "\(keys.map { KeyPlaceholder.request(in: $0) == nil ? try? Int64(sqlValue: $0) : nil })", keys))
@@ -219,8 +230,8 @@ extension Harness {
                 }
                 now[group.value] = SeenGroup(keys: group.keys, shows: group.shows, reach: reach, identity: live[index].identity, watched: watch.watch(group.value))
             }
-            for (value, before) in watch.seen where now[value] == nil && watch.aggregate == nil && !before.watched.heard.value {
-                throw Divergence(message: "the section \(value.describedExactly) of the \(watch.name) emptied, and its observers heard nothing")
+            for (value, before) in watch.seen where now[value] == nil && before.shows != watch.showsNothing && !before.watched.heard.value {
+                throw Divergence(message: "the group \(value.describedExactly) of the \(watch.name) emptied, and its observers heard nothing")
             }
             watch.seen = now
             watch.isSeen = true
