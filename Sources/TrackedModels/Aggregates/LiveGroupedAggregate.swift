@@ -37,6 +37,8 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
     /// A group's state, and what its observers were last told.
     private struct GroupState {
         let key: Group
+        /// `\.[key]`, made once: a key path with an argument is made at run time.
+        let keyPath: KeyPath<LiveGroupedAggregate, Value>
         var accumulator: AggregateAccumulator
         var result: SQLValue
         var value: Value
@@ -92,8 +94,9 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
     /// The aggregate of the matching rows whose key path has the value `group`: the aggregate
     /// of no rows where none has it.
     public subscript(group: Group) -> Value {
-        observation.access(self, keyPath: \LiveGroupedAggregate[group])
-        return states[group.sqlValue]?.value ?? emptyValue
+        let state = states[group.sqlValue]
+        observation.access(self, keyPath: state?.keyPath ?? \LiveGroupedAggregate[group])
+        return state?.value ?? emptyValue
     }
 
     // MARK: - Told by the live query
@@ -123,7 +126,7 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
         let group = membership.group
         if states[group] == nil {
             let key = GroupOrder.key(group, as: Group.self, grouping: "\(Model.self)")
-            states[group] = GroupState(key: key, accumulator: AggregateAccumulator(aggregate.function), result: emptyResult, value: emptyValue)
+            states[group] = GroupState(key: key, keyPath: \LiveGroupedAggregate[key], accumulator: AggregateAccumulator(aggregate.function), result: emptyResult, value: emptyValue)
         }
         states[group]?.accumulator.add(membership.contribution, key: key)
         touched.insert(group)
@@ -176,7 +179,7 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
             if !isEmpty { states[group]?.value = value }
             return
         }
-        observation.withMutation(of: self, keyPath: \LiveGroupedAggregate[state.key]) {
+        observation.withMutation(of: self, keyPath: state.keyPath) {
             if !isEmpty { states[group]?.value = value }
         }
     }

@@ -119,23 +119,23 @@ struct SortedRows {
     /// The chunk that holds, or would hold, an entry: the first whose last entry does not
     /// precede it; nil when it follows every entry (then the last chunk takes it).
     private func chunkIndex(for entry: Entry) -> Int? {
-        var low = 0
-        var high = lasts.count
-        while low < high {
-            let middle = (low + high) / 2
-            if precedes(lasts[middle], entry) { low = middle + 1 } else { high = middle }
-        }
+        let low = lowerBound(entry, in: lasts)
         return low < lasts.count ? low : nil
     }
 
-    private func lowerBound(_ entry: Entry, in chunk: [Entry]) -> Int {
-        var low = 0
-        var high = chunk.count
-        while low < high {
-            let middle = (low + high) / 2
-            if precedes(chunk[middle], entry) { low = middle + 1 } else { high = middle }
+    /// The first position in sorted `entries` whose entry does not precede `entry`. Entries are
+    /// compared in place, through a buffer: copying one out of the array to compare it would
+    /// retain its values.
+    private func lowerBound(_ entry: Entry, in entries: [Entry]) -> Int {
+        entries.withUnsafeBufferPointer { entries in
+            var low = 0
+            var high = entries.count
+            while low < high {
+                let middle = (low + high) / 2
+                if precedes(entries[middle], entry) { low = middle + 1 } else { high = middle }
+            }
+            return low
         }
-        return low
     }
 
     /// The chunk and offset of a position.
