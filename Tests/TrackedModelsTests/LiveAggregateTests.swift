@@ -1,5 +1,4 @@
 import Foundation
-import Observation
 import PropertyBased
 import Testing
 @testable import TrackedModels
@@ -20,19 +19,6 @@ import Testing
             try store.insert(contentsOf: (0..<100).map { Row(id: $0, title: "Row \($0)", count: Int($0)) })
             try await store.flush()
             rows = try store.fetch(Row.self, orderBy: "id")
-        }
-    }
-
-    /// Counts Observation's notifications of a value, re-armed after each.
-    @MainActor final class Heard {
-        var count = 0
-        func follow(_ read: @escaping @MainActor () -> Void) {
-            withObservationTracking { read() } onChange: { [weak self] in
-                Task { @MainActor in
-                    self?.count += 1
-                    self?.follow(read)
-                }
-            }
         }
     }
 
@@ -60,7 +46,7 @@ import Testing
         let workload = try await Workload()
         let total = try workload.store.aggregate(.sum(\.count), of: FetchDescriptor<Row>())
         let busy = try workload.store.aggregate(.count, of: FetchDescriptor<Row>(predicate: #Predicate { $0.count > 0 }))
-        let heardTotal = Heard(), heardBusy = Heard()
+        let heardTotal = ObservationCount(), heardBusy = ObservationCount()
         heardTotal.follow { _ = total.value }
         heardBusy.follow { _ = busy.value }
         try workload.store.transaction {

@@ -1,5 +1,4 @@
 import Foundation
-import Observation
 import Testing
 @testable import TrackedModels
 
@@ -30,19 +29,6 @@ import Testing
         var byTitle: FetchDescriptor<Entry> { FetchDescriptor(sortBy: [SortDescriptor(\.title)]) }
     }
 
-    /// Counts Observation's notifications of what `read` reads, re-armed after each.
-    @MainActor final class Heard {
-        var count = 0
-        func follow(_ read: @escaping @MainActor () -> Void) {
-            withObservationTracking { read() } onChange: { [weak self] in
-                Task { @MainActor in
-                    self?.count += 1
-                    self?.follow(read)
-                }
-            }
-        }
-    }
-
     private func shape(_ sections: SectionedResults<Entry, String?>) -> [String] {
         sections.map { section in "\(section.key ?? "-"): \(section.map(\.title).joined(separator: " "))" }
     }
@@ -62,7 +48,7 @@ import Testing
         let sections = try lists.store.results(for: lists.byTitle, sectionedBy: \.list?.title)
         let groceries = try #require(sections.section(for: "Groceries")), chores = try #require(sections.section(for: "Chores"))
         let loose = try #require(sections.section(for: nil))
-        let heardGroceries = Heard(), heardChores = Heard(), heardLoose = Heard(), heardSections = Heard()
+        let heardGroceries = ObservationCount(), heardChores = ObservationCount(), heardLoose = ObservationCount(), heardSections = ObservationCount()
         heardGroceries.follow { _ = groceries.keys }
         heardChores.follow { _ = chores.keys }
         heardLoose.follow { _ = loose.keys }
@@ -104,7 +90,7 @@ import Testing
         let lists = try await Lists()
         let sections = try lists.store.results(for: lists.byTitle, sectionedBy: \.list?.title)
         let chores = try #require(sections.section(for: "Chores"))
-        let heardChores = Heard(), heardSections = Heard()
+        let heardChores = ObservationCount(), heardSections = ObservationCount()
         heardChores.follow { _ = chores.keys }
         heardSections.follow { _ = sections.map(\.key) }
         try lists.store.transaction {
@@ -167,7 +153,7 @@ import Testing
         #expect(perList.groups == [nil, "Chores", "Groceries"] && longest.groups == ["Groceries", "Chores", nil])
         #expect(perList["Groceries"] == 2 && perList["Chores"] == 1 && perList[nil] == 1 && perList["Errands"] == 0)
         #expect(longest["Groceries"] == "Milk" && longest["Errands"] == nil)
-        let heardGroceries = Heard(), heardChores = Heard(), heardLoose = Heard(), heardGroups = Heard()
+        let heardGroceries = ObservationCount(), heardChores = ObservationCount(), heardLoose = ObservationCount(), heardGroups = ObservationCount()
         heardGroceries.follow { _ = perList["Groceries"] }
         heardChores.follow { _ = perList["Chores"] }
         heardLoose.follow { _ = perList[nil] }
