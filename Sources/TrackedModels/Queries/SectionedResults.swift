@@ -197,9 +197,6 @@ public final class SectionedResults<Model: TrackedModel, SectionKey: ColumnValue
         observation.withMutation(of: self, keyPath: revisionKeyPath) { revision += 1 }
     }
 
-    /// Whether a read placed later failed (see ``LiveQuery/isStale``).
-    var isStale: Bool { live.isStale }
-
     /// Whether the results keep an object for a row (a member read since it joined); for tests.
     func holdsObject(ofKey key: SQLValue) -> Bool { objects.holds(key) }
 

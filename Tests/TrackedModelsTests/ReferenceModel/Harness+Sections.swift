@@ -75,7 +75,13 @@ extension Harness {
             canonical = { (try? Key(sqlValue: $0))?.sqlValue ?? $0 }
             showsNothing = "[]"
             aggregate = nil
-            shown = { sections.map { (value: $0.key.sqlValue, shows: "\($0.keys)", identity: ObjectIdentifier($0)) } }
+            // Each section as enumerated, and as `section(for:)` finds it by its `id`.
+            shown = {
+                sections.map { section in
+                    let found = sections.section(for: section.id) === section
+                    return (value: section.key.sqlValue, shows: found ? "\(section.keys)" : "not found by its key", identity: ObjectIdentifier(section))
+                }
+            }
             showsResult = { _ in "" }
             watch = { value in
                 let section = sections.first { $0.key.sqlValue == value }
