@@ -50,6 +50,9 @@ extension ModelStore {
     /// ```
     ///
     /// - Parameters:
+    ///   - aggregate: What each group computes: a count, or a column's sum, average, minimum or
+    ///     maximum.
+    ///   - descriptor: Which rows.
     ///   - keyPath: What groups the rows: a stored property, or one of what a to-one points at.
     ///   - order: The order of ``LiveGroupedAggregate/groups``: `.forward` for ascending (nil
     ///     first), `.reverse` for the reverse.
