@@ -16,7 +16,8 @@ import TrackedModelsTesting
         let rows: [Row]
         let probe: NotificationProbe
         let list: FetchedResults<Row>
-        var differences: [FetchedResults<Row>.Difference] = []
+        var changes: [FetchedResults<Row>.Change] = []
+        var differences: [FetchedResults<Row>.Difference] { changes.map(\.difference) }
         var observed = 0
         var subscription: FetchedResults<Row>.Subscription?
 
@@ -32,7 +33,7 @@ import TrackedModelsTesting
             var descriptor = FetchDescriptor<Row>(predicate: #Predicate { $0.count > 0 }, sortBy: [SortDescriptor(\.count, order: .reverse)])
             descriptor.fetchLimit = limit
             list = try store.results(for: descriptor)
-            subscription = list.onChange { [unowned self] in differences.append($0) }
+            subscription = list.onChange { [unowned self] in changes.append($0) }
             observe()
         }
 
@@ -91,6 +92,10 @@ import TrackedModelsTesting
         let difference = try #require(workload.differences.first)
         #expect(workload.differences.count == 1)
         #expect(difference.contains { if case .insert(0, 9, let moved) = $0 { moved == 9 } else { false } })
+        // The same change by its offsets: row 9 left offset 9 and entered offset 0.
+        let change = try #require(workload.changes.first)
+        #expect(change.removedOffsets == [9] && change.insertedOffsets == [0])
+        #expect(change.moves.map { [$0.from, $0.to] } == [[9, 0]])
         #expect(workload.probe.counts == ["row 9": 1])
     }
 
@@ -197,12 +202,12 @@ import TrackedModelsTesting
     @Test func aWindowMovedByAnObserverMovesOnceEveryObserverHeardTheChange() async throws {
         let workload = try await Workload(limit: 3)
         var toldFirst: [Int64?] = workload.list.keys, toldSecond: [Int64?] = workload.list.keys
-        let first = workload.list.onChange { [unowned workload] difference in
-            toldFirst = toldFirst.applying(difference) ?? []
+        let first = workload.list.onChange { [unowned workload] change in
+            toldFirst = toldFirst.applying(change, shown: workload.list.keys) ?? []
             try? workload.list.moveWindow(offset: 3, limit: 3)
         }
-        let second = workload.list.onChange { [unowned workload] difference in
-            toldSecond = toldSecond.applying(difference) ?? []
+        let second = workload.list.onChange { [unowned workload] change in
+            toldSecond = toldSecond.applying(change, shown: workload.list.keys) ?? []
             // Each observer is told a change that gives what the list shows while it is told.
             #expect(toldSecond == workload.list.keys)
         }
@@ -263,8 +268,8 @@ import TrackedModelsTesting
         let stream = workload.list.differences
         workload.rows[300].count = 1
         var iterator = stream.makeAsyncIterator()
-        let difference = await iterator.next()
-        #expect(difference?.insertions.count == 1)
+        let change = await iterator.next()
+        #expect(change?.insertedOffsets.count == 1)
         #expect(workload.list.keys.last == 300)
     }
 

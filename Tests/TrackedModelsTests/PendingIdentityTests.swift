@@ -21,7 +21,7 @@ import Testing
         let groceries = FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Groceries" }, sortBy: [SortDescriptor(\.id)])
         let live = try await store.async.results(for: groceries)
         var keysTold: [Int64?] = []
-        let subscription = live.onChange { keysTold = keysTold.applying($0) ?? [-1] }
+        let subscription = live.onChange { keysTold = keysTold.applying($0, shown: live.keys) ?? [-1] }
 
         let list = TodoList(id: nil, title: "Groceries")
         let milk = Entry(id: nil, title: "Milk", list: list)
@@ -84,7 +84,7 @@ import Testing
         let store = try await store(.sqlite, in: directory)
         let live = try store.results(for: FetchDescriptor<TodoList>())
         var keysTold: [Int64?] = []
-        let subscription = live.onChange { keysTold = keysTold.applying($0) ?? [-1] }
+        let subscription = live.onChange { keysTold = keysTold.applying($0, shown: live.keys) ?? [-1] }
         struct Undo: Error {}
         #expect(throws: Undo.self) {
             try store.transaction {

@@ -161,34 +161,47 @@ final class NoteRow {
 }
 
 @Suite struct SortedRowsTests {
-    @Test func insertsRemovesAndPositionsAgreeWithASortedArray() {
-        var rows = SortedRows { a, b in
+    /// Random inserts and removes, in both directions, of entries whose fingerprints decide
+    /// (integer values and keys) and entries they do not (NULL, reals, text, text keys), mixed:
+    /// positions agree with a sorted array's.
+    @Test(arguments: [true, false]) func insertsRemovesAndPositionsAgreeWithASortedArray(ascending: Bool) {
+        var rows = SortedRows(order: SortedRows.Order(terms: [SortedRows.Order.Term(ascending: ascending, textOrder: .binary)]))
+        func precedes(_ a: SortedRows.Entry, _ b: SortedRows.Entry) -> Bool {
             let order = SQLValue.compare(a.head, b.head)
-            return order == .orderedAscending || (order == .orderedSame && SQLValue.compare(a.key, b.key) == .orderedAscending)
+            guard order == .orderedSame else { return (order == .orderedAscending) == ascending }
+            return SQLValue.compare(a.key, b.key) == .orderedAscending
         }
-        func entry(_ value: Int64, _ key: Int64) -> SortedRows.Entry {
-            SortedRows.Entry(head: .integer(value), middle: [], key: .integer(key))
-        }
-        var reference: [(Int64, Int64)] = []
         var generator = SystemRandomNumberGenerator()
+        func randomEntry(key: Int) -> SortedRows.Entry {
+            let head: SQLValue = switch Int.random(in: 0..<10, using: &generator) {
+            case 0: .null
+            case 1: .real(Double(Int.random(in: -3..<50, using: &generator)) + 0.5)
+            case 2: .text("t\(Int.random(in: 0..<5, using: &generator))")
+            case 3: .integer(Int64.random(in: Int64.min...Int64.max, using: &generator))
+            default: .integer(Int64.random(in: -3..<50, using: &generator))
+            }
+            return SortedRows.Entry(head: head, middle: [], key: key % 7 == 0 ? .text("k\(key)") : .integer(Int64(key) - 1_000))
+        }
+        var reference: [SortedRows.Entry] = []
         for step in 0..<6_000 {
-            let key = Int64.random(in: 0..<2_000, using: &generator)
-            let value = Int64.random(in: 0..<50, using: &generator)
-            if let existing = reference.firstIndex(where: { $0.1 == key }) {
+            let key = Int.random(in: 0..<2_000, using: &generator)
+            if let existing = reference.firstIndex(where: { $0.key == randomEntry(key: key).key }) {
                 let removed = reference.remove(at: existing)
-                #expect(rows.remove(entry(removed.0, removed.1)) == existing)
+                #expect(rows.remove(removed) == existing)
             } else {
-                reference.append((value, key))
-                reference.sort { $0 < $1 }
-                let position = rows.insert(entry(value, key))
-                #expect(reference[position] == (value, key))
+                let entry = randomEntry(key: key)
+                reference.append(entry)
+                reference.sort(by: precedes)
+                #expect(rows.rank(of: entry) == reference.firstIndex(of: entry))
+                let position = rows.insert(entry)
+                #expect(reference[position] == entry)
             }
             if step % 500 == 0 {
                 rows.checkInvariants()
                 #expect(rows.count == reference.count)
-                #expect(rows.keys(in: 0..<rows.count) == reference.map { .integer($0.1) })
+                #expect(rows.keys(in: 0..<rows.count) == reference.map(\.key))
                 if let middle = reference.indices.randomElement() {
-                    #expect(rows[middle].key == .integer(reference[middle].1))
+                    #expect(rows[middle].key == reference[middle].key)
                 }
             }
         }
@@ -239,13 +252,22 @@ final class NoteRow {
             }
             var settled = changes
             settled.settle { current }
-            #expect(start.applying(settled.difference { $0 }) == current)
+            #expect(Self.typed(start).applying(Self.difference(settled)) == Self.typed(current))
             // Replaced whole, as by a reset.
             var replaced = changes
             replaced.compareWhole(current: current)
             let after = current.shuffled(using: &generator).dropLast(Int.random(in: 0...3, using: &generator)) + [.integer(next)]
             replaced.settle { Array(after) }
-            #expect(start.applying(replaced.difference { $0 }) == Array(after))
+            #expect(Self.typed(start).applying(Self.difference(replaced)) == Self.typed(Array(after)))
         }
+    }
+
+    /// The edits as live results of `Row` tell them.
+    private static func difference(_ changes: ListChanges) -> FetchedResults<Row>.Difference {
+        FetchedResults<Row>.Change(removed: changes.removed, inserted: changes.inserted).difference
+    }
+
+    private static func typed(_ keys: [SQLValue]) -> [Int64?] {
+        keys.map { if case .integer(let key) = $0 { key } else { nil } }
     }
 }

@@ -137,7 +137,7 @@ extension RelatedQueryTests {
         let live = try store.results(for: FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Groceries" }, sortBy: [SortDescriptor(\.title)]))
         #expect(live.keys == [2, 1])
         var differences: [FetchedResults<Entry>.Difference] = []
-        let subscription = live.onChange { differences.append($0) }
+        let subscription = live.onChange { differences.append($0.difference) }
         let chores = try #require(try store.find(TodoList.self, key: 2))
 
         let before = reader.statementsRun

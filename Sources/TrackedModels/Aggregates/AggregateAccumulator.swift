@@ -35,10 +35,7 @@ struct AggregateAccumulator {
     init(_ function: Function) {
         self.function = function
         if function == .minimum || function == .maximum {
-            ordered = SortedRows { a, b in
-                let order = SQLValue.compare(a.head, b.head)
-                return order == .orderedSame ? SQLValue.compare(a.key, b.key) == .orderedAscending : order == .orderedAscending
-            }
+            ordered = SortedRows(order: SortedRows.Order(terms: [SortedRows.Order.Term(ascending: true, textOrder: .binary)]))
         }
     }
 

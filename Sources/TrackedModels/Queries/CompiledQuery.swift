@@ -2,7 +2,7 @@ import Foundation
 
 /// A ``FetchDescriptor`` compiled once for one table into two forms that agree: a predicate
 /// tree and an order that an engine writes as SQL in its dialect, and the same tree and order
-/// evaluated in memory over a row's values (``matches(_:)``, ``precedes(_:_:)``), which live
+/// evaluated in memory over a row's values (``matches(_:)``, ``entry(of:)`` in ``entryOrder``), which live
 /// results use instead of asking the database about each changed row.
 ///
 /// A query may read the columns of what a to-one relationship points at
@@ -174,15 +174,9 @@ extension CompiledQuery {
         )
     }
 
-    /// Whether `a` comes before `b`, in the order the engine's SQL sorts them.
-    func precedes(_ a: SortedRows.Entry, _ b: SortedRows.Entry) -> Bool {
-        var order = sort[0].textOrder.compare(a.head, b.head)
-        if order != .orderedSame { return (order == .orderedAscending) == sort[0].ascending }
-        for index in a.middle.indices {
-            order = sort[index + 1].textOrder.compare(a.middle[index], b.middle[index])
-            if order != .orderedSame { return (order == .orderedAscending) == sort[index + 1].ascending }
-        }
-        return SQLValue.compare(a.key, b.key) == .orderedAscending
+    /// The order of the entries of rows (``entry(of:)``), the one the engine's SQL sorts them in.
+    var entryOrder: SortedRows.Order {
+        SortedRows.Order(terms: sort.map { SortedRows.Order.Term(ascending: $0.ascending, textOrder: $0.textOrder) })
     }
 
     /// The join and the target's column at a position of the query's row; nil for a column of

@@ -1,32 +1,33 @@
 extension FetchedResults {
-    /// Calls `handler` with each change of the results, as insertions and removals with
-    /// offsets (a move is a removal and an insertion associated with each other), once the
-    /// burst of changes that caused it has been delivered.
+    /// Calls `handler` with each change of the results (the offsets of the rows that left and
+    /// entered, a move being both; see ``Change``), once the burst of changes that caused it
+    /// has been delivered.
     ///
     /// ```swift
-    /// let subscription = results.onChange { difference in
-    ///     for change in difference.inferringMoves() { print(change) }
+    /// let subscription = results.onChange { change in
+    ///     print("removed", change.removedOffsets, "inserted", change.insertedOffsets)
+    ///     shownKeys = shownKeys.applying(change.difference)!   // as a CollectionDifference
     /// }
     /// ```
-    public func onChange(_ handler: @escaping (Difference) -> Void) -> Subscription {
+    public func onChange(_ handler: @escaping (Change) -> Void) -> Subscription {
         let id = observers.add(handler)
         return Subscription { [weak self] in self?.observers.remove(id) }
     }
 
-    /// Each change of the results, as an `AsyncSequence`. Each access makes a new stream; it
-    /// is dropped at the first change after its iteration ended.
+    /// Each change of the results (see ``Change``), as an `AsyncSequence`. Each access makes
+    /// a new stream; it is dropped at the first change after its iteration ended.
     ///
     /// ```swift
-    /// for await difference in results.differences { apply(difference) }
+    /// for await change in results.differences { apply(change.difference) }
     /// ```
-    public var differences: AsyncStream<Difference> {
+    public var differences: AsyncStream<Change> {
         observers.makeStream()
     }
 
     /// A registration of ``onChange(_:)``; cancelled by ``cancel()`` or when released.
     ///
     /// ```swift
-    /// let subscription = results.onChange { difference in apply(difference) }
+    /// let subscription = results.onChange { change in apply(change) }
     /// subscription.cancel()   // no more calls
     /// ```
     public final class Subscription {

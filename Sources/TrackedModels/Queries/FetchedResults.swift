@@ -9,8 +9,8 @@ public import Observation
 ///     predicate: #Predicate { $0.count > 0 },
 ///     sortBy: [SortDescriptor(\.count, order: .reverse)]
 /// ))
-/// let subscription = busy.onChange { difference in
-///     tableView.apply(difference)          // insertions and removals with offsets
+/// let subscription = busy.onChange { change in
+///     tableView.apply(change.removedOffsets, change.insertedOffsets)
 /// }
 /// for row in busy { print(row.title, row.count) }
 /// ```
@@ -38,8 +38,9 @@ public import Observation
 public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccessCollection, LiveQueryForm {
     public typealias Element = Model
     public typealias Index = Int
-    /// Changes of ``keys``: a row whose key the database has yet to assign is `nil` until it
-    /// has its key (then it is removed as `nil` and inserted with its key).
+    /// A change of ``keys``, as ``Change/difference`` makes it: a row whose key the database
+    /// has yet to assign is `nil` until it has its key (then it is removed as `nil` and
+    /// inserted with its key).
     public typealias Difference = CollectionDifference<Model.PrimaryKeyValue?>
 
     private let plan: CompiledQuery
@@ -64,14 +65,14 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private var isPublishing = false
     private var moveAfterPublishing: (offset: Int, limit: Int?)?
     /// Who hears the list's changes (see ``onChange(_:)``, in `FetchedResults+Subscription`).
-    let observers = DifferenceObservers<Difference>()
+    let observers = ChangeObservers<Change>()
 
     /// Results of a plan, starting from the rows it matches now (``MatchingRows``, not
     /// windowed).
     init(store: ModelStore, plan: CompiledQuery, matching: [[SQLValue]]) {
         self.plan = plan
         revisionKeyPath = \FetchedResults.revision
-        rows = SortedRows(precedes: plan.precedes)
+        rows = SortedRows(order: plan.entryOrder)
         objects = MemberObjects(store: store, plan: plan, describedAs: "a live list of \(Model.self)")
         window = ResultsWindow(offset: plan.offset, limit: plan.limit)
         live = LiveQuery(store: store, plan: plan, describedAs: "a live list of \(Model.self)")
@@ -208,9 +209,9 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         guard moved || !recorded.isEmpty else { return }
         isPublishing = true
         observation.withMutation(of: self, keyPath: revisionKeyPath) { revision += 1 }
-        // The difference is made only for those who take it. Made on the stored keys, which
-        // tell rows waiting for their keys apart (their typed keys are all nil).
-        if !observers.isEmpty, !recorded.isEmpty { observers.send(recorded.difference { MemberObjects<Model>.typedKey($0) }) }
+        // Made only for those who take it, of the stored keys, which tell rows waiting for
+        // their keys apart (their typed keys are all nil) where it pairs a move.
+        if !observers.isEmpty, !recorded.isEmpty { observers.send(Change(removed: recorded.removed, inserted: recorded.inserted)) }
         isPublishing = false
         if let move = moveAfterPublishing {
             moveAfterPublishing = nil

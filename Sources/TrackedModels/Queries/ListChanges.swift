@@ -1,5 +1,5 @@
-/// The net change of a list over a burst of edits, as a `CollectionDifference`: removals at
-/// their offsets in the list as it was, insertions at their offsets in the list as it is.
+/// The net change of a list over a burst of edits: removals at their offsets in the list as it
+/// was, insertions at their offsets in the list as it is.
 ///
 /// Each edit is one row removed from or inserted at a position of the current list; the
 /// offsets are translated as they come, in O(edits) each, so a short burst costs nothing in
@@ -11,16 +11,16 @@
 /// var changes = ListChanges()
 /// changes.remove(key: 42, at: 7)     // row 42 moves from 7 ...
 /// changes.insert(key: 42, at: 0)     // ... to the top
-/// changes.difference { $0 }           // remove offset 7, insert offset 0
+/// (changes.removed, changes.inserted) // [(7, 42)], [(0, 42)]
 /// ```
 struct ListChanges {
     /// The most edits translated one by one in a burst.
     static let maximumEdits = 64
 
     /// Rows of the original list that are gone, by original offset, ascending.
-    private var removed: [(offset: Int, key: SQLValue)] = []
+    private(set) var removed: [(offset: Int, key: SQLValue)] = []
     /// Rows that are new in the current list, by current offset, ascending.
-    private var inserted: [(offset: Int, key: SQLValue)] = []
+    private(set) var inserted: [(offset: Int, key: SQLValue)] = []
     /// The list as it was before the burst, once edits are no longer translated one by one.
     private var original: [SQLValue]?
 
@@ -150,32 +150,5 @@ struct ListChanges {
             position = previous[position]
         }
         return run.reversed()
-    }
-
-    /// The difference with keys converted by `element`; a key both removed and inserted is a
-    /// move, its two changes associated with each other.
-    func difference<Element>(_ element: (SQLValue) -> Element) -> CollectionDifference<Element> {
-        // A burst is mostly one row moved: a few changes are matched by a scan, many by hashing.
-        let isShort = removed.count < 8 && inserted.count < 8
-        var insertedAt: [SQLValue: Int] = [:]
-        var removedAt: [SQLValue: Int] = [:]
-        if !isShort {
-            for row in inserted { insertedAt[row.key] = row.offset }
-            for row in removed { removedAt[row.key] = row.offset }
-        }
-        var changes: [CollectionDifference<Element>.Change] = []
-        changes.reserveCapacity(removed.count + inserted.count)
-        for row in removed {
-            let partner = isShort ? inserted.first { $0.key == row.key }?.offset : insertedAt[row.key]
-            changes.append(.remove(offset: row.offset, element: element(row.key), associatedWith: partner))
-        }
-        for row in inserted {
-            let partner = isShort ? removed.first { $0.key == row.key }?.offset : removedAt[row.key]
-            changes.append(.insert(offset: row.offset, element: element(row.key), associatedWith: partner))
-        }
-        guard let difference = CollectionDifference(changes) else {
-            preconditionFailure("the recorded list edits do not form a difference")
-        }
-        return difference
     }
 }

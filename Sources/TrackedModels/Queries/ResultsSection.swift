@@ -30,10 +30,10 @@ public final class ResultsSection<Model: TrackedModel, SectionKey: ColumnValue &
     /// `\.revision`, made once (see ``FetchedResults``).
     private let revisionKeyPath: KeyPath<ResultsSection, Int>
 
-    init(key: SectionKey, precedes: @escaping (SortedRows.Entry, SortedRows.Entry) -> Bool, objects: MemberObjects<Model>) {
+    init(key: SectionKey, order: SortedRows.Order, objects: MemberObjects<Model>) {
         self.key = key
         self.objects = objects
-        rows = SortedRows(precedes: precedes)
+        rows = SortedRows(order: order)
         revisionKeyPath = \ResultsSection.revision
     }
 

@@ -10,6 +10,8 @@ extension SQLValue {
     ///
     /// Related SQLite documentation: <https://www.sqlite.org/datatype3.html#sort_order>
     static func compare(_ a: SQLValue, _ b: SQLValue) -> ComparisonResult {
+        // Two integers, the most common case of a live list's order, without copying a value.
+        if case .integer(let x) = a, case .integer(let y) = b { return x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame }
         switch (a.nanAsNull, b.nanAsNull) {
         case (.null, .null): return .orderedSame
         case (.null, _): return .orderedAscending

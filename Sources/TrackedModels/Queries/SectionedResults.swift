@@ -107,7 +107,7 @@ public final class SectionedResults<Model: TrackedModel, SectionKey: ColumnValue
     private func sectionMade(for value: SQLValue) -> ResultsSection<Model, SectionKey> {
         if let section = sections[value] { return section }
         let key = GroupOrder.key(value, as: SectionKey.self, grouping: "\(Model.self)")
-        let section = ResultsSection(key: key, precedes: plan.precedes, objects: objects)
+        let section = ResultsSection(key: key, order: plan.entryOrder, objects: objects)
         sections[value] = section
         return section
     }

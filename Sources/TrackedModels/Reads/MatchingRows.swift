@@ -104,7 +104,8 @@ struct MatchingRows: ShownRead {
                 let row = shown.queryRow(plan, values: current, key: unkeyed.key, given: answers)
                 if plan.matches(row) { rows.append(row) }
             }
-            rows.sort { plan.precedes(plan.entry(of: $0), plan.entry(of: $1)) }
+            let order = plan.entryOrder
+            rows.sort { order.precedes(plan.entry(of: $0), plan.entry(of: $1)) }
         }
         guard windowed else { return rows }
         let start = min(plan.offset, rows.count)

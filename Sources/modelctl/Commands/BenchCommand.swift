@@ -30,6 +30,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Rows bulk-inserted, against a raw INSERT loop (0 skips it).")
     var bulkRows = 1_000_000
 
+    @Option(parsing: .unconditional, help: "Measure only these parts, comma-separated (\(BenchPart.allCases.map(\.rawValue).joined(separator: ", "))); all by default.")
+    var only: BenchParts = BenchParts(parts: Set(BenchPart.allCases))
+
     @Flag(help: "Print one JSON object instead of a table.")
     var json = false
 
@@ -73,37 +76,78 @@ struct BenchCommand: AsyncParsableCommand {
             print(json ? report.json : report.table)
             return
         }
-        var benchmark = HeadlineBenchmark(rows: rows)
-        benchmark.bumps = bumps
-        benchmark.latencyCommits = commits
-        benchmark.startCommitter = Self.startCommitter
         let folder = FileManager.default.temporaryDirectory.path
-        let report = try await benchmark.run(in: folder)
-        var live = LiveListBenchmark(rows: rows)
-        live.bumps = bumps
-        let liveList = try await live.run(in: folder)
-        var sparse = SparseListBenchmark(rows: rows)
-        sparse.bumps = bumps
-        let sparseList = try await sparse.run(in: folder)
-        let relatedList = try await RelatedListBenchmark(rows: rows).run(in: folder)
-        var liveForms = LiveFormsBenchmark(rows: rows)
-        liveForms.bumps = bumps
-        let forms = try await liveForms.run(in: folder)
-        let memory = memoryRows > 0 ? try await MemoryBenchmark(rows: memoryRows).run(in: folder) : nil
-        let bulk = bulkRows > 0 ? try await BulkInsertBenchmark(rows: bulkRows).run(in: folder) : nil
-        if json {
-            var object = report.json.dropLast() + ", \"live_list\": \(liveList.json), \"sparse_list\": \(sparseList.json), \"related_list\": \(relatedList.json), \(forms.jsonMembers)"
-            if let memory { object += ", \"memory\": \(memory.json)" }
-            if let bulk { object += ", \"bulk_insert\": \(bulk.json)" }
-            print(object + "}")
-        } else {
-            print(report.table)
-            print(liveList.table)
-            print(sparseList.table)
-            print(relatedList.table)
-            print(forms.table)
-            if let memory { print(memory.table) }
-            if let bulk { print(bulk.table) }
+        // Each part measured adds its members to the JSON object and its lines to the table.
+        var members: [String] = []
+        var tables: [String] = []
+        if only.parts.contains(.headline) {
+            var benchmark = HeadlineBenchmark(rows: rows)
+            benchmark.bumps = bumps
+            benchmark.latencyCommits = commits
+            benchmark.startCommitter = Self.startCommitter
+            let report = try await benchmark.run(in: folder)
+            members.append(String(report.json.dropFirst().dropLast()))
+            tables.append(report.table)
         }
+        if only.parts.contains(.liveList) {
+            var live = LiveListBenchmark(rows: rows)
+            live.bumps = bumps
+            let report = try await live.run(in: folder)
+            members.append("\"live_list\": \(report.json)")
+            tables.append(report.table)
+        }
+        if only.parts.contains(.sparseList) {
+            var sparse = SparseListBenchmark(rows: rows)
+            sparse.bumps = bumps
+            let report = try await sparse.run(in: folder)
+            members.append("\"sparse_list\": \(report.json)")
+            tables.append(report.table)
+        }
+        if only.parts.contains(.relatedList) {
+            let report = try await RelatedListBenchmark(rows: rows).run(in: folder)
+            members.append("\"related_list\": \(report.json)")
+            tables.append(report.table)
+        }
+        if only.parts.contains(.forms) {
+            var liveForms = LiveFormsBenchmark(rows: rows)
+            liveForms.bumps = bumps
+            let report = try await liveForms.run(in: folder)
+            members.append(report.jsonMembers)
+            tables.append(report.table)
+        }
+        if only.parts.contains(.memory), memoryRows > 0 {
+            let report = try await MemoryBenchmark(rows: memoryRows).run(in: folder)
+            members.append("\"memory\": \(report.json)")
+            tables.append(report.table)
+        }
+        if only.parts.contains(.bulkInsert), bulkRows > 0 {
+            let report = try await BulkInsertBenchmark(rows: bulkRows).run(in: folder)
+            members.append("\"bulk_insert\": \(report.json)")
+            tables.append(report.table)
+        }
+        print(json ? "{" + members.joined(separator: ", ") + "}" : tables.joined(separator: "\n"))
     }
+}
+
+/// A part of the bench, for `--only`.
+enum BenchPart: String, CaseIterable {
+    case headline, liveList = "live-list", sparseList = "sparse-list", relatedList = "related-list", forms, memory, bulkInsert = "bulk-insert"
+}
+
+/// The parts `--only` names: `live-list,forms`.
+struct BenchParts: ExpressibleByArgument {
+    var parts: Set<BenchPart>
+
+    init(parts: Set<BenchPart>) {
+        self.parts = parts
+    }
+
+    init?(argument: String) {
+        let names = argument.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let parts = names.compactMap(BenchPart.init(rawValue:))
+        guard !names.isEmpty, parts.count == names.count else { return nil }
+        self.parts = Set(parts)
+    }
+
+    var defaultValueDescription: String { "all" }
 }

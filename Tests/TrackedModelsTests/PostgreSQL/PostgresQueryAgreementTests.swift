@@ -71,7 +71,7 @@ struct PostgresQueryAgreementTests {
             }
             let select = try PostgreSQLDialect.select(query, limit: nil)
             let selected = try await session.rows(select.sql, select.arguments, doing: "selecting").map { $0[0] }
-            let evaluated = queryRows.filter(query.matches).map(query.entry(of:)).sorted(by: query.precedes).map(\.key)
+            let evaluated = queryRows.filter(query.matches).map(query.entry(of:)).sorted(by: query.entryOrder.precedes).map(\.key)
             #expect(evaluated == selected, "the evaluator selects \(evaluated), PostgreSQL \(selected); order \(query.sort); \(context)")
             return true
         } catch let error as StoreError where error.code == .valueNotStorable {

@@ -88,8 +88,9 @@ final class Harness {
         let token: FeedToken
     }
 
-    /// A live list of one of the program's queries, and its keys as its `onChange` differences
-    /// tell them: applied one after another to the keys it had when made, they must give the
+    /// A live list of one of the program's queries, and its keys as its `onChange` changes
+    /// tell them (by their offsets, their moves and their difference, which must agree):
+    /// applied one after another to the keys it had when made, they must give the
     /// keys it holds, until the program cancels that subscription (then it must tell nothing
     /// more). Every other list also follows its `differences` stream, which must tell the same.
     @MainActor final class LiveList {
@@ -108,16 +109,16 @@ final class Harness {
             self.query = query
             self.results = results
             toldKeys = results.keys
-            subscription = results.onChange { [unowned self] difference in
-                toldKeys = toldKeys?.applying(difference)
+            subscription = results.onChange { [unowned self, unowned results] change in
+                toldKeys = toldKeys?.applying(change, shown: results.keys)
             }
             guard streamed else { return }
             streamedKeys = .some(results.keys)
             let differences = results.differences
             streaming = Task { [weak self] in
-                for await difference in differences {
+                for await change in differences {
                     guard let self else { return }
-                    streamedKeys = streamedKeys.map { $0?.applying(difference) }
+                    streamedKeys = streamedKeys.map { $0?.applying(change.difference) }
                 }
             }
         }

@@ -65,7 +65,7 @@ import Testing
         let selected = try connection.makeStatement(select.sql).rows(select.arguments).map { $0[0] }
         let evaluated = queryRows.filter(query.matches)
             .map(query.entry(of:))
-            .sorted(by: query.precedes)
+            .sorted(by: query.entryOrder.precedes)
             .map(\.key)
         #expect(evaluated == selected, "the evaluator selects \(evaluated), SQLite \(selected); order \(query.sort); \(context)")
     }

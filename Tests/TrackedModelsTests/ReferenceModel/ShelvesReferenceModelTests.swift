@@ -138,7 +138,7 @@ final class ShelvesHarness {
     /// More books than SQLite binds parameters in one statement (32,766 by default).
     private static let many = 33_000
     private var live: FetchedResults<Book>? {
-        didSet { told = live?.keys; listening = live?.onChange { [unowned self] in told = told?.applying($0) } }
+        didSet { told = live?.keys; listening = live?.onChange { [unowned self] in told = told?.applying($0, shown: live?.keys ?? []) } }
     }
     /// The live list's keys as its `onChange` differences tell them, applied in turn from its
     /// keys when made (nil once one does not apply): a burst of thousands of rows included.
