@@ -4,9 +4,10 @@ extension FetchedResults {
     /// results as they were, and the rows that entered, by their offsets in the results as
     /// they are. A row that moved is in both, and in ``moves``.
     ///
-    /// It holds the offsets the change recorded as it happened, so making it costs nothing in
-    /// the size of the results, and little more than nothing for one row moved. ``difference``
-    /// builds the same change as a `CollectionDifference` of ``FetchedResults/keys``, on demand.
+    /// It holds the offsets of the burst's net change, as the results worked them out (edit by
+    /// edit, or by comparing what they show for a long burst, a reset or a window), so making
+    /// it costs nothing more. ``difference`` builds the same change as a `CollectionDifference`
+    /// of ``FetchedResults/keys``, on demand.
     ///
     /// ```swift
     /// let subscription = results.onChange { change in

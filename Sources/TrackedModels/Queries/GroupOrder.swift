@@ -35,9 +35,9 @@ struct GroupOrder {
 
     /// A group's value as the key type of the key path that groups (a section key, a group of
     /// an aggregate).
-    static func key<Key: ColumnValue>(_ value: SQLValue, as type: Key.Type, grouping model: String) -> Key {
+    static func key<Key: ColumnValue>(_ value: SQLValue, as type: Key.Type, grouping model: @autoclosure () -> String) -> Key {
         guard let key = try? Key(sqlValue: value) else {
-            preconditionFailure("the group \(value) of \(model) does not decode as \(Key.self)")
+            preconditionFailure("the group \(value) of \(model()) does not decode as \(Key.self)")
         }
         return key
     }

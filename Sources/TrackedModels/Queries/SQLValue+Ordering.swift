@@ -16,7 +16,6 @@ extension SQLValue {
         case (.null, .null): return .orderedSame
         case (.null, _): return .orderedAscending
         case (_, .null): return .orderedDescending
-        case (.integer(let x), .integer(let y)): return x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame
         case (.real(let x), .real(let y)): return x < y ? .orderedAscending : x > y ? .orderedDescending : .orderedSame
         case (.integer(let x), .real(let y)): return compare(integer: x, real: y)
         case (.real(let x), .integer(let y)): return compare(integer: y, real: x).reversed

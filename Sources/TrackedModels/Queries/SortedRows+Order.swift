@@ -9,7 +9,8 @@ extension SortedRows {
             var textOrder: TextOrder
         }
 
-        /// The terms of `head`, then of each of `middle`.
+        /// The terms of `head`, then of each of `middle` (a term after those, the key's, is not
+        /// read: the key always sorts ascending).
         let terms: [Term]
 
         /// Whether `a` comes before `b`.
@@ -24,7 +25,7 @@ extension SortedRows {
         }
 
         /// Where an entry sorts, in two machine words where they say it exactly: an order by
-        /// one integer column with integer keys (a count, a date stored as a number).
+        /// one column holding an integer (a count, a position), with integer keys.
         func fingerprint(of entry: Entry) -> Fingerprint {
             guard entry.middle.isEmpty, case .integer(let head) = entry.head, case .integer(let key) = entry.key else { return .inexact }
             // Signed order as unsigned order; a descending term reverses it.

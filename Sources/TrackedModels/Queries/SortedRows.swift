@@ -6,7 +6,7 @@
 /// one contiguous array, find a row's chunk without touching the others. Entries hold their
 /// sort values inline, so that a comparison reads no other memory; beside them, each chunk and
 /// the last entries keep the entries' fingerprints (``Fingerprint``), which decide most
-/// comparisons of a list ordered by a number from a few contiguous words. (swift-collections' B-tree
+/// comparisons of a list ordered by one integer column from a few contiguous words. (swift-collections' B-tree
 /// sorted containers are still behind an "unstable, not for production" trait in 1.6.0.)
 struct SortedRows {
     /// A row as it sorts: the first sort value, the sort values after it, and the primary key,

@@ -45,6 +45,12 @@ struct BenchCommand: AsyncParsableCommand {
         guard (1...100_000).contains(commits) else { throw ValidationError("--commits must be from 1 to 100,000, not \(commits)") }
         guard (0...10_000_000).contains(memoryRows) else { throw ValidationError("--memory-rows must be from 0 to 10,000,000, not \(memoryRows)") }
         guard (0...10_000_000).contains(bulkRows) else { throw ValidationError("--bulk-rows must be from 0 to 10,000,000, not \(bulkRows)") }
+        let isSelected = only.parts.count < BenchPart.allCases.count
+        guard database == nil || !isSelected else { throw ValidationError("--only selects parts of the SQLite benchmark; drop it with --db") }
+        var measured = only.parts
+        if memoryRows == 0 { measured.remove(.memory) }
+        if bulkRows == 0 { measured.remove(.bulkInsert) }
+        guard !measured.isEmpty else { throw ValidationError("--only \(only.parts.map(\.rawValue).sorted().joined(separator: ",")) measures nothing with --memory-rows 0 or --bulk-rows 0") }
     }
 
     func run() async throws {
