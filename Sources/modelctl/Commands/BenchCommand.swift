@@ -47,10 +47,15 @@ struct BenchCommand: AsyncParsableCommand {
         guard (0...10_000_000).contains(bulkRows) else { throw ValidationError("--bulk-rows must be from 0 to 10,000,000, not \(bulkRows)") }
         let isSelected = only.parts.count < BenchPart.allCases.count
         guard database == nil || !isSelected else { throw ValidationError("--only selects parts of the SQLite benchmark; drop it with --db") }
-        var measured = only.parts
-        if memoryRows == 0 { measured.remove(.memory) }
-        if bulkRows == 0 { measured.remove(.bulkInsert) }
-        guard !measured.isEmpty else { throw ValidationError("--only \(only.parts.map(\.rawValue).sorted().joined(separator: ",")) measures nothing with --memory-rows 0 or --bulk-rows 0") }
+        guard BenchPart.allCases.contains(where: measures) else { throw ValidationError("--only \(only.parts.map(\.rawValue).sorted().joined(separator: ",")) measures nothing with --memory-rows 0 or --bulk-rows 0") }
+    }
+
+    /// Whether a part is measured: selected by `--only`, and given rows to measure.
+    private func measures(_ part: BenchPart) -> Bool {
+        switch part {
+        case .memory where memoryRows == 0, .bulkInsert where bulkRows == 0: false
+        default: only.parts.contains(part)
+        }
     }
 
     func run() async throws {
@@ -83,53 +88,54 @@ struct BenchCommand: AsyncParsableCommand {
             return
         }
         let folder = FileManager.default.temporaryDirectory.path
-        // Each part measured adds its members to the JSON object and its lines to the table.
+        // Each part runs where it is selected, giving its members of the JSON object and its
+        // lines of the table.
+        let parts: [(part: BenchPart, run: () async throws -> (members: String, table: String))] = [
+            (.headline, {
+                var benchmark = HeadlineBenchmark(rows: rows)
+                benchmark.bumps = bumps
+                benchmark.latencyCommits = commits
+                benchmark.startCommitter = Self.startCommitter
+                let report = try await benchmark.run(in: folder)
+                return (String(report.json.dropFirst().dropLast()), report.table)
+            }),
+            (.liveList, {
+                var live = LiveListBenchmark(rows: rows)
+                live.bumps = bumps
+                let report = try await live.run(in: folder)
+                return ("\"live_list\": \(report.json)", report.table)
+            }),
+            (.sparseList, {
+                var sparse = SparseListBenchmark(rows: rows)
+                sparse.bumps = bumps
+                let report = try await sparse.run(in: folder)
+                return ("\"sparse_list\": \(report.json)", report.table)
+            }),
+            (.relatedList, {
+                let report = try await RelatedListBenchmark(rows: rows).run(in: folder)
+                return ("\"related_list\": \(report.json)", report.table)
+            }),
+            (.forms, {
+                var liveForms = LiveFormsBenchmark(rows: rows)
+                liveForms.bumps = bumps
+                let report = try await liveForms.run(in: folder)
+                return (report.jsonMembers, report.table)
+            }),
+            (.memory, {
+                let report = try await MemoryBenchmark(rows: memoryRows).run(in: folder)
+                return ("\"memory\": \(report.json)", report.table)
+            }),
+            (.bulkInsert, {
+                let report = try await BulkInsertBenchmark(rows: bulkRows).run(in: folder)
+                return ("\"bulk_insert\": \(report.json)", report.table)
+            }),
+        ]
         var members: [String] = []
         var tables: [String] = []
-        if only.parts.contains(.headline) {
-            var benchmark = HeadlineBenchmark(rows: rows)
-            benchmark.bumps = bumps
-            benchmark.latencyCommits = commits
-            benchmark.startCommitter = Self.startCommitter
-            let report = try await benchmark.run(in: folder)
-            members.append(String(report.json.dropFirst().dropLast()))
-            tables.append(report.table)
-        }
-        if only.parts.contains(.liveList) {
-            var live = LiveListBenchmark(rows: rows)
-            live.bumps = bumps
-            let report = try await live.run(in: folder)
-            members.append("\"live_list\": \(report.json)")
-            tables.append(report.table)
-        }
-        if only.parts.contains(.sparseList) {
-            var sparse = SparseListBenchmark(rows: rows)
-            sparse.bumps = bumps
-            let report = try await sparse.run(in: folder)
-            members.append("\"sparse_list\": \(report.json)")
-            tables.append(report.table)
-        }
-        if only.parts.contains(.relatedList) {
-            let report = try await RelatedListBenchmark(rows: rows).run(in: folder)
-            members.append("\"related_list\": \(report.json)")
-            tables.append(report.table)
-        }
-        if only.parts.contains(.forms) {
-            var liveForms = LiveFormsBenchmark(rows: rows)
-            liveForms.bumps = bumps
-            let report = try await liveForms.run(in: folder)
-            members.append(report.jsonMembers)
-            tables.append(report.table)
-        }
-        if only.parts.contains(.memory), memoryRows > 0 {
-            let report = try await MemoryBenchmark(rows: memoryRows).run(in: folder)
-            members.append("\"memory\": \(report.json)")
-            tables.append(report.table)
-        }
-        if only.parts.contains(.bulkInsert), bulkRows > 0 {
-            let report = try await BulkInsertBenchmark(rows: bulkRows).run(in: folder)
-            members.append("\"bulk_insert\": \(report.json)")
-            tables.append(report.table)
+        for (part, run) in parts where measures(part) {
+            let output = try await run()
+            members.append(output.members)
+            tables.append(output.table)
         }
         print(json ? "{" + members.joined(separator: ", ") + "}" : tables.joined(separator: "\n"))
     }
