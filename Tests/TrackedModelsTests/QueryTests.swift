@@ -161,26 +161,33 @@ final class NoteRow {
 }
 
 @Suite struct SortedRowsTests {
-    /// Random inserts and removes, in both directions, of entries whose fingerprints decide
-    /// (integer values and keys) and entries they do not (NULL, reals, text, text keys), mixed:
-    /// positions agree with a sorted array's.
-    @Test(arguments: [true, false]) func insertsRemovesAndPositionsAgreeWithASortedArray(ascending: Bool) {
-        var rows = SortedRows(order: SortedRows.Order(terms: [SortedRows.Order.Term(ascending: ascending, textOrder: .binary)]))
+    /// Random inserts and removes, in both directions, with and without a sort value between
+    /// the head and the key, of entries whose fingerprints decide (integers, short text) and
+    /// entries they do not (NULL, reals, text sharing its first eight bytes or holding a zero
+    /// byte, text keys), mixed: positions agree with a sorted array's.
+    @Test(arguments: [(true, false), (false, false), (true, true), (false, true)])
+    func insertsRemovesAndPositionsAgreeWithASortedArray(ascending: Bool, withMiddle: Bool) {
+        let terms = [SortedRows.Order.Term(ascending: ascending, textOrder: .binary)] + (withMiddle ? [SortedRows.Order.Term(ascending: !ascending, textOrder: .binary)] : [])
+        var rows = SortedRows(order: SortedRows.Order(terms: terms))
         func precedes(_ a: SortedRows.Entry, _ b: SortedRows.Entry) -> Bool {
-            let order = SQLValue.compare(a.head, b.head)
-            guard order == .orderedSame else { return (order == .orderedAscending) == ascending }
+            for (term, (x, y)) in zip(terms, zip([a.head] + a.middle, [b.head] + b.middle)) {
+                let order = SQLValue.compare(x, y)
+                if order != .orderedSame { return (order == .orderedAscending) == term.ascending }
+            }
             return SQLValue.compare(a.key, b.key) == .orderedAscending
         }
         var generator = SystemRandomNumberGenerator()
+        let texts = ["", "a", "Row 1", "Row 1234", "Row 12345", "Row 12346", "Row 1234\u{0}", "Row 1234\u{0}5", "Row\u{0}", "é", "éé", "zzzzzzzzz"]
         func randomEntry(key: Int) -> SortedRows.Entry {
-            let head: SQLValue = switch Int.random(in: 0..<10, using: &generator) {
+            let head: SQLValue = switch Int.random(in: 0..<12, using: &generator) {
             case 0: .null
             case 1: .real(Double(Int.random(in: -3..<50, using: &generator)) + 0.5)
-            case 2: .text("t\(Int.random(in: 0..<5, using: &generator))")
-            case 3: .integer(Int64.random(in: Int64.min...Int64.max, using: &generator))
+            case 2, 3, 4: .text(texts.randomElement(using: &generator)!)
+            case 5: .integer(Int64.random(in: Int64.min...Int64.max, using: &generator))
             default: .integer(Int64.random(in: -3..<50, using: &generator))
             }
-            return SortedRows.Entry(head: head, middle: [], key: key % 7 == 0 ? .text("k\(key)") : .integer(Int64(key) - 1_000))
+            let middle: [SQLValue] = withMiddle ? [Bool.random(using: &generator) ? .integer(Int64.random(in: 0..<3, using: &generator)) : .text(texts.randomElement(using: &generator)!)] : []
+            return SortedRows.Entry(head: head, middle: middle, key: key % 7 == 0 ? .text("k\(key)") : .integer(Int64(key) - 1_000))
         }
         var reference: [SortedRows.Entry] = []
         for step in 0..<6_000 {
@@ -206,6 +213,28 @@ final class NoteRow {
             }
         }
         rows.checkInvariants()
+    }
+
+    /// Every pair of entries over every kind of head and key, in both directions, with and
+    /// without a middle: where two fingerprints decide, they decide as the entries compare.
+    @Test(arguments: [true, false]) func fingerprintsDecideAsEntriesCompare(ascending: Bool) {
+        let heads: [SQLValue] = [
+            .null, .integer(.min), .integer(-1), .integer(0), .integer(7), .integer(.max), .real(0.5), .real(.nan),
+            .text(""), .text("\u{0}"), .text("a"), .text("a\u{0}"), .text("abcdefgh"), .text("abcdefgh\u{0}"), .text("abcdefghi"),
+            .text("abcdefgi"), .text("é"), .text("\u{7F}"), .blob(Data()), .blob(Data([0])),
+        ]
+        let keys: [SQLValue] = [.integer(-2), .integer(3), .text("k")]
+        for middle in [[], [SQLValue.integer(1)], [SQLValue.text("m")]] {
+            let terms = Array(repeating: SortedRows.Order.Term(ascending: ascending, textOrder: .binary), count: 1 + middle.count)
+            let order = SortedRows.Order(terms: terms)
+            let entries = heads.flatMap { head in keys.map { SortedRows.Entry(head: head, middle: middle, key: $0) } }
+            for a in entries {
+                for b in entries {
+                    let decided = order.fingerprint(of: a).precedes(order.fingerprint(of: b))
+                    #expect(decided == nil || decided == order.precedes(a, b), "\(a) before \(b)")
+                }
+            }
+        }
     }
 
     @Test func valuesOrderAsSQLiteOrdersThem() {

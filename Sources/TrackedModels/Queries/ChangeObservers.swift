@@ -7,24 +7,28 @@ final class ChangeObservers<Change: Sendable> {
     private var streams: [AsyncStream<Change>.Continuation] = []
     private var lastHandler: UInt64 = 0
 
-    /// Whether anyone takes changes: where nobody does, none is made.
-    var isEmpty: Bool { handlers.isEmpty && streams.isEmpty }
+    /// Whether anyone takes changes: where nobody does, none is made. Stored, so that asking
+    /// costs no look-up of the arrays' generic types on every change.
+    private(set) var isEmpty = true
 
     /// Registers a handler; returns its identifier, for ``remove(_:)``.
     func add(_ handler: @escaping (Change) -> Void) -> UInt64 {
         lastHandler += 1
         handlers.append((lastHandler, handler))
+        isEmpty = false
         return lastHandler
     }
 
     func remove(_ id: UInt64) {
         handlers.removeAll { $0.id == id }
+        isEmpty = handlers.isEmpty && streams.isEmpty
     }
 
     /// A new stream of the changes sent from now on.
     func makeStream() -> AsyncStream<Change> {
         let (stream, continuation) = AsyncStream.makeStream(of: Change.self)
         streams.append(continuation)
+        isEmpty = false
         return stream
     }
 
@@ -36,5 +40,6 @@ final class ChangeObservers<Change: Sendable> {
         streams.removeAll { continuation in
             if case .terminated = continuation.yield(change) { true } else { false }
         }
+        isEmpty = handlers.isEmpty && streams.isEmpty
     }
 }

@@ -188,13 +188,21 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
 
     /// Moves a row to where its entry says, or out of the list for nil.
     private func place(_ key: SQLValue, as new: SortedRows.Entry?) {
-        let old = members[key]
+        // One hash of the key: `members` is large, and each lookup a likely cache miss.
+        let member = members.index(forKey: key)
+        let old = member.map { members.values[$0] }
         guard old != new else { return }
         window.willEdit(removing: old, inserting: new, rows: rows, changes: &changes)
         let removedAt = old.flatMap { rows.remove($0) }
         let insertedAt = new.map { rows.insert($0) }
-        members[key] = new
-        if new == nil { objects.forget(key) }
+        switch (member, new) {
+        case (let member?, let new?): members.values[member] = new
+        case (let member?, nil):
+            members.remove(at: member)
+            objects.forget(key)
+        case (nil, let new?): members[key] = new
+        case (nil, nil): break
+        }
         // A row whose sort values changed but whose place did not is no change of the list.
         guard removedAt != insertedAt, window.isWhole else { return }
         if let removedAt { changes.remove(key: key, at: removedAt) }
