@@ -293,7 +293,7 @@ final class NoteRow {
 
     /// The edits as live results of `Row` tell them.
     private static func difference(_ changes: ListChanges) -> FetchedResults<Row>.Difference {
-        FetchedResults<Row>.Change(removed: changes.removed, inserted: changes.inserted).difference
+        FetchedResults<Row>.Change(changes).difference
     }
 
     private static func typed(_ keys: [SQLValue]) -> [Int64?] {

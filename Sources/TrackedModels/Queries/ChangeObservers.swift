@@ -1,45 +1,41 @@
-/// Those who take a live result's changes: ``FetchedResults/onChange(_:)`` handlers, in the
-/// order they were registered, and ``FetchedResults/differences`` streams.
+/// Those who take a live list's changes: ``FetchedResults/onChange(_:)`` handlers, in the
+/// order they were registered, and ``FetchedResults/differences`` streams, each told the net
+/// change of a burst as the list recorded it (``ListChanges``).
+///
+/// Not generic, so that telling a change looks up no generic type at run time: each handler
+/// and stream makes its list's typed ``FetchedResults/Change`` itself.
 ///
 /// A class, so that a handler may register or cancel handlers while it is called.
-final class ChangeObservers<Change: Sendable> {
-    private var handlers: [(id: UInt64, handler: (Change) -> Void)] = []
-    private var streams: [AsyncStream<Change>.Continuation] = []
+final class ChangeObservers {
+    private var handlers: [(id: UInt64, handler: (ListChanges) -> Void)] = []
+    /// Each stream's yield, which says whether its iteration goes on.
+    private var streams: [(ListChanges) -> Bool] = []
     private var lastHandler: UInt64 = 0
 
-    /// Whether anyone takes changes: where nobody does, none is made. Stored, so that asking
-    /// costs no look-up of the arrays' generic types on every change.
-    private(set) var isEmpty = true
+    /// Whether anyone takes changes: where nobody does, none is made.
+    var isEmpty: Bool { handlers.isEmpty && streams.isEmpty }
 
     /// Registers a handler; returns its identifier, for ``remove(_:)``.
-    func add(_ handler: @escaping (Change) -> Void) -> UInt64 {
+    func add(_ handler: @escaping (ListChanges) -> Void) -> UInt64 {
         lastHandler += 1
         handlers.append((lastHandler, handler))
-        isEmpty = false
         return lastHandler
     }
 
     func remove(_ id: UInt64) {
         handlers.removeAll { $0.id == id }
-        isEmpty = handlers.isEmpty && streams.isEmpty
     }
 
-    /// A new stream of the changes sent from now on.
-    func makeStream() -> AsyncStream<Change> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Change.self)
-        streams.append(continuation)
-        isEmpty = false
-        return stream
+    /// Registers a stream by its yield, which returns false once the stream's iteration ended.
+    func addStream(_ yield: @escaping (ListChanges) -> Bool) {
+        streams.append(yield)
     }
 
     /// Hands a change to every handler, then to every stream; a stream whose iteration
     /// ended is dropped. A handler registered meanwhile hears the next one.
-    func send(_ change: Change) {
-        for (_, handler) in handlers { handler(change) }
+    func send(_ changes: ListChanges) {
+        for (_, handler) in handlers { handler(changes) }
         guard !streams.isEmpty else { return }
-        streams.removeAll { continuation in
-            if case .terminated = continuation.yield(change) { true } else { false }
-        }
-        isEmpty = handlers.isEmpty && streams.isEmpty
+        streams.removeAll { yield in !yield(changes) }
     }
 }

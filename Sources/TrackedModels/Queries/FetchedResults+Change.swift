@@ -23,9 +23,10 @@ extension FetchedResults {
         /// Rows that entered, by offset in the results as they are, ascending, with their keys.
         private let inserted: [(offset: Int, key: SQLValue)]
 
-        init(removed: [(offset: Int, key: SQLValue)], inserted: [(offset: Int, key: SQLValue)]) {
-            self.removed = removed
-            self.inserted = inserted
+        /// The net change a list recorded.
+        init(_ changes: ListChanges) {
+            removed = changes.removed
+            inserted = changes.inserted
         }
 
         /// The offsets, in the results as they were, of the rows that left or moved away,

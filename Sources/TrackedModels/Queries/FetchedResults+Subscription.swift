@@ -10,7 +10,7 @@ extension FetchedResults {
     /// }
     /// ```
     public func onChange(_ handler: @escaping (Change) -> Void) -> Subscription {
-        let id = observers.add(handler)
+        let id = observers.add { handler(Change($0)) }
         return Subscription { [weak self] in self?.observers.remove(id) }
     }
 
@@ -21,7 +21,11 @@ extension FetchedResults {
     /// for await change in results.differences { apply(change.difference) }
     /// ```
     public var differences: AsyncStream<Change> {
-        observers.makeStream()
+        let (stream, continuation) = AsyncStream.makeStream(of: Change.self)
+        observers.addStream { changes in
+            if case .terminated = continuation.yield(Change(changes)) { false } else { true }
+        }
+        return stream
     }
 
     /// A registration of ``onChange(_:)``; cancelled by ``cancel()`` or when released.

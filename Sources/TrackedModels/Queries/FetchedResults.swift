@@ -65,7 +65,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     private var isPublishing = false
     private var moveAfterPublishing: (offset: Int, limit: Int?)?
     /// Who hears the list's changes (see ``onChange(_:)``, in `FetchedResults+Subscription`).
-    let observers = ChangeObservers<Change>()
+    let observers = ChangeObservers()
 
     /// Results of a plan, starting from the rows it matches now (``MatchingRows``, not
     /// windowed).
@@ -219,7 +219,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         observation.withMutation(of: self, keyPath: revisionKeyPath) { revision += 1 }
         // Made only for those who take it, of the stored keys, which tell rows waiting for
         // their keys apart (their typed keys are all nil) where it pairs a move.
-        if !observers.isEmpty, !recorded.isEmpty { observers.send(Change(removed: recorded.removed, inserted: recorded.inserted)) }
+        if !observers.isEmpty, !recorded.isEmpty { observers.send(recorded) }
         isPublishing = false
         if let move = moveAfterPublishing {
             moveAfterPublishing = nil
