@@ -24,22 +24,11 @@ public import Observation
 /// SQL groups them: "é" composed and decomposed are two groups, which `==` cannot tell apart
 /// (each one's observers hear the other's changes too).
 public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue & Hashable, Value: AggregateValue>: Observable, LiveQueryForm {
-    /// Where a member counts: its group's value as stored, and what it contributes there.
-    private struct Membership: Equatable {
-        var group: SQLValue
-        var contribution: SQLValue
-
-        static func == (a: Membership, b: Membership) -> Bool {
-            a.group == b.group && SQLValue.isIdentical(a.contribution, b.contribution)
-        }
-    }
-
-    /// A group's state, and what its observers were last told.
+    /// What a group's observers were last told.
     private struct GroupState {
         let key: Group
         /// `\.[key]`, made once: a key path with an argument is made at run time.
         let keyPath: KeyPath<LiveGroupedAggregate, Value>
-        var accumulator: AggregateAccumulator
         var result: SQLValue
         var value: Value
     }
@@ -50,8 +39,12 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
     private let column: Int?
     private let groupColumn: Int
     private let live: LiveQuery<LiveGroupedAggregate>
-    private var members: [SQLValue: Membership] = [:]
-    /// Each group's state; a group kept while it has rows, and until its emptying is told.
+    private var members: [SQLValue: GroupMembership] = [:]
+    /// Each group's rows folded, while it has rows. Apart from `states`, and of types known
+    /// when compiling, so that a change looks up no generic type at run time.
+    private var tallies: [SQLValue: AggregateAccumulator] = [:]
+    /// What each group's observers were last told; a group kept while it has rows, and until
+    /// its emptying is told.
     private var states: [SQLValue: GroupState] = [:]
     /// The groups that have rows, in order.
     private var order: GroupOrder
@@ -102,50 +95,50 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
     // MARK: - Told by the live query
 
     /// What a row of the query adds, and where (see ``LiveAggregate``).
-    private func membership(of values: [SQLValue]) -> Membership {
+    private func membership(of values: [SQLValue]) -> GroupMembership {
         let contribution = column.map { GroupOrder.value(of: values, column: $0) } ?? .null
-        return Membership(group: GroupOrder.group(of: values, column: groupColumn, as: Group.self), contribution: contribution)
+        return GroupMembership(group: GroupOrder.group(of: values, column: groupColumn, as: Group.self), contribution: contribution)
     }
 
     private func load(_ matching: [[SQLValue]]) {
         members.removeAll(keepingCapacity: true)
-        for value in states.keys {
-            states[value]?.accumulator = AggregateAccumulator(aggregate.function)
-            touched.insert(value)
-        }
+        tallies.removeAll(keepingCapacity: true)
+        touched.formUnion(states.keys)
         for values in matching {
             let key = values[live.plan.schema.primaryKeyIndex], membership = membership(of: values)
             members[key] = membership
             add(membership, key: key)
         }
-        order.replace(with: states.keys.filter { states[$0]?.accumulator.rows ?? 0 > 0 })
+        order.replace(with: tallies.keys)
         isOrderEdited = true
     }
 
-    private func add(_ membership: Membership, key: SQLValue) {
-        let group = membership.group
-        if states[group] == nil {
-            let key = GroupOrder.key(group, as: Group.self, grouping: "\(Model.self)")
-            states[group] = GroupState(key: key, keyPath: \LiveGroupedAggregate[key], accumulator: AggregateAccumulator(aggregate.function), result: emptyResult, value: emptyValue)
-        }
-        states[group]?.accumulator.add(membership.contribution, key: key)
-        touched.insert(group)
+    private func add(_ membership: GroupMembership, key: SQLValue) {
+        tallies[membership.group, default: AggregateAccumulator(aggregate.function)].add(membership.contribution, key: key)
+        touched.insert(membership.group)
     }
 
     func place(_ key: SQLValue, values: [SQLValue]?) {
-        let old = members[key], new = values.map(membership(of:))
+        let member = members.index(forKey: key)
+        let old = member.map { members.values[$0] }, new = values.map(membership(of:))
         guard old != new else { return }
-        members[key] = new
-        if let old {
-            states[old.group]?.accumulator.remove(old.contribution, key: key)
+        switch (member, new) {
+        case (let member?, let new?): members.values[member] = new
+        case (let member?, nil): members.remove(at: member)
+        case (nil, let new?): members[key] = new
+        case (nil, nil): break
+        }
+        if let old, let tally = tallies.index(forKey: old.group) {
+            tallies.values[tally].remove(old.contribution, key: key)
             touched.insert(old.group)
-            if states[old.group]?.accumulator.rows == 0 {
+            if tallies.values[tally].rows == 0 {
+                tallies.remove(at: tally)
                 order.remove(old.group)
                 isOrderEdited = true
             }
         }
         if let new {
-            if (states[new.group]?.accumulator.rows ?? 0) == 0 {
+            if tallies[new.group] == nil {
                 order.insert(new.group)
                 isOrderEdited = true
             }
@@ -169,9 +162,17 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
     /// Takes a group's new result, telling its observers where its value changed; drops it
     /// where it has no rows.
     private func told(_ group: SQLValue) {
-        guard let state = states[group] else { return }
-        let isEmpty = state.accumulator.rows == 0
-        let result = isEmpty ? emptyResult : state.accumulator.result(asReal: aggregate.isReal)
+        let tally = tallies[group]
+        let state: GroupState
+        if let told = states[group] {
+            state = told
+        } else if tally != nil {
+            state = madeState(for: group)
+        } else {
+            return
+        }
+        let isEmpty = tally == nil
+        let result = tally?.result(asReal: aggregate.isReal) ?? emptyResult
         if isEmpty { states[group] = nil } else { states[group]?.result = result }
         guard !SQLValue.isIdentical(result, state.result) else { return }
         let value = Value(aggregateResult: result)
@@ -185,6 +186,14 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
     }
 
     /// Tells observers of ``groups`` if groups appeared or went since they were last told.
+    /// The state of a group that has just got rows, before its observers are told.
+    private func madeState(for group: SQLValue) -> GroupState {
+        let key = GroupOrder.key(group, as: Group.self, grouping: "\(Model.self)")
+        let state = GroupState(key: key, keyPath: \LiveGroupedAggregate[key], result: emptyResult, value: emptyValue)
+        states[group] = state
+        return state
+    }
+
     private func tellGroups() {
         guard isOrderEdited else { return }
         isOrderEdited = false
@@ -192,5 +201,17 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
         publishedOrder = order.values
         let groups = order.values.compactMap { states[$0]?.key }
         observation.withMutation(of: self, keyPath: groupsKeyPath) { shownGroups = groups }
+    }
+}
+
+/// Where a member of a grouped aggregate counts: its group's value as stored, and what it
+/// contributes there. Not nested in the generic aggregate, so that the members' dictionary is
+/// of a type known when compiling, and its look-ups need no generic type at run time.
+private struct GroupMembership: Equatable {
+    var group: SQLValue
+    var contribution: SQLValue
+
+    static func == (a: GroupMembership, b: GroupMembership) -> Bool {
+        a.group == b.group && SQLValue.isIdentical(a.contribution, b.contribution)
     }
 }

@@ -29,18 +29,12 @@ public final class SectionedResults<Model: TrackedModel, SectionKey: ColumnValue
     public typealias Element = ResultsSection<Model, SectionKey>
     public typealias Index = Int
 
-    /// Where a member is: its section's value as stored, and how it sorts there.
-    private struct Place: Equatable {
-        var section: SQLValue
-        var entry: SortedRows.Entry
-    }
-
     private let plan: CompiledQuery
     /// The position of the section key in a row of the query.
     private let column: Int
     private let live: LiveQuery<SectionedResults>
     private let objects: MemberObjects<Model>
-    private var members: [SQLValue: Place] = [:]
+    private var members: [SQLValue: SectionPlace] = [:]
     /// Sections by value: those shown, and those emptied in this burst (kept until it is
     /// published, so that a section that empties and fills again stays the same object).
     private var sections: [SQLValue: ResultsSection<Model, SectionKey>] = [:]
@@ -50,8 +44,9 @@ public final class SectionedResults<Model: TrackedModel, SectionKey: ColumnValue
     private var publishedOrder: [SQLValue] = []
     /// Whether a section appeared or went in this burst (it may have come back since).
     private var isOrderEdited = false
-    /// Sections changed in this burst, by value.
-    private var touched: [SQLValue: ResultsSection<Model, SectionKey>] = [:]
+    /// The values of the sections changed in this burst (kept in `sections` until it is
+    /// published).
+    private var touched: Set<SQLValue> = []
     private let observation = ObservationRegistrar()
     /// Moves on when the sections shown change.
     private var revision = 0
@@ -127,36 +122,48 @@ public final class SectionedResults<Model: TrackedModel, SectionKey: ColumnValue
         objects.keepOnly { members[$0] != nil }
         for (value, section) in sections where entries[value] == nil {
             section.replace(withSorted: [], isNew: false)
-            touched[value] = section
+            touched.insert(value)
         }
         for (value, sorted) in entries {
             let isMade = sections[value] == nil
             let section = sectionMade(for: value)
             section.replace(withSorted: sorted, isNew: isNew || isMade)
-            touched[value] = section
+            touched.insert(value)
         }
         order.replace(with: entries.keys)
         isOrderEdited = true
     }
 
-    private func place(of values: [SQLValue]) -> Place {
-        Place(section: GroupOrder.group(of: values, column: column, as: SectionKey.self), entry: plan.entry(of: values))
+    private func place(of values: [SQLValue]) -> SectionPlace {
+        SectionPlace(section: GroupOrder.group(of: values, column: column, as: SectionKey.self), entry: plan.entry(of: values))
     }
 
     // MARK: - Told by the live query
 
     func place(_ key: SQLValue, values: [SQLValue]?) {
         if let values { objects.keep(key, values: values) }
-        let old = members[key], new = values.map(place(of:))
+        // One hash of the key, and one look-up of each section touched.
+        let member = members.index(forKey: key)
+        let old = member.map { members.values[$0] }, new = values.map(place(of:))
         guard old != new else { return }
-        members[key] = new
-        if new == nil { objects.forget(key) }
+        switch (member, new) {
+        case (let member?, let new?): members.values[member] = new
+        case (let member?, nil):
+            members.remove(at: member)
+            objects.forget(key)
+        case (nil, let new?): members[key] = new
+        case (nil, nil): break
+        }
         if let old, let new, old.section == new.section {
-            return edit(old.section) { $0.edit(removing: old.entry, inserting: new.entry) }
+            section(old.section).edit(removing: old.entry, inserting: new.entry)
+            touched.insert(old.section)
+            return
         }
         if let old {
-            edit(old.section) { $0.edit(removing: old.entry, inserting: nil) }
-            if section(old.section).holdsNoRow {
+            let section = section(old.section)
+            section.edit(removing: old.entry, inserting: nil)
+            touched.insert(old.section)
+            if section.holdsNoRow {
                 order.remove(old.section)
                 isOrderEdited = true
             }
@@ -167,14 +174,9 @@ public final class SectionedResults<Model: TrackedModel, SectionKey: ColumnValue
                 order.insert(new.section)
                 isOrderEdited = true
             }
-            edit(new.section) { $0.edit(removing: nil, inserting: new.entry) }
+            section.edit(removing: nil, inserting: new.entry)
+            touched.insert(new.section)
         }
-    }
-
-    private func edit(_ value: SQLValue, _ change: (ResultsSection<Model, SectionKey>) -> Void) {
-        let section = section(value)
-        change(section)
-        touched[value] = section
     }
 
     func replaceAll(with matching: [[SQLValue]]) {
@@ -185,8 +187,9 @@ public final class SectionedResults<Model: TrackedModel, SectionKey: ColumnValue
     /// and tells observers of the results if the sections shown changed.
     func publish() {
         let changed = touched
-        touched = [:]
-        for (value, section) in changed {
+        touched = []
+        for value in changed {
+            let section = section(value)
             section.publish()
             if section.holdsNoRow { sections[value] = nil }
         }
@@ -206,4 +209,12 @@ public final class SectionedResults<Model: TrackedModel, SectionKey: ColumnValue
         precondition(order.values.allSatisfy { sections[$0].map { !$0.holdsNoRow } ?? false }, "a section shown is empty or not kept")
         precondition(sections.values.reduce(0) { $0 + $1.count } == members.count, "members and sections disagree")
     }
+}
+
+/// Where a member of sectioned results is: its section's value as stored, and how it sorts
+/// there. Not nested in the generic results, so that the members' dictionary is of a type
+/// known when compiling, and its look-ups need no generic type at run time.
+private struct SectionPlace: Equatable {
+    var section: SQLValue
+    var entry: SortedRows.Entry
 }

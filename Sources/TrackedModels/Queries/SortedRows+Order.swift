@@ -24,6 +24,13 @@ extension SortedRows {
             return SQLValue.compare(a.key, b.key) == .orderedAscending
         }
 
+        /// Whether the entry `slot` keeps comes before `b`: a spilled entry is compared where
+        /// it lies, not copied out.
+        func precedes(_ slot: Slot, _ b: Entry) -> Bool {
+            if let spilled = slot.spilled { return precedes(spilled.entry, b) }
+            return precedes(entry(of: slot), b)
+        }
+
         /// An entry as a chunk keeps it.
         func slot(for entry: Entry) -> Slot {
             let print = fingerprint(of: entry)

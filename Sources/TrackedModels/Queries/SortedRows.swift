@@ -138,7 +138,7 @@ struct SortedRows {
             var high = slots.count
             while low < high {
                 let middle = (low + high) / 2
-                let precedes = slots[middle].print.precedes(print) ?? order.precedes(order.entry(of: slots[middle]), entry)
+                let precedes = slots[middle].print.precedes(print) ?? order.precedes(slots[middle], entry)
                 if precedes { low = middle + 1 } else { high = middle }
             }
             return low
