@@ -56,6 +56,7 @@ extension Harness {
         case 148: try await externalChangeWhileTheLogIsAway(step.a, step.b)
         case 149: try await externalChangeWhileTheTableIsAltered(step.a, step.b)
         case 150: try moveLiveWindow(step.a, step.b)
+        case 151: try transaction(step.a, step.b, depth: 0, body: { try self.passThroughAFreshGroup(step.a, step.b) })
         case 91..<93: try await (engine == .sqlite ? busyFlush() : flushAfterLostConnections())
         case 93..<95: try await bulkInsert(step.a, step.b)
         case 95..<100: try await faultyFlush(step.a)
@@ -146,6 +147,22 @@ extension Harness {
         if managed, let row, !Values.same(before, value) {
             reference.write(.set(value), column: column.rawValue, of: row)
         }
+    }
+
+    /// A row passes through a section and group no row is in (a `count` or `note` of its own),
+    /// and back, in one burst: the sections and grouped aggregates keyed by that column see a
+    /// group come and go before anyone is told of it, and tell nobody.
+    func passThroughAFreshGroup(_ a: UInt64, _ b: UInt64) throws {
+        guard let object = pickHeld(a), isManaged(object), let row = row(of: object) else { return }
+        let column: Item.Column = b % 2 == 0 ? .count : .note
+        let before = object._$values()[column.rawValue]
+        let fresh: SQLValue = column == .count ? .integer(2_000_000 + Int64(b % 1_000)) : .text("passing \(b % 1_000)")
+        guard !Values.same(before, fresh) else { return }
+        note("set \(row).\(column) \(fresh.describedExactly), then back to \(before.describedExactly)")
+        object.assign(fresh, to: column)
+        reference.write(.set(fresh), column: column.rawValue, of: row)
+        object.assign(before, to: column)
+        reference.write(.set(before), column: column.rawValue, of: row)
     }
 
     /// Sets a column of a managed object that is not its link (which may read the database to
