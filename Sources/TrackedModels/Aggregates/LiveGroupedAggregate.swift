@@ -122,12 +122,7 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
         let member = members.index(forKey: key)
         let old = member.map { members.values[$0] }, new = values.map(membership(of:))
         guard old != new else { return }
-        switch (member, new) {
-        case (let member?, let new?): members.values[member] = new
-        case (let member?, nil): members.remove(at: member)
-        case (nil, let new?): members[key] = new
-        case (nil, nil): break
-        }
+        members.setValue(new, forKey: key, foundAt: member)
         if let old, let tally = tallies.index(forKey: old.group) {
             tallies.values[tally].remove(old.contribution, key: key)
             touched.insert(old.group)

@@ -195,14 +195,8 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         window.willEdit(removing: old, inserting: new, rows: rows, changes: &changes)
         let removedAt = old.flatMap { rows.remove($0) }
         let insertedAt = new.map { rows.insert($0) }
-        switch (member, new) {
-        case (let member?, let new?): members.values[member] = new
-        case (let member?, nil):
-            members.remove(at: member)
-            objects.forget(key)
-        case (nil, let new?): members[key] = new
-        case (nil, nil): break
-        }
+        members.setValue(new, forKey: key, foundAt: member)
+        if new == nil { objects.forget(key) }
         // A row whose sort values changed but whose place did not is no change of the list.
         guard removedAt != insertedAt, window.isWhole else { return }
         if let removedAt { changes.remove(key: key, at: removedAt) }

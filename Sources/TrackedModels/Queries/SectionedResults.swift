@@ -146,14 +146,8 @@ public final class SectionedResults<Model: TrackedModel, SectionKey: ColumnValue
         let member = members.index(forKey: key)
         let old = member.map { members.values[$0] }, new = values.map(place(of:))
         guard old != new else { return }
-        switch (member, new) {
-        case (let member?, let new?): members.values[member] = new
-        case (let member?, nil):
-            members.remove(at: member)
-            objects.forget(key)
-        case (nil, let new?): members[key] = new
-        case (nil, nil): break
-        }
+        members.setValue(new, forKey: key, foundAt: member)
+        if new == nil { objects.forget(key) }
         if let old, let new, old.section == new.section {
             section(old.section).edit(removing: old.entry, inserting: new.entry)
             touched.insert(old.section)
