@@ -92,9 +92,9 @@ extension SortedRows {
         }
     }
 
-    /// An entry's place in its order as far as a few machine words say it, kept beside the
-    /// entries in arrays of their own, so that a search reads contiguous words instead of
-    /// entries spread across memory, and compares values only where the words do not decide.
+    /// An entry's place in its order as far as a few machine words say it, kept in the entry's
+    /// ``Slot``, so that a search reads contiguous words instead of entries spread across
+    /// memory, and compares values only where the words do not decide.
     ///
     /// The head's kind (NULL, integer, text) and its value (an integer whole; text by its first
     /// eight UTF-8 bytes), both in the head's direction, then the key (an integer, where no
