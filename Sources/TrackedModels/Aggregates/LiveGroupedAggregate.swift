@@ -43,8 +43,8 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
     /// Each group's rows folded, while it has rows. Apart from `states`, and of types known
     /// when compiling, so that a change looks up no generic type at run time.
     private var tallies: [SQLValue: AggregateAccumulator] = [:]
-    /// What each group's observers were last told; a group kept while it has rows, and until
-    /// its emptying is told.
+    /// What each group's observers were last told: made when a group with rows is first told
+    /// (``told(_:)``), kept until its emptying is told.
     private var states: [SQLValue: GroupState] = [:]
     /// The groups that have rows, in order.
     private var order: GroupOrder
@@ -180,7 +180,6 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
         }
     }
 
-    /// Tells observers of ``groups`` if groups appeared or went since they were last told.
     /// The state of a group that has just got rows, before its observers are told.
     private func madeState(for group: SQLValue) -> GroupState {
         let key = GroupOrder.key(group, as: Group.self, grouping: "\(Model.self)")
@@ -189,6 +188,7 @@ public final class LiveGroupedAggregate<Model: TrackedModel, Group: ColumnValue 
         return state
     }
 
+    /// Tells observers of ``groups`` if groups appeared or went since they were last told.
     private func tellGroups() {
         guard isOrderEdited else { return }
         isOrderEdited = false

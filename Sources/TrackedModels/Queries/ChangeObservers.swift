@@ -32,7 +32,8 @@ final class ChangeObservers {
     }
 
     /// Hands a change to every handler, then to every stream; a stream whose iteration
-    /// ended is dropped. A handler registered meanwhile hears the next one.
+    /// ended is dropped. A handler registered meanwhile hears the next one; a stream made
+    /// meanwhile hears this one.
     func send(_ changes: ListChanges) {
         for (_, handler) in handlers { handler(changes) }
         guard !streams.isEmpty else { return }

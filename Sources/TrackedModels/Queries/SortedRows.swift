@@ -130,8 +130,8 @@ struct SortedRows {
     }
 
     /// The first position in sorted `slots` whose entry does not precede `entry` (whose
-    /// fingerprint is `print`). An entry is read only where the fingerprints do not decide,
-    /// and then where it lies, through a buffer: an array's subscript would copy it out.
+    /// fingerprint is `print`). An entry is read only where the fingerprints do not decide:
+    /// a spilled one where it lies, one the fingerprint holds made again from its words.
     private func lowerBound(_ entry: Entry, _ print: Fingerprint, in slots: [Slot]) -> Int {
         slots.withUnsafeBufferPointer { slots in
             var low = 0
