@@ -5,7 +5,7 @@ import Foundation
 struct ModelCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "modelctl",
-        abstract: "Seed, bump, query, watch and migrate the TrackedModels demo dataset.",
+        abstract: "Seed, bump, query, watch, migrate and copy the TrackedModels demo dataset.",
         discussion: """
             The database is --db PATH, else $MODELCTL_DB, else ./model.sqlite. Migrations are the \
             demo ones built into modelctl, or the NNNN_name.sql files of --schemas DIR.
@@ -14,7 +14,7 @@ struct ModelCtl: AsyncParsableCommand {
             75 database busy, 77 permission denied, 78 schema mismatch or bad migration set.
             """,
         version: "0.1.0",
-        subcommands: [SeedCommand.self, BumpCommand.self, QueryCommand.self, WatchCommand.self, MigrateCommand.self, CheckCommand.self, BenchCommand.self, CommitTimedCommand.self]
+        subcommands: [SeedCommand.self, BumpCommand.self, QueryCommand.self, WatchCommand.self, MigrateCommand.self, CopyCommand.self, CheckCommand.self, BenchCommand.self, CommitTimedCommand.self]
     )
 
     static func main() async {

@@ -114,6 +114,21 @@ public struct SchemaMigrator: Sendable {
         }
     }
 
+    /// Inside a migration transaction: applies every pending migration and records it, all in
+    /// that one transaction (a copy's rows follow them in it).
+    ///
+    /// - Returns: The migrations applied.
+    /// - Throws: ``MigrationError``: drift in what was applied, or a failing statement.
+    func applyPending(in storage: some MigrationStorage) async throws -> [Migration] {
+        let status = status(of: try await storage.appliedMigrations())
+        if let first = status.drift.first { throw first }
+        for migration in status.pending {
+            try await run(migration, in: storage)
+            try await storage.record(migration)
+        }
+        return status.pending
+    }
+
     /// Refuses a database of another engine than the migrations are written for.
     private func checkDialect(of database: DatabaseLocation) throws {
         let engine = MigrationDialect(of: database)

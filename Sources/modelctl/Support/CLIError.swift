@@ -30,6 +30,13 @@ struct CLIError: Error {
             self = error
         case let error as StoreError:
             self.init(store: error, operation: operation, path: path)
+        case let error as CopyError:
+            let status: Status = switch error.code {
+            case .sameDatabase: .usage
+            case .versionMismatch: .configuration
+            default: .dataError
+            }
+            self.init(status, "\(operation) \(path): \(error.message)")
         case let error as MigrationError:
             let status: Status = switch error.code {
             case .unknownVersion: .usage

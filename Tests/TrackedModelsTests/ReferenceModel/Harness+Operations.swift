@@ -57,6 +57,7 @@ extension Harness {
         case 149: try await externalChangeWhileTheTableIsAltered(step.a, step.b)
         case 150: try moveLiveWindow(step.a, step.b)
         case 151: try transaction(step.a, step.b, depth: 0, body: { try self.passThroughAFreshGroup(step.a, step.b) })
+        case 152: try await copyTheDatabase(step.a)
         case 91..<93: try await (engine == .sqlite ? busyFlush() : flushAfterLostConnections())
         case 93..<95: try await bulkInsert(step.a, step.b)
         case 95..<100: try await faultyFlush(step.a)

@@ -77,14 +77,7 @@ enum PostgreSQLEngine {
 
     private static func createMissingTables(_ schemas: [TableSchema], if creates: Bool, on session: PostgresSession) async throws {
         guard creates else { return }
-        for schema in schemas {
-            let exists = try await session.rows("SELECT to_regclass(quote_ident($1)) IS NOT NULL", [.text(schema.name)], doing: "looking for table \(schema.name)")
-            guard exists.first?.first == .integer(0) else { continue }
-            _ = try await session.rows(PostgreSQLSchema.createTableSQL(schema), doing: "creating table \(schema.name)")
-            for index in schema.createIndexSQL {
-                _ = try await session.rows(index, doing: "indexing table \(schema.name)")
-            }
-        }
+        for schema in schemas { try await PostgreSQLSchema.createIfMissing(schema, on: session) }
     }
 
     /// Creates the log's tables, and each table's trigger function and triggers where they are

@@ -13,7 +13,8 @@ final class PostgreSQLMigrationStorage: MigrationStorage {
     /// The bookkeeping table, schema-qualified, once found or made.
     private var table: String?
 
-    private init(session: PostgresSession) {
+    /// Keeps the bookkeeping on an open session (a copy's target writes its rows on it too).
+    init(session: PostgresSession) {
         self.session = session
     }
 

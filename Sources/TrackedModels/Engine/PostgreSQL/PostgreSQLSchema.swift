@@ -24,6 +24,17 @@ enum PostgreSQLSchema {
         return "CREATE TABLE IF NOT EXISTS \(quoteIdentifier(schema.name)) (\(definitions.joined(separator: ", ")))"
     }
 
+    /// Creates a model's table, and its relationships' indexes, where the connection's search
+    /// path finds no table of that name.
+    static func createIfMissing(_ schema: TableSchema, on session: PostgresSession) async throws {
+        let exists = try await session.rows("SELECT to_regclass(quote_ident($1)) IS NOT NULL", [.text(schema.name)], doing: "looking for table \(schema.name)")
+        guard exists.first?.first == .integer(0) else { return }
+        _ = try await session.rows(createTableSQL(schema), doing: "creating table \(schema.name)")
+        for index in schema.createIndexSQL {
+            _ = try await session.rows(index, doing: "indexing table \(schema.name)")
+        }
+    }
+
     static func declaredType(_ type: ColumnType) -> String {
         switch type {
         case .integer: "BIGINT"

@@ -228,6 +228,13 @@ final class PostgresSession {
         isInTransaction = true
     }
 
+    /// Begins a read-only transaction whose every statement sees the database as the first one
+    /// did (REPEATABLE READ), awaiting the server.
+    func beginSnapshot(doing operation: String) async throws {
+        _ = try await rows("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", doing: operation)
+        isInTransaction = true
+    }
+
     /// Ends the transaction with `COMMIT` or `ROLLBACK`, waiting for the server.
     func end(_ statement: String, doing operation: String) throws {
         defer {

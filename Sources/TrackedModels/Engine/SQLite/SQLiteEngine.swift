@@ -27,12 +27,7 @@ enum SQLiteEngine {
             try reader.execute("PRAGMA foreign_keys = ON")
             if configuration.createsMissingTables {
                 try reader.withTransaction(.immediate) {
-                    for schema in schemas {
-                        let exists = try reader.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE", [.text(schema.name)])
-                        guard exists == .integer(0) else { continue }
-                        try reader.execute(schema.createTableSQL)
-                        for index in schema.createIndexSQL { try reader.execute(index) }
-                    }
+                    for schema in schemas { try schema.createIfMissing(on: reader) }
                 }
             }
             // Checked before anything is written: a file that does not fit is left as it was.

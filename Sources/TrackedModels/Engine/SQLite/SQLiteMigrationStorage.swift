@@ -4,6 +4,11 @@ import Foundation
 struct SQLiteMigrationStorage: MigrationStorage {
     private let connection: Connection
 
+    /// Keeps the bookkeeping on an open connection (a copy's target writes its rows on it too).
+    init(connection: Connection) {
+        self.connection = connection
+    }
+
     /// Reads a file's applied migrations, leaving no `-wal` or `-shm` file behind; never
     /// creates it. (A file read without locks, because this user cannot write it, is read
     /// again if someone wrote it meanwhile.)

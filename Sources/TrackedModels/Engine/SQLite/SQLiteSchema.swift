@@ -1,5 +1,14 @@
 /// How the SQLite engine reads a table's real declaration, to check it against its model.
 extension TableSchema {
+    /// Creates the model's table, and its relationships' indexes, where no table of that name
+    /// (in any case) exists.
+    func createIfMissing(on connection: Connection) throws {
+        let exists = try connection.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE", [.text(name)])
+        guard exists == .integer(0) else { return }
+        try connection.execute(createTableSQL)
+        for index in createIndexSQL { try connection.execute(index) }
+    }
+
     /// Compares the model with the real table (`PRAGMA table_info`) and lists every difference.
     func differences(from connection: Connection) throws -> [SchemaDifference] {
         let rows = try connection.makeStatement("SELECT name, type, \"notnull\", pk FROM pragma_table_info(?)").rows([.text(name)])

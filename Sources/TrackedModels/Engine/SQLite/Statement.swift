@@ -152,6 +152,15 @@ package final class Statement {
         return .text(shown)
     }
 
+    /// The value of a column of the current row, exactly as stored: `nil` for text that is not
+    /// valid UTF-8 (which ``value(at:)`` would read with replacement characters).
+    func validatedValue(at index: Int) -> SQLValue? {
+        let column = Int32(index)
+        guard sqlite3_column_type(handle, column) == SQLITE_TEXT else { return value(at: index) }
+        guard let text = sqlite3_column_text(handle, column) else { return .text("") }
+        return String(validating: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(handle, column))), as: UTF8.self).map(SQLValue.text)
+    }
+
     /// The value of a column of the current row.
     func value(at index: Int) -> SQLValue {
         let column = Int32(index)
