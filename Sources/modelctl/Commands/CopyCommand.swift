@@ -33,10 +33,13 @@ struct CopyCommand: AsyncParsableCommand {
         let extra = schemas.map { ["--schemas", $0] } ?? []
         let source = try DatabaseOptions.parse(["--db", from] + extra)
         let target = try DatabaseOptions.parse(["--db", to] + extra)
-        try await reportingErrors(operation: "copy", path: "\(source.path) to \(target.path)") {
+        try await reportingErrors(operation: "copy from", path: source.path) {
             try source.requireExistingDatabase(for: "copy from")
             try source.requireIntactDatabase(for: "copy from")
             try await source.requireDemoDatabase(for: "copy from")
+        }
+        // Named by the target from here: the source is only read, and was checked above.
+        try await reportingErrors(operation: "copy \(source.path) to", path: target.path) {
             try target.refuseFolder(for: "copy to")
             try await target.requireWritableDemoDatabase(for: "copy to", allowingEmpty: true)
             var copy = DatabaseCopy(models: [Row.self, TodoList.self], migrations: try target.migrator())

@@ -60,6 +60,9 @@ struct CLIError: Error {
         case .closed: (status, advice) = (.ioError, nil)
         case .busy:
             (status, advice) = (.temporaryFailure, "another process holds the database; try again")
+        case .readOnly where path.contains("://"):
+            // (The server's message already says which right is missing.)
+            (status, advice) = (.permissionDenied, nil)
         case .readOnly:
             (status, advice) = (.permissionDenied, FileDiagnosis.blockedWrite(path) ?? "check the permissions of the file, its folder, and its -wal and -shm files")
         case .storageFull:
