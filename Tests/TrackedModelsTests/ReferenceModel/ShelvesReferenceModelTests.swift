@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestSupport
 import PropertyBased
 import Testing
 @testable import TrackedModels
@@ -41,7 +42,7 @@ final class Book {
 @Suite(.serialized) struct ShelvesReferenceModelTests {
     /// A fifth of the main reference-model test's budget (`TRACKEDMODELS_REFERENCE_PROGRAMS`).
     static let programs = max(10, ReferenceModelTests.programs / 5)
-    static let step = zip(Gen.int(in: 0...19), Gen.uint64(in: 0...(1 << 40)), Gen.uint64(in: 0...(1 << 40)))
+    static let step = zip(Gen.int(in: 0...20), Gen.uint64(in: 0...(1 << 40)), Gen.uint64(in: 0...(1 << 40)))
         .map { Step(kind: $0, a: $1, b: $2) }
     static let program = step.array(of: 1...30)
 
@@ -209,6 +210,7 @@ final class ShelvesHarness {
         case 16: try await discardPending()
         case 17: try await (engine == .sqlite ? releaseStore() : reopen())
         case 19: try deleteAllBooksInAThrowingTransaction()
+        case 20: try await copyAway(step.a)
         default: try await insertManyBooks(step.a, step.b)
         }
     }
@@ -456,6 +458,49 @@ final class ShelvesHarness {
 
     /// Gives up every pending change: the objects of what is committed show it again, those
     /// inserted since are let go of, and the rows whose delete is discarded are fetched again.
+    /// Flushes, then copies the database (``DatabaseCopy``) to a new one of either engine
+    /// whose every link is a foreign key, checked as each statement ends: parents that come
+    /// after their children, and cycles, included. The copy must hold what the database holds,
+    /// and a shelf inserted there through a store gets a key no copied shelf has.
+    private func copyAway(_ a: UInt64) async throws {
+        try await flush()
+        let targetEngine: TestEngine = a % 3 == 0 && PostgresServer.isEnabled ? .postgres : .sqlite
+        note("copy to a new \(targetEngine) database whose links are foreign keys")
+        let directory = try TemporaryDirectory()
+        let target = try await targetEngine.makeDatabase(in: directory)
+        try await targetEngine.sql(target, Self.foreignKeyedTablesSQL(targetEngine))
+        let report = try await DatabaseCopy(models: [Shelf.self, Book.self]).run(from: engine.location(database), to: targetEngine.location(target))
+        guard report.tables.map(\.name) == ["shelves", "books"], report.tables.map(\.rows) == [committed.shelves.count, committed.books.count] else {
+            throw Divergence(message: "the copy reports \(report.tables.map { "\($0.name): \($0.rows)" }); the database holds \(committed.shelves.count) shelves and \(committed.books.count) books")
+        }
+        try await checkDatabase(targetEngine, target)
+        let keys = Set(try await targetEngine.sql(target, "SELECT id FROM shelves").split(separator: "\n").compactMap { Int64($0) })
+        let store = try await targetEngine.open(target, models: [Shelf.self, Book.self])
+        let shelf = Shelf(id: nil, serial: 0, name: "new", parent: nil)
+        try store.insert(shelf)
+        try await store.close()
+        guard let key = shelf.id, !keys.contains(key) else {
+            throw Divergence(message: "a shelf inserted into the copy got key \(shelf.id.map { "\($0)" } ?? "nil"), which a copied shelf has")
+        }
+    }
+
+    /// The tables as the store makes them, with every link a foreign key.
+    private static func foreignKeyedTablesSQL(_ engine: TestEngine) -> String {
+        let (shelves, books) = switch engine {
+        case .sqlite: (Shelf._$schema.createTableSQL, Book._$schema.createTableSQL)
+        case .postgres: (PostgreSQLSchema.createTableSQL(Shelf._$schema), PostgreSQLSchema.createTableSQL(Book._$schema))
+        }
+        let type = engine == .sqlite ? "INTEGER" : "BIGINT"
+        func referencing(_ sql: String, _ columns: [String]) -> String {
+            columns.reduce(sql) { sql, column in
+                let declared = "\"\(column)\" \(type)"
+                precondition(sql.contains(declared), "\(column) is declared otherwise: \(sql)")
+                return sql.replacingOccurrences(of: declared, with: "\(declared) REFERENCES \"shelves\" (\"id\")")
+            }
+        }
+        return "\(referencing(shelves, ["parent_id"])); \(referencing(books, ["shelf_id", "hold_id", "keeper_id"]));"
+    }
+
     private func discardPending() async throws {
         note("discard every pending change")
         try opened.discardPendingChanges()
@@ -585,9 +630,10 @@ final class ShelvesHarness {
         return sorted.count > 20 ? "\(sorted.prefix(20))… (\(sorted.count) books)" : "\(sorted)"
     }
 
-    /// What the database holds, read by another process: the committed rows, each link to the
-    /// row the program pointed it at (by serial).
-    private func checkDatabase() async throws {
+    /// What the database (or a copy of it) holds, read by another process: the committed
+    /// rows, each link to the row the program pointed it at (by serial).
+    private func checkDatabase(_ engine: TestEngine? = nil, _ database: String? = nil) async throws {
+        let (engine, database) = (engine ?? self.engine, database ?? self.database)
         func serial(_ ref: Ref?) -> String { ref.map { "\($0)" } ?? "" }
         let expectedShelves = committed.shelves.map { ref, row in "\(ref)|\(row.name)|\(serial(row.parent))" }.sorted()
         let expectedBooks = committed.books.map { ref, row in "\(ref)|\(row.title)|\(serial(row.shelf))|\(serial(row.hold))|\(serial(row.keeper))" }.sorted()

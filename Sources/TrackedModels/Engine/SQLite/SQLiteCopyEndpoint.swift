@@ -131,17 +131,29 @@ final class SQLiteCopyEndpoint: CopySource, CopyTarget {
     func insert(_ rows: [[SQLValue]], into schema: TableSchema) throws {
         let columns = schema.columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")
         let values = Array(repeating: "?", count: schema.columns.count).joined(separator: ", ")
-        try translatingSQLiteErrors {
-            let statement = try open.cachedStatement("INSERT INTO \(quoteIdentifier(schema.name)) (\(columns)) VALUES (\(values))")
-            for row in rows { try statement.run(row) }
+        let statement = try translatingSQLiteErrors { try open.cachedStatement("INSERT INTO \(quoteIdentifier(schema.name)) (\(columns)) VALUES (\(values))") }
+        for row in rows {
+            try naming(row[schema.primaryKeyIndex], of: schema, doing: "copying") { try statement.run(row) }
+        }
+    }
+
+    /// Runs a statement for one row, its failure naming the row.
+    private func naming(_ key: SQLValue, of schema: TableSchema, doing operation: String, _ body: () throws -> Void) throws {
+        do {
+            try translatingSQLiteErrors(body)
+        } catch var error as StoreError {
+            error.message = "\(operation) row \(key) of table \(schema.name) failed: \(error.message)"
+            throw error
         }
     }
 
     func set(_ columns: [Int], of rows: [[SQLValue]], in schema: TableSchema) throws {
         let assignments = columns.map { "\(quoteIdentifier(schema.columns[$0].name)) = ?" }.joined(separator: ", ")
-        try translatingSQLiteErrors {
-            let statement = try open.cachedStatement("UPDATE \(quoteIdentifier(schema.name)) SET \(assignments) WHERE \(quoteIdentifier(schema.primaryKey.name)) = ?")
-            for row in rows { try statement.run(Array(row.dropFirst()) + [row[0]]) }
+        let statement = try translatingSQLiteErrors {
+            try open.cachedStatement("UPDATE \(quoteIdentifier(schema.name)) SET \(assignments) WHERE \(quoteIdentifier(schema.primaryKey.name)) = ?")
+        }
+        for row in rows {
+            try naming(row[0], of: schema, doing: "linking") { try statement.run(Array(row.dropFirst()) + [row[0]]) }
         }
     }
 
