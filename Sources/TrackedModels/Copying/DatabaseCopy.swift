@@ -66,7 +66,12 @@ public struct DatabaseCopy: Sendable {
 
     /// Copies the tables, all or nothing.
     ///
-    /// - Parameter progress: Called after each batch, on the copying task.
+    /// - Parameters:
+    ///   - source: The database to read: a file (never created nor written) or a PostgreSQL
+    ///     database.
+    ///   - target: The database to fill: a file (created when missing) or a PostgreSQL
+    ///     database.
+    ///   - progress: Called after each batch, on the copying task.
     /// - Throws: ``CopyError`` (the same database on both sides, a target with rows, a source
     ///   at another version, a value the target cannot hold, a read-back that differs);
     ///   ``StoreError`` (``StoreError/Code/schemaMismatch`` naming the side, or what the
