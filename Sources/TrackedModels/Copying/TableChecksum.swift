@@ -4,7 +4,7 @@ import Foundation
 /// A checksum of a table's rows that does not depend on their order: the sum, in four 64-bit
 /// lanes, of each row's SHA-256. Two databases that list the same rows in different orders (a
 /// text key sorts by collation on PostgreSQL, by bytes on SQLite) give the same checksum; a
-/// value changed, a row lost or added does not.
+/// value changed, a row lost or added does not. Reals count by value: `-0.0` is `0.0`.
 ///
 /// ```swift
 /// var checksum = TableChecksum()
@@ -48,8 +48,9 @@ struct TableChecksum: Hashable {
             bytes.append(1)
             append(UInt64(bitPattern: integer))
         case .real(let real):
+            // By value: -0.0 is 0.0, which is all SQLite keeps of it.
             bytes.append(2)
-            append(real.bitPattern)
+            append(real == 0 ? 0 : real.bitPattern)
         case .text(let text):
             bytes.append(3)
             append(UInt64(text.utf8.count))
