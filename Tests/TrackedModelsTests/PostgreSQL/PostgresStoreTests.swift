@@ -34,6 +34,27 @@ struct PostgresStoreTests {
         try await store.close()
     }
 
+    /// A commit of one update is four round trips: `BEGIN`; the look at the change log, which
+    /// also gives the transaction its id; the `UPDATE`; `COMMIT`. (The fewest of several in a
+    /// row: now and then a look also records the store's place in the log.)
+    @Test func aCommitOfOneUpdateTakesFourRoundTrips() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let store = try await Self.open(url)
+        try store.insert(Row(id: 1, title: "Row 1", count: 0))
+        try await store.flush()
+        let row = try #require(try await store.async.find(Row.self, key: 1))
+        var sent: [Int] = []
+        for _ in 0..<4 {
+            let before = try #require(try store.worker.withEngine { ($0 as! PostgreSQLWriter).statementsSent })
+            try store.increment(\Row.count, of: row, by: 1)
+            try await store.flush()
+            sent.append(try #require(try store.worker.withEngine { ($0 as! PostgreSQLWriter).statementsSent }) - before)
+        }
+        #expect(sent.min() == 4, "statements per commit: \(sent)")
+        #expect(try await PostgresServer.psql(url, "SELECT count FROM rows WHERE id = 1") == "4")
+        try await store.close()
+    }
+
     @Test func fetchCountsChangesNotYetFlushed() async throws {
         let store = try await Self.open(try await PostgresServer.makeDatabase())
         try store.insert(contentsOf: (1...4).map { Row(id: $0, title: "Row \($0)", count: Int($0)) })

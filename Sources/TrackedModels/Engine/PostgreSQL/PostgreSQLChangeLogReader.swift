@@ -17,6 +17,13 @@ final class PostgreSQLChangeLogReader {
     private let tableIndexByName: [String: Int]
     /// The statement of a look, with the fingerprint.
     private let lookSQL: String
+    /// The statement of a look inside a commit: it also gives the transaction its id (see
+    /// ``lookTransaction``), which would otherwise cost the commit a round trip of its own.
+    private let committingLookSQL: String
+    /// The id the last look inside a commit gave its transaction: the commit's own (its log
+    /// entries are the store's, and a connection lost at `COMMIT` asks the server about it).
+    /// Nil after a look outside a commit.
+    private(set) var lookTransaction: UInt64?
     /// Whether the last look found the log's catalog changed since it was installed.
     private(set) var needsRepair = false
     /// The tables that no longer fit their models (altered or dropped under the store): their
@@ -46,15 +53,21 @@ final class PostgreSQLChangeLogReader {
         // One statement, so one snapshot: the transactions it shows ended, how far the log was
         // pruned, the entries it sees and the catalog agree (a pruning either shows in both or
         // in neither).
-        lookSQL = """
+        func look(assigning: Bool) -> String {
+            """
             WITH now AS (
                 SELECT pg_current_snapshot()::text AS snapshot, (SELECT pruned_below FROM \(PostgreSQLChangeLog.stateTable) WHERE id = 1) AS pruned,
-                    \(PostgreSQLChangeLog.fingerprintExpression(schemas)) AS fingerprint
+                    \(PostgreSQLChangeLog.fingerprintExpression(schemas)) AS fingerprint\(assigning ? ", pg_current_xact_id()::text AS transaction" : "")
             )
-            SELECT now.snapshot, now.pruned::text, c.xid::text, c.tbl, c.row_key, c.kind, c.mask, now.fingerprint
+            SELECT now.snapshot, now.pruned::text, c.xid::text, c.tbl, c.row_key, c.kind, c.mask, now.fingerprint\(assigning ? ", now.transaction" : "")
             FROM now LEFT JOIN \(PostgreSQLChangeLog.table) AS c ON c.xid >= $1::text::xid8 OR c.xid = ANY($2::text::xid8[])
             ORDER BY c.seq
             """
+        }
+        // The snapshot is the statement's, taken before the id is assigned: as in a commit
+        // whose first write assigns it, the id is past every transaction the snapshot shows.
+        lookSQL = look(assigning: false)
+        committingLookSQL = look(assigning: true)
     }
 
     /// Every entry of a transaction below this id has been read: the oldest transaction that
@@ -119,12 +132,17 @@ final class PostgreSQLChangeLogReader {
     /// A look at a log whose tables are gone fails (``isLogGone(_:)``); one that finds the log's
     /// catalog changed sets ``needsRepair`` and reads nothing (the reader stays where it was):
     /// the entries are read once the repair has said which tables fit.
-    func collect(on session: PostgresSession) throws -> ExternalChangeBatch? {
+    ///
+    /// - Parameter inCommit: Whether the look is the first statement of a commit's transaction,
+    ///   which it then gives its id (``lookTransaction``).
+    func collect(on session: PostgresSession, inCommit: Bool = false) throws -> ExternalChangeBatch? {
         var batch = ExternalChangeBatch()
+        lookTransaction = nil
         let rows = try session.rowsWaiting(
-            lookSQL, [.text(String(seen.xmax)), .text("{\(seen.inProgress.map(String.init).joined(separator: ","))}")], reused: true,
+            inCommit ? committingLookSQL : lookSQL, [.text(String(seen.xmax)), .text("{\(seen.inProgress.map(String.init).joined(separator: ","))}")], reused: true,
             doing: "reading the change log"
         )
+        if inCommit, case .text(let text)? = rows.first?.last { lookTransaction = UInt64(text) }
         guard case .text(let snapshotText) = rows.first?[0], let now = Snapshot(snapshotText) else { return nil }
         needsRepair = rows.first?[7] != installation.catalog.fingerprint
         guard !needsRepair else { return nil }

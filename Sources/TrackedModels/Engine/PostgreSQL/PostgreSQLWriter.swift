@@ -5,9 +5,10 @@ import Logging
 /// The writing half of the PostgreSQL engine: the writer's own connection, waited on from the
 /// database worker's queue; the change log; and the doorbell.
 ///
-/// Each commit is one transaction: read what others committed (the change log's window), write
-/// the units, note the transaction's id (its log
-/// entries are the store's own), commit. A connection lost at `COMMIT` leaves the outcome
+/// Each commit is one transaction: read what others committed (the change log's window) and
+/// note the transaction's id (its log entries are the store's own) in one statement, write the
+/// units, commit: four round trips for a commit of one statement (postgres-nio sends a
+/// statement once the one before is answered). A connection lost at `COMMIT` leaves the outcome
 /// unknown: the writer asks the server for the transaction's status once it reconnects, so
 /// that a commit that went through is not made twice (an increment would count double).
 ///
@@ -62,9 +63,15 @@ final class PostgreSQLWriter: EngineWriter {
             throw EngineFailure.transaction(error)
         }
         var commit = EngineCommit(report: CommitReport(), external: ExternalChangeBatch())
+        // The transaction's id, when the look gave it one.
+        var transaction: UInt64?
         do {
             do {
-                if let changeLog { commit.external = try look(changeLog) ?? ExternalChangeBatch() }
+                if let changeLog {
+                    let found = try look(changeLog, inCommit: true)
+                    commit.external = found.batch ?? ExternalChangeBatch()
+                    transaction = found.transaction
+                }
             } catch let error as StoreError {
                 throw EngineFailure.transaction(error)
             }
@@ -153,8 +160,7 @@ final class PostgreSQLWriter: EngineWriter {
             }
             do {
                 try willCommit(commit.report)
-                let transaction = try session.rowsWaiting("SELECT pg_current_xact_id_if_assigned()::text", doing: "committing").first?.first
-                let xid: UInt64? = if case .text(let text) = transaction { UInt64(text) } else { nil }
+                let xid = try transaction ?? assignedTransaction()
                 try finishCommit(xid)
                 if let xid { changeLog?.noteOwnTransaction(xid) }
             } catch let error as StoreError {
@@ -166,6 +172,12 @@ final class PostgreSQLWriter: EngineWriter {
             if let position { changeLog?.rewind(to: position) }
             throw error
         }
+    }
+
+    /// The transaction's id, if its writes gave it one: asked for where no look did.
+    private func assignedTransaction() throws -> UInt64? {
+        let transaction = try session.rowsWaiting("SELECT pg_current_xact_id_if_assigned()::text", doing: "committing").first?.first
+        return if case .text(let text) = transaction { UInt64(text) } else { nil }
     }
 
     /// Writes links that waited for their target's key (see ``WaitingLinks``); a row deleted
@@ -212,6 +224,9 @@ final class PostgreSQLWriter: EngineWriter {
             )
         }
     }
+
+    /// Statements the writer has sent, for tests (see ``PostgresSession/statementsSent``).
+    var statementsSent: Int { session.statementsSent }
 
     /// How long a commit whose outcome is unknown waits for the server to tell.
     static let outcomeWait: Duration = .seconds(30)
@@ -265,7 +280,7 @@ final class PostgreSQLWriter: EngineWriter {
         guard !isClosed, let changeLog else { return nil }
         let position = changeLog.position
         do {
-            return try look(changeLog)
+            return try look(changeLog).batch
         } catch {
             // A failed read is retried on the next look: the position only moves on success.
             changeLog.rewind(to: position)
@@ -282,11 +297,15 @@ final class PostgreSQLWriter: EngineWriter {
     /// transaction, in which nothing was written yet, is rolled back first and begun again
     /// after. A repair the server refuses is published once (the reader stays where it was,
     /// and every look tries again).
-    private func look(_ changeLog: PostgreSQLChangeLogReader) throws -> ExternalChangeBatch? {
+    ///
+    /// - Parameter inCommit: Whether the look is the first statement of a commit's
+    ///   transaction: it then gives the transaction its id, returned with what it read (nil
+    ///   where a repair began the transaction again and no look followed).
+    private func look(_ changeLog: PostgreSQLChangeLogReader, inCommit: Bool = false) throws -> (batch: ExternalChangeBatch?, transaction: UInt64?) {
         let position = changeLog.position
         do {
-            let batch = try changeLog.collect(on: session)
-            guard changeLog.needsRepair else { return batch }
+            let batch = try changeLog.collect(on: session, inCommit: inCommit)
+            guard changeLog.needsRepair else { return (batch, changeLog.lookTransaction) }
         } catch let error as StoreError where PostgreSQLChangeLogReader.isLogGone(error) {
             // A look may fail after it moved on (recording its position): it is made again.
             changeLog.rewind(to: position)
@@ -295,10 +314,10 @@ final class PostgreSQLWriter: EngineWriter {
         if inTransaction { try session.end("ROLLBACK", doing: "beginning a transaction") }
         let (repaired, mended) = try repair(changeLog)
         if inTransaction { try session.begin(doing: "beginning a transaction") }
-        guard mended else { return repaired }
-        var batch = try changeLog.collect(on: session) ?? ExternalChangeBatch()
+        guard mended else { return (repaired, nil) }
+        var batch = try changeLog.collect(on: session, inCommit: inCommit) ?? ExternalChangeBatch()
         batch.add(repaired)
-        return batch
+        return (batch, changeLog.lookTransaction)
     }
 
     /// Runs ``PostgreSQLChangeLogReader/repair(on:)`` in a transaction of its own. A refusal
