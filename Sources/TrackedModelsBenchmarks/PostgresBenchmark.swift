@@ -17,6 +17,9 @@ public struct PostgresBenchmark {
     public var commits = 200
     /// Rounds of each throughput measurement; the median is reported.
     public var rounds = 5
+    /// The fan-out measurement, when asked for (`--watchers N`), with how it starts its processes.
+    public var fanout: (benchmark: FanoutBenchmark, startWatcher: (String) throws -> FanoutBenchmark.Started,
+                        startWriter: (String, Int, Int, UInt64) throws -> FanoutBenchmark.Started)?
 
     public init(serverURL: String) {
         self.serverURL = serverURL
@@ -27,6 +30,7 @@ public struct PostgresBenchmark {
         public var flushRowsPerSecond: Double
         public var rawRowsPerSecond: Double
         public var latency: ExternalLatencyBenchmark.Report
+        public var fanout: FanoutBenchmark.Report?
 
         public var table: String {
             """
@@ -37,13 +41,14 @@ public struct PostgresBenchmark {
                 median \(String(format: "%.2f", latency.medianMilliseconds)) ms, p99 \(String(format: "%.2f", latency.p99Milliseconds)) ms (from before the bump)
                 median \(String(format: "%.2f", latency.lowerBoundMedianMilliseconds)) ms, p99 \(String(format: "%.2f", latency.lowerBoundP99Milliseconds)) ms (from the committer's flush returning)
                 events per commit \(String(format: "%.2f", latency.eventsPerCommit))
-            """
+            """ + (fanout.map { "\n" + $0.table } ?? "")
         }
 
         public var json: String {
             "{\"rows\": \(rows), \"flush_rows_per_second\": \(flushRowsPerSecond), \"raw_rows_per_second\": \(rawRowsPerSecond), "
                 + "\"latency_median_ms\": \(latency.medianMilliseconds), \"latency_p99_ms\": \(latency.p99Milliseconds), "
-                + "\"latency_lower_median_ms\": \(latency.lowerBoundMedianMilliseconds), \"latency_lower_p99_ms\": \(latency.lowerBoundP99Milliseconds)}"
+                + "\"latency_lower_median_ms\": \(latency.lowerBoundMedianMilliseconds), \"latency_lower_p99_ms\": \(latency.lowerBoundP99Milliseconds)"
+                + (fanout.map { ", \"fanout\": \($0.json)" } ?? "") + "}"
         }
     }
 
@@ -110,7 +115,24 @@ public struct PostgresBenchmark {
         var latency = ExternalLatencyBenchmark()
         latency.commits = commits
         let figures = try await latency.run(path: url, startCommitter: startCommitter)
-        return Report(rows: rows, flushRowsPerSecond: Figures.median(flushSamples), rawRowsPerSecond: Figures.median(rawSamples), latency: figures)
+        var fanoutFigures: FanoutBenchmark.Report?
+        if let fanout {
+            let reader = try await Self.connect(components)
+            do {
+                fanoutFigures = try await fanout.benchmark.run(url: url, startWatcher: fanout.startWatcher, startWriter: fanout.startWriter) {
+                    var counts: [Int64] = []
+                    for try await count in try await reader.query("SELECT count FROM rows ORDER BY id", logger: Self.logger).decode(Int64.self) {
+                        counts.append(count)
+                    }
+                    return counts
+                }
+            } catch {
+                try? await reader.close()
+                throw error
+            }
+            try await reader.close()
+        }
+        return Report(rows: rows, flushRowsPerSecond: Figures.median(flushSamples), rawRowsPerSecond: Figures.median(rawSamples), latency: figures, fanout: fanoutFigures)
     }
 
     private static let logger = Logger(label: "TrackedModelsBenchmarks", factory: { _ in SwiftLogNoOpLogHandler() })

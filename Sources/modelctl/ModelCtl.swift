@@ -14,7 +14,7 @@ struct ModelCtl: AsyncParsableCommand {
             75 database busy, 77 permission denied, 78 schema mismatch or bad migration set.
             """,
         version: "0.1.0",
-        subcommands: [SeedCommand.self, BumpCommand.self, QueryCommand.self, WatchCommand.self, MigrateCommand.self, CopyCommand.self, CheckCommand.self, BenchCommand.self, CommitTimedCommand.self]
+        subcommands: [SeedCommand.self, BumpCommand.self, QueryCommand.self, WatchCommand.self, MigrateCommand.self, CopyCommand.self, CheckCommand.self, BenchCommand.self, CommitTimedCommand.self, FanoutWatchCommand.self, FanoutWriteCommand.self]
     )
 
     static func main() async {

@@ -39,12 +39,30 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("db"), help: "A postgres:// server URL: measure PostgreSQL there instead of SQLite.")
     var database: String?
 
+    @Option(parsing: .unconditional, help: "With --db: also measure fan-out to this many watcher processes, each a store of its own (0 skips it).")
+    var watchers = 0
+
+    @Option(parsing: .unconditional, help: "With --watchers: the writer processes committing row updates as fast as they can.")
+    var writers = 2
+
+    @Option(parsing: .unconditional, help: "With --watchers: how long the writers write, in seconds.")
+    var seconds = 10
+
+    @Option(parsing: .unconditional, help: "With --watchers: the rows each commit changes.")
+    var perCommit = 100
+
     func validate() throws {
         guard (1...10_000_000).contains(rows) else { throw ValidationError("--rows must be from 1 to 10,000,000, not \(rows)") }
         guard (1...100_000_000).contains(bumps) else { throw ValidationError("--bumps must be from 1 to 100,000,000, not \(bumps)") }
         guard (1...100_000).contains(commits) else { throw ValidationError("--commits must be from 1 to 100,000, not \(commits)") }
         guard (0...10_000_000).contains(memoryRows) else { throw ValidationError("--memory-rows must be from 0 to 10,000,000, not \(memoryRows)") }
         guard (0...10_000_000).contains(bulkRows) else { throw ValidationError("--bulk-rows must be from 0 to 10,000,000, not \(bulkRows)") }
+        guard (0...100).contains(watchers) else { throw ValidationError("--watchers must be from 0 to 100, not \(watchers)") }
+        guard (1...16).contains(writers) else { throw ValidationError("--writers must be from 1 to 16, not \(writers)") }
+        guard (1...3_600).contains(seconds) else { throw ValidationError("--seconds must be from 1 to 3,600, not \(seconds)") }
+        guard (1...10_000).contains(perCommit) else { throw ValidationError("--per-commit must be from 1 to 10,000, not \(perCommit)") }
+        guard perCommit <= rows else { throw ValidationError("--per-commit \(perCommit) needs at least as many --rows") }
+        guard database != nil || watchers == 0 else { throw ValidationError("--watchers measures fan-out on PostgreSQL; pass --db postgres://...") }
         let isSelected = only.parts.count < BenchPart.allCases.count
         guard database == nil || !isSelected else { throw ValidationError("--only selects parts of the SQLite benchmark; drop it with --db") }
         guard BenchPart.allCases.contains(where: measures) else { throw ValidationError("--only \(only.parts.map(\.rawValue).sorted().joined(separator: ",")) measures nothing with --memory-rows 0 or --bulk-rows 0") }
@@ -75,6 +93,19 @@ struct BenchCommand: AsyncParsableCommand {
         return (process, output)
     }
 
+    /// Starts this executable with arguments, its standard input and output piped.
+    private static func start(_ arguments: [String]) throws -> FanoutBenchmark.Started {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = arguments
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        return FanoutBenchmark.Started(process: process, input: input, output: output)
+    }
+
     @MainActor private func bench() async throws {
         if let database {
             guard database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
@@ -83,6 +114,15 @@ struct BenchCommand: AsyncParsableCommand {
             var benchmark = PostgresBenchmark(serverURL: database)
             benchmark.rows = min(rows, 100_000)
             benchmark.commits = commits
+            if watchers > 0 {
+                var fanout = FanoutBenchmark(watchers: watchers)
+                fanout.writers = writers
+                fanout.duration = .seconds(seconds)
+                fanout.rowsPerCommit = perCommit
+                benchmark.fanout = (fanout, { try Self.start(["_fanout-watch", "--db", $0]) }, { url, perCommit, milliseconds, seed in
+                    try Self.start(["_fanout-write", "--db", url, "--per-commit", String(perCommit), "--milliseconds", String(milliseconds), "--seed", String(seed)])
+                })
+            }
             let report = try await benchmark.run(startCommitter: Self.startCommitter)
             print(json ? report.json : report.table)
             return

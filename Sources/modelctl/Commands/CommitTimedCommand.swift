@@ -41,6 +41,33 @@ struct CommitTimedCommand: AsyncParsableCommand {
     }
 }
 
+/// A watcher process of `modelctl bench --watchers N` (see ``FanoutWatcher``).
+struct FanoutWatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "_fanout-watch", abstract: "Internal: a watcher of `modelctl bench --watchers`.", shouldDisplay: false)
+
+    @Option(name: .customLong("db")) var url: String
+
+    func run() async throws {
+        try await reportingErrors(operation: "bench", path: url) { try await FanoutWatcher.run(url: url) }
+    }
+}
+
+/// A writer process of `modelctl bench --watchers N` (see ``FanoutWriter``).
+struct FanoutWriteCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "_fanout-write", abstract: "Internal: a writer of `modelctl bench --watchers`.", shouldDisplay: false)
+
+    @Option(name: .customLong("db")) var url: String
+    @Option var perCommit: Int
+    @Option var milliseconds: Int
+    @Option var seed: UInt64
+
+    func run() async throws {
+        try await reportingErrors(operation: "bench", path: url) {
+            try await FanoutWriter.run(url: url, perCommit: perCommit, duration: .milliseconds(milliseconds), seed: seed)
+        }
+    }
+}
+
 /// A row of the file `modelctl bench` measures on: the benchmark's own table, without the demo
 /// dataset's lists.
 @Tracked(table: "rows")

@@ -22,6 +22,7 @@ enum PostgreSQLEngine {
                 let installation: PostgreSQLChangeLog.Installation?
                 let keys: [ForeignKey]
                 var characterLimits: [[Int: Int]] = []
+                var castTypes: [[String]] = []
                 do {
                     _ = try await writer.rows("SELECT pg_advisory_xact_lock($1::bigint)", [.integer(PostgreSQLChangeLog.setupLock)], doing: "setting up the database")
                     try await createMissingTables(schemas, if: configuration.createsMissingTables, on: writer)
@@ -31,6 +32,7 @@ enum PostgreSQLEngine {
                         let catalog = try await writer.rows(PostgreSQLSchema.columnsSQL, [.text(schema.name)], doing: "reading the schema of \(schema.name)")
                         differences += PostgreSQLSchema.differences(of: schema, catalog: catalog)
                         characterLimits.append(PostgreSQLSchema.characterLimits(of: schema, catalog: catalog))
+                        castTypes.append(PostgreSQLSchema.castTypes(of: schema, catalog: catalog))
                     }
                     guard differences.isEmpty else { throw StoreError.schemaMismatch(differences) }
                     installation = configuration.observesExternalChanges ? try await installChangeLog(schemas, on: writer) : nil
@@ -57,7 +59,7 @@ enum PostgreSQLEngine {
                 return DatabaseEngine(
                     reader: PostgreSQLReader(session: reader, schemas: schemas),
                     writer: PostgreSQLWriter(
-                        session: writer, tables: schemas, characterLimits: characterLimits, changeLog: changeLog,
+                        session: writer, tables: schemas, characterLimits: characterLimits, castTypes: castTypes, changeLog: changeLog,
                         actionTargets: ForeignKey.actionTargets(of: keys, schemas: schemas),
                         linkTargets: ForeignKey.linkTargets(of: keys, schemas: schemas),
                         listensForCommits: configuration.wakesOnFileChanges, logger: logger

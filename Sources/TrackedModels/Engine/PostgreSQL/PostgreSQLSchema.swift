@@ -111,6 +111,19 @@ enum PostgreSQLSchema {
         return differences
     }
 
+    /// The type each model column's value is cast to where a statement gives it no place of its
+    /// own (a `VALUES` list): the column's own type, so that the value reads as the column
+    /// reads it (a `numeric` takes a real's every digit, which a cast through `double
+    /// precision` would round to 15); `text` for a `VARCHAR(n)`, whose cast would cut the text.
+    static func castTypes(of schema: TableSchema, catalog rows: [[SQLValue]]) -> [String] {
+        var declared: [String: String] = [:]
+        for row in rows {
+            guard case .text(let name) = row[0], case .text(let type) = row[1] else { continue }
+            declared[name] = type.hasPrefix("character varying") ? "text" : type
+        }
+        return schema.columns.map { declared[$0.name] ?? declaredType($0.type) }
+    }
+
     /// The columns declared `VARCHAR(n)`, by model column index: their limit n, in characters.
     static func characterLimits(of schema: TableSchema, catalog rows: [[SQLValue]]) -> [Int: Int] {
         var limits: [Int: Int] = [:]

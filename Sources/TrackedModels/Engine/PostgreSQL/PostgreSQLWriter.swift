@@ -18,6 +18,9 @@ final class PostgreSQLWriter: EngineWriter {
     private let tables: [TableSchema]
     /// Each table's `VARCHAR(n)` columns and their n (see ``refuseOverlongText(_:)``).
     private let characterLimits: [[Int: Int]]
+    /// Each table's columns' types, for the values of a batched update
+    /// (``PostgreSQLUpdateBatch``).
+    private let castTypes: [[String]]
     private let changeLog: PostgreSQLChangeLogReader?
     private let actionTargets: Set<Int>
     /// Each table's to-one columns, where placeholders of assigned keys may stand.
@@ -34,11 +37,12 @@ final class PostgreSQLWriter: EngineWriter {
     private var isClosed = false
 
     init(
-        session: PostgresSession, tables: [TableSchema], characterLimits: [[Int: Int]], changeLog: PostgreSQLChangeLogReader?, actionTargets: Set<Int>,
+        session: PostgresSession, tables: [TableSchema], characterLimits: [[Int: Int]], castTypes: [[String]], changeLog: PostgreSQLChangeLogReader?, actionTargets: Set<Int>,
         linkTargets: LinkTargets, listensForCommits: Bool, logger: Logger
     ) {
         self.session = session
         self.characterLimits = characterLimits
+        self.castTypes = castTypes
         self.listensForCommits = listensForCommits
         self.tables = tables
         linkColumns = tables.map(\.relationshipColumns)
@@ -48,7 +52,23 @@ final class PostgreSQLWriter: EngineWriter {
         self.logger = logger
     }
 
+    /// Commits with runs of updates batched (``PostgreSQLUpdateBatch``); where the database
+    /// refuses a batch, which cannot say which row it refused, the commit is made again
+    /// statement by statement, so that the refusal is the operation's that caused it.
     func commit(_ units: [WriteUnit], rows: BulkRows?, earlierKeys: [UInt64: SQLValue], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit {
+        do {
+            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: true, willCommit: willCommit)
+        } catch is BatchRefused {
+            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: false, willCommit: willCommit)
+        }
+    }
+
+    /// The database refused a batched update (and rolled the transaction back).
+    private struct BatchRefused: Error {}
+
+    private func commit(
+        _ units: [WriteUnit], rows: BulkRows?, earlierKeys: [UInt64: SQLValue], batchingUpdates: Bool, willCommit: (CommitReport) throws -> Void
+    ) throws -> EngineCommit {
         guard !isClosed else { throw EngineFailure.transaction(StoreError.closed(operation: "commit")) }
         let position = changeLog?.position
         do {
@@ -81,10 +101,43 @@ final class PostgreSQLWriter: EngineWriter {
             // A delete the database acts on runs alone, bracketed by reads of the log.
             // An insert given a key moves the key sequence past it in the statement sent next,
             // so that a key the database assigns later in the same run does not collide.
+            // Runs of updates wait in `batch` until an operation that cannot join comes (or an
+            // answer is needed), then go as one statement.
             var sent: [(unit: Int, operation: Int, write: WriteOperation?, answer: PostgresSession.Answer)] = []
+            var sentBatches: [(batch: PostgreSQLUpdateBatch, answer: PostgresSession.Answer, at: Int)] = []
+            var batch: PostgreSQLUpdateBatch?
+            func sendBatch() throws {
+                guard let waiting = batch else { return }
+                batch = nil
+                let first = waiting.members[0]
+                do {
+                    guard waiting.members.count > 1 else {
+                        let statement = statement(for: first.write)
+                        sent.append((first.unit, first.operation, first.write, try session.send(statement.sql, statement.arguments, reused: true, doing: statement.doing)))
+                        return
+                    }
+                    let statement = waiting.statement(tables[waiting.table], castTypes: castTypes[waiting.table])
+                    let answer = try session.send(statement.sql, statement.arguments, doing: statement.doing)
+                    // Its place in `sent` keeps the answers in the order sent.
+                    sentBatches.append((waiting, answer, sent.count))
+                    sent.append((first.unit, first.operation, nil, answer))
+                } catch let error as StoreError {
+                    throw EngineFailure.operation(unit: first.unit, operation: first.operation, error)
+                }
+            }
             func takeAnswers() throws {
-                defer { sent = [] }
-                for statement in sent {
+                try sendBatch()
+                defer {
+                    sent = []
+                    sentBatches = []
+                }
+                var batches = sentBatches[...]
+                for (index, statement) in sent.enumerated() {
+                    if let (batched, answer, at) = batches.first, at == index {
+                        batches = batches.dropFirst()
+                        try record(batched, answer: answer, into: &commit.report)
+                        continue
+                    }
                     do {
                         let rows = try statement.answer.rows()
                         if let write = statement.write { try record(write, rows: rows, into: &commit.report) }
@@ -107,10 +160,13 @@ final class PostgreSQLWriter: EngineWriter {
                 for (operationIndex, written) in unit.operations.enumerated() {
                     position += 1
                     // A placeholder's key may be in an answer not taken yet.
-                    if !sent.isEmpty, written.placeholderRequests(linkColumns: linkColumns).contains(where: { assignedKey($0) == nil }) { try takeAnswers() }
+                    if !sent.isEmpty || batch != nil, written.placeholderRequests(linkColumns: linkColumns).contains(where: { assignedKey($0) == nil }) { try takeAnswers() }
                     let (operation, deferred) = written.resolvingPlaceholders(linkColumns: linkColumns, later: keyedInserts, at: position, assignedKey)
                     waiting.drop(overwrittenBy: operation, keys: commit.report.assignedKeys)
                     waiting.add(deferred, unit: unitIndex, operation: operationIndex)
+                    let batches = batchingUpdates && deletedActionTarget(operation) == nil && PostgreSQLUpdateBatch(operation, unit: unitIndex, operation: operationIndex) != nil
+                    // Every statement goes after the updates waiting before it.
+                    if !batches { try sendBatch() }
                     if case .insert(let request) = operation, request.row == nil, caughtUp.insert(request.table).inserted {
                         let catchUp = PostgreSQLKeySequence.catchUp(tables[request.table], past: givenKeys[request.table])
                         sent.append((unitIndex, operationIndex, nil, try session.send(catchUp.sql, catchUp.arguments, reused: true, doing: catchUp.doing)))
@@ -134,6 +190,13 @@ final class PostgreSQLWriter: EngineWriter {
                             // A statement sent before it may fail first: that is the refusal.
                             try takeAnswers()
                             throw EngineFailure.operation(unit: unitIndex, operation: operationIndex, error)
+                        }
+                        if batches {
+                            if batch?.add(operation, unit: unitIndex, operation: operationIndex) != true {
+                                try sendBatch()
+                                batch = PostgreSQLUpdateBatch(operation, unit: unitIndex, operation: operationIndex)
+                            }
+                            continue
                         }
                         do {
                             sent.append((unitIndex, operationIndex, operation, try session.send(statement.sql, statement.arguments, reused: true, doing: statement.doing)))
@@ -226,7 +289,7 @@ final class PostgreSQLWriter: EngineWriter {
     }
 
     /// Statements the writer has sent, for tests (see ``PostgresSession/statementsSent``).
-    var statementsSent: Int { session.statementsSent }
+    var statementsSent: [String: Int] { session.statementsSent }
 
     /// How long a commit whose outcome is unknown waits for the server to tell.
     static let outcomeWait: Duration = .seconds(30)
@@ -422,6 +485,28 @@ final class PostgreSQLWriter: EngineWriter {
             return ("DELETE FROM \(quoteIdentifier(schema.name)) WHERE \(quoteIdentifier(schema.primaryKey.name)) = $1", [row.key], "deleting from \(schema.name)")
         case .deleteAll(let table):
             return ("DELETE FROM \(quoteIdentifier(tables[table].name))", [], "deleting from \(tables[table].name)")
+        }
+    }
+
+    /// Records what a batched update did, member by member, as their own statements would
+    /// have: a row that is gone is its member's refusal.
+    ///
+    /// - Throws: ``BatchRefused`` where the database refused the statement (a value or a
+    ///   constraint, which it does not say of which row); ``EngineFailure`` else.
+    private func record(_ batch: PostgreSQLUpdateBatch, answer: PostgresSession.Answer, into report: inout CommitReport) throws {
+        let rows: [[SQLValue]]
+        do {
+            rows = try answer.rows()
+        } catch let error as StoreError {
+            if error.refusesTheChange { throw BatchRefused() }
+            throw EngineFailure.operation(unit: batch.members[0].unit, operation: batch.members[0].operation, error)
+        }
+        for (member, answer) in zip(batch.members, batch.answers(from: rows)) {
+            do {
+                try record(member.write, rows: answer, into: &report)
+            } catch let error as StoreError {
+                throw EngineFailure.operation(unit: member.unit, operation: member.operation, error)
+            }
         }
     }
 

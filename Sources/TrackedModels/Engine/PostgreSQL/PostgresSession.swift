@@ -187,9 +187,9 @@ final class PostgresSession {
     /// How many statements are prepared on the current connection (for tests).
     var reusedStatementCount: Int { reusedStatements.count }
 
-    /// Statements sent from the worker's queue so far (each one round trip, a statement
-    /// prepared the first time aside): how tests count a commit's round trips.
-    private(set) var statementsSent = 0
+    /// Statements sent from the worker's queue so far, by what they were for (each one round
+    /// trip, a statement prepared the first time aside): how tests count a commit's round trips.
+    private(set) var statementsSent: [String: Int] = [:]
 
     /// Queues a statement without waiting for its answer (postgres-nio sends it once the
     /// statements queued before are answered), so that a run of statements costs the worker
@@ -198,7 +198,7 @@ final class PostgresSession {
     /// - Parameter reused: Whether the statement is one of a few kinds run over and over (the
     ///   writer's), prepared once on the connection (see ``PostgresReusedStatements``).
     func send(_ sql: String, _ arguments: [SQLValue] = [], reused: Bool = false, doing operation: String) throws -> Answer {
-        statementsSent += 1
+        statementsSent[operation, default: 0] += 1
         do {
             let connection = try currentWaiting()
             if reused, let execution = reusedStatements.execute(sql, arguments, on: connection, logger: logger) {

@@ -1,0 +1,189 @@
+public import Foundation
+import Synchronization
+import TrackedModels
+
+/// Many app servers watching one database: `watchers` processes, each a store of its own that
+/// hears every change to the `rows` table, while `writers` processes commit row updates as fast
+/// as they can for `duration` (see ``FanoutWatcher`` and ``FanoutWriter``).
+///
+/// Reported: the rows committed per second; the latency from the writer's clock before each
+/// change to a watcher hearing it (so it includes the commit), over every watcher's samples; and
+/// the rows whose final count some watcher does not show, once every watcher has had up to 30 s
+/// to catch up with what the database holds at the end.
+@MainActor
+public struct FanoutBenchmark {
+    public var watchers: Int
+    public var writers = 2
+    /// Rows each commit changes (distinct rows, each its count incremented).
+    public var rowsPerCommit = 100
+    public var duration: Duration = .seconds(10)
+
+    public init(watchers: Int) {
+        self.watchers = watchers
+    }
+
+    public struct Report: Sendable {
+        public var watchers: Int
+        public var writers: Int
+        public var rowsPerCommit: Int
+        public var seconds: Double
+        /// Rows committed per second by all writers together.
+        public var rowsPerSecond: Double
+        public var commits: Int
+        /// Changes heard, over every watcher (a row changed twice before a watcher looked is
+        /// heard once, at its last value).
+        public var samples: Int
+        public var p50Milliseconds: Double
+        public var p99Milliseconds: Double
+        /// Rows whose final count some watcher does not show.
+        public var lost: Int
+
+        public var json: String {
+            "{\"watchers\": \(watchers), \"writers\": \(writers), \"rows_per_commit\": \(rowsPerCommit), \"seconds\": \(Figures.format(seconds, digits: 2)), "
+                + "\"rows_per_s\": \(Figures.format(rowsPerSecond, digits: 0)), \"commits\": \(commits), \"samples\": \(samples), "
+                + "\"p50_ms\": \(Figures.format(p50Milliseconds, digits: 2)), \"p99_ms\": \(Figures.format(p99Milliseconds, digits: 2)), \"lost\": \(lost)}"
+        }
+
+        public var table: String {
+            """
+              fan-out: \(watchers) watcher processes, \(writers) writers committing \(rowsPerCommit) rows at a time for \(Figures.format(seconds, digits: 1)) s
+                \(Figures.format(rowsPerSecond, digits: 0)) rows/s committed (\(commits) commits), each heard by every watcher
+                commit → event at the watchers (from before the change): p50 \(Figures.format(p50Milliseconds, digits: 2)) ms, p99 \(Figures.format(p99Milliseconds, digits: 2)) ms over \(samples) events
+                lost: \(lost) rows whose final count some watcher does not show
+            """
+        }
+    }
+
+    /// A started process of the benchmark, with its standard input and output.
+    public struct Started {
+        public var process: Process
+        public var input: Pipe
+        public var output: Pipe
+
+        public init(process: Process, input: Pipe, output: Pipe) {
+            self.process = process
+            self.input = input
+            self.output = output
+        }
+    }
+
+    /// Runs the benchmark on a database whose `rows` table holds at least ``rowsPerCommit`` rows.
+    ///
+    /// - Parameters:
+    ///   - startWatcher: Starts a watcher process (``FanoutWatcher/run(url:)``) on the URL.
+    ///   - startWriter: Starts a writer process (``FanoutWriter``) on the URL, with the rows per
+    ///     commit, the duration in milliseconds and a seed.
+    ///   - sum: The database's sum of counts, read once the writers are done.
+    ///   - counts: The database's counts in key order, read then too.
+    public func run(
+        url: String, startWatcher: (_ url: String) throws -> Started,
+        startWriter: (_ url: String, _ perCommit: Int, _ milliseconds: Int, _ seed: UInt64) throws -> Started,
+        counts: () async throws -> [Int64]
+    ) async throws -> Report {
+        var started: [Started] = []
+        defer {
+            for process in started where process.process.isRunning { process.process.terminate() }
+        }
+        var watching: [ProcessOutput] = []
+        for _ in 0..<watchers {
+            let watcher = try startWatcher(url)
+            started.append(watcher)
+            watching.append(ProcessOutput(watcher.output))
+        }
+        // Every watcher holds the rows and listens before the first commit.
+        for output in watching {
+            guard await output.waitFor(line: "ready", timeout: .seconds(120)) else {
+                throw BenchmarkError("a fan-out watcher did not get ready: \(output.text)")
+            }
+        }
+        var writing: [(Started, ProcessOutput)] = []
+        let start = ContinuousClock.now
+        for index in 0..<writers {
+            let writer = try startWriter(url, rowsPerCommit, Int(duration.timeInterval * 1_000), UInt64(index + 1))
+            started.append(writer)
+            writing.append((writer, ProcessOutput(writer.output)))
+        }
+        var committed = 0
+        var commits = 0
+        for (writer, output) in writing {
+            await Self.exit(of: writer.process)
+            let words = output.text.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            guard writer.process.terminationStatus == 0, words.count == 3, words[0] == "committed", let rows = Int(words[1]), let count = Int(words[2]) else {
+                throw BenchmarkError("a fan-out writer failed (status \(writer.process.terminationStatus)): \(output.text)")
+            }
+            committed += rows
+            commits += count
+        }
+        let seconds = (ContinuousClock.now - start).timeInterval
+        let expected = try await counts()
+        let sum = expected.reduce(0, +)
+        for watcher in started.prefix(watchers) {
+            watcher.input.fileHandleForWriting.write(Data("stop \(sum)\n".utf8))
+        }
+        var samples: [UInt64] = []
+        var lostRows = Set<Int>()
+        for (watcher, output) in zip(started.prefix(watchers), watching) {
+            await Self.exit(of: watcher.process)
+            let lines = output.text.split(separator: "\n")
+            guard watcher.process.terminationStatus == 0,
+                  let heard = lines.first(where: { $0.hasPrefix("samples") }), let final = lines.first(where: { $0.hasPrefix("final") })
+            else {
+                throw BenchmarkError("a fan-out watcher failed (status \(watcher.process.terminationStatus)): \(output.text.suffix(2_000))")
+            }
+            samples += heard.split(separator: " ").dropFirst().compactMap { UInt64($0) }
+            let shown = final.split(separator: " ").dropFirst().map { Int64($0) }
+            for (index, count) in expected.enumerated() where index >= shown.count || shown[index] != count {
+                lostRows.insert(index)
+            }
+        }
+        samples.sort()
+        func percentile(_ fraction: Double) -> Double {
+            samples.isEmpty ? .nan : Double(samples[min(samples.count - 1, Int(Double(samples.count) * fraction))]) / 1_000
+        }
+        return Report(
+            watchers: watchers, writers: writers, rowsPerCommit: rowsPerCommit, seconds: seconds, rowsPerSecond: Double(committed) / seconds,
+            commits: commits, samples: samples.count, p50Milliseconds: percentile(0.5), p99Milliseconds: percentile(0.99), lost: lostRows.count
+        )
+    }
+
+    /// Waits for a process to exit. (Foundation's `waitUntilExit()` spins a run loop on Linux,
+    /// taking a core from the processes measured.)
+    private static func exit(of process: Process) async {
+        while process.isRunning {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
+
+/// Everything a process writes to a pipe, read as it comes on a thread of its own.
+final class ProcessOutput: Sendable {
+    private let data = Mutex(Data())
+    private let ended = Atomic(false)
+
+    init(_ pipe: Pipe) {
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread { [self] in read(handle) }
+    }
+
+    private func read(_ handle: FileHandle) {
+        while true {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            data.withLock { $0.append(chunk) }
+        }
+        ended.store(true, ordering: .releasing)
+    }
+
+    var text: String { String(decoding: data.withLock { $0 }, as: UTF8.self) }
+
+    /// Waits until a line equal to `line` came, or the output ended, or `timeout` passed.
+    func waitFor(line: String, timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if text.split(separator: "\n").contains(where: { $0 == line }) { return true }
+            if ended.load(ordering: .acquiring) { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+}
