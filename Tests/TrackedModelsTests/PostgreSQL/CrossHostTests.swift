@@ -1,0 +1,157 @@
+import Foundation
+import PostgresTestSupport
+import Synchronization
+import Testing
+@testable import TrackedModels
+
+/// The PostgreSQL engine across a real network link: the server runs on a host of its own (a
+/// network namespace, reached over a veth pair), and app processes on this host bump one row
+/// while the server ends the watcher's doorbell, restarts, and is cut off for three seconds.
+/// Every bump is counted exactly once (none lost, none applied twice), and a watcher here hears
+/// the final count.
+@MainActor
+@Suite(.serialized) struct CrossHostTests {
+    @Test func noAcknowledgedWriteIsLostAcrossALink() async throws {
+        let host = try ServerHost.make()
+        defer { host.remove() }
+        let url = host.url
+
+        var configuration = Stores.configuration()
+        configuration.externalChangePollInterval = .milliseconds(250)
+        let store = try await ModelStore.open(.postgres(url), models: [Row.self], configuration: configuration)
+        try store.insert(Row(id: 1, title: "Row 1", count: 0))
+        try await store.flush()
+        let row = try #require(try await store.async.find(Row.self, key: 1))
+        let heard = Mutex<[Int]>([])
+        let token = try store.subscribe(to: .object(row, \Row.count)) { event in
+            if let count = event.change(of: \Row.count)?.new { heard.withLock { $0.append(count) } }
+        }
+        func count() async throws -> String { try await PostgresServer.psql(url, "SELECT count FROM rows WHERE id = 1") }
+
+        // Four processes at once: exact.
+        let bumpers = try (0..<4).map { _ in try Helper.start(["increment", url, "1", "50", "5"]) }
+        for bumper in bumpers { #expect(await Self.exit(of: bumper) == 0) }
+        #expect(try await count() == "200")
+        try await settle(store) { row.count == 200 }
+
+        // The server ends the doorbell's connection: the next commit is still heard.
+        #expect(try await PostgresServer.psql(url, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'trackedmodels doorbell'") != "0")
+        #expect(await Self.exit(of: try Helper.start(["increment", url, "1", "10"])) == 0)
+        try await settle(store) { row.count == 210 }
+
+        // The server restarts while a process commits bump after bump.
+        let restarted = try Helper.start(["increment-through", url, "1", "100"])
+        try await settle { Int(try await count()) ?? 0 >= 230 }
+        try host.restartServer()
+        #expect(await Self.exit(of: restarted) == 0)
+        #expect(try await count() == "310")
+        try await settle(store) { row.count == 310 }
+
+        // The link goes down for three seconds while a process commits.
+        let partitioned = try Helper.start(["increment-through", url, "1", "100"])
+        try await settle { Int(try await count()) ?? 0 >= 330 }
+        try host.setLink(up: false)
+        try await Task.sleep(for: .seconds(3))
+        try host.setLink(up: true)
+        #expect(await Self.exit(of: partitioned) == 0)
+        #expect(try await count() == "410")
+        try await settle(store) { row.count == 410 }
+
+        // What the watcher heard only ever went up, and ended at the final count.
+        let values = heard.withLock { $0 }
+        #expect(values == values.sorted() && values.last == 410, "heard \(values)")
+        token.cancel()
+        try await store.close()
+    }
+
+    private static func exit(of process: Process) async -> Int32 {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                process.waitUntilExit()
+                continuation.resume(returning: process.terminationStatus)
+            }
+        }
+    }
+}
+
+/// A PostgreSQL server on a host of its own: a network namespace joined to this one by a veth
+/// pair, the server listening on the namespace's address (made with `.ci/postgres`). Needs root
+/// and iproute2; where namespaces cannot be made, the test is cancelled, saying why.
+struct ServerHost {
+    let namespace: String
+    /// This side's end of the veth pair.
+    let link: String
+    let directory: String
+    let url: String
+
+    private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appending(path: "../../../.ci/postgres").standardized.path
+
+    static func make() throws -> ServerHost {
+        let tag = ProcessInfo.processInfo.processIdentifier % 10_000
+        let subnet = "10.77.\(tag % 250)"
+        let namespace = "tmhost\(tag)"
+        let link = "tmh\(tag)"
+        do {
+            try shell("ip netns add \(namespace)")
+        } catch {
+            try Test.cancel("a network namespace cannot be made here (\(error)); the cross-host test needs root and iproute2 (apt-get install iproute2)")
+        }
+        let directory = FileManager.default.temporaryDirectory.appending(path: "trackedmodels-crosshost-\(tag)").path
+        let host = ServerHost(namespace: namespace, link: link, directory: directory, url: "")
+        do {
+            try shell("""
+                ip link add \(link) type veth peer name tmd\(tag) && ip link set tmd\(tag) netns \(namespace) && \
+                ip addr add \(subnet).1/30 dev \(link) && ip link set \(link) up && \
+                ip netns exec \(namespace) ip addr add \(subnet).2/30 dev tmd\(tag) && \
+                ip netns exec \(namespace) ip link set tmd\(tag) up && ip netns exec \(namespace) ip link set lo up
+                """)
+            let url = try shell("ip netns exec \(namespace) bash '\(script)' start '\(directory)' \(subnet).2")
+            guard url.hasPrefix("postgres://") else { throw ShellFailure(message: "no URL: \(url)") }
+            return ServerHost(namespace: namespace, link: link, directory: directory, url: url)
+        } catch {
+            host.remove()
+            if ProcessInfo.processInfo.environment["TRACKEDMODELS_REQUIRE_POSTGRES"] != "1" {
+                try Test.cancel("no PostgreSQL server could be started on a host of its own (\(error)); install PostgreSQL (apt-get install postgresql)")
+            }
+            throw error
+        }
+    }
+
+    func restartServer() throws {
+        try Self.shell("ip netns exec \(namespace) bash '\(Self.script)' restart '\(directory)'")
+    }
+
+    /// Takes the link between the hosts down (a partition) or up again.
+    func setLink(up: Bool) throws {
+        try Self.shell("ip link set \(link) \(up ? "up" : "down")")
+    }
+
+    func remove() {
+        _ = try? Self.shell("ip netns exec \(namespace) bash '\(Self.script)' stop '\(directory)'")
+        _ = try? Self.shell("ip netns del \(namespace)")
+        _ = try? Self.shell("ip link del \(link) 2>/dev/null || true")
+    }
+
+    struct ShellFailure: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
+    /// Runs a shell command; what it printed (standard output and error), trimmed. Through
+    /// popen: waiting for a `Process` from the main actor may never return.
+    @discardableResult
+    static func shell(_ command: String) throws -> String {
+        guard let pipe = popen("\(command) 2>&1", "r") else { throw ShellFailure(message: "`\(command)` could not start") }
+        var output = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, pipe)
+            if count == 0 { break }
+            output.append(contentsOf: buffer[0..<count])
+        }
+        let status = pclose(pipe)
+        let text = String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard status == 0 else { throw ShellFailure(message: "`\(command)` failed (\(status)): \(text)") }
+        return text
+    }
+}
