@@ -72,12 +72,12 @@ public struct FanoutBenchmark {
     /// - Parameters:
     ///   - startWatcher: Starts a watcher process (``FanoutWatcher/run(url:)``) on the URL.
     ///   - startWriter: Starts a writer process (``FanoutWriter``) on the URL, with the rows per
-    ///     commit, the duration in milliseconds and a seed.
+    ///     commit, the duration in milliseconds, its index and the number of writers.
     ///   - sum: The database's sum of counts, read once the writers are done.
     ///   - counts: The database's counts in key order, read then too.
     public func run(
         url: String, startWatcher: (_ url: String) throws -> Started,
-        startWriter: (_ url: String, _ perCommit: Int, _ milliseconds: Int, _ seed: UInt64) throws -> Started,
+        startWriter: (_ url: String, _ perCommit: Int, _ milliseconds: Int, _ index: Int, _ writers: Int) throws -> Started,
         counts: () async throws -> [Int64]
     ) async throws -> Report {
         var started: [Started] = []
@@ -97,24 +97,27 @@ public struct FanoutBenchmark {
             }
         }
         var writing: [(Started, ProcessOutput)] = []
-        let start = ContinuousClock.now
         for index in 0..<writers {
-            let writer = try startWriter(url, rowsPerCommit, Int(duration.timeInterval * 1_000), UInt64(index + 1))
+            let writer = try startWriter(url, rowsPerCommit, Int(duration.timeInterval * 1_000), index, writers)
             started.append(writer)
             writing.append((writer, ProcessOutput(writer.output)))
         }
-        var committed = 0
+        var rowsPerSecond = 0.0
         var commits = 0
+        var seconds = 0.0
         for (writer, output) in writing {
             await Self.exit(of: writer.process)
             let words = output.text.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-            guard writer.process.terminationStatus == 0, words.count == 3, words[0] == "committed", let rows = Int(words[1]), let count = Int(words[2]) else {
+            guard writer.process.terminationStatus == 0, words.count == 4, words[0] == "committed", let rows = Int(words[1]), let count = Int(words[2]),
+                  let took = Double(words[3]), took > 0
+            else {
                 throw BenchmarkError("a fan-out writer failed (status \(writer.process.terminationStatus)): \(output.text)")
             }
-            committed += rows
+            // Each over the time its own commits took (not its start-up and its store's opening).
+            rowsPerSecond += Double(rows) / took
             commits += count
+            seconds = max(seconds, took)
         }
-        let seconds = (ContinuousClock.now - start).timeInterval
         let expected = try await counts()
         let sum = expected.reduce(0, +)
         for watcher in started.prefix(watchers) {
@@ -141,7 +144,7 @@ public struct FanoutBenchmark {
             samples.isEmpty ? .nan : Double(samples[min(samples.count - 1, Int(Double(samples.count) * fraction))]) / 1_000
         }
         return Report(
-            watchers: watchers, writers: writers, rowsPerCommit: rowsPerCommit, seconds: seconds, rowsPerSecond: Double(committed) / seconds,
+            watchers: watchers, writers: writers, rowsPerCommit: rowsPerCommit, seconds: seconds, rowsPerSecond: rowsPerSecond,
             commits: commits, samples: samples.count, p50Milliseconds: percentile(0.5), p99Milliseconds: percentile(0.99), lost: lostRows.count
         )
     }

@@ -4,7 +4,7 @@
 /// from the copying task, one at a time.
 protocol CopyEndpoint: AnyObject {
     /// What tells this database from any other, so that a copy onto itself is refused: the
-    /// file's device and inode, or the server's start time, port and database.
+    /// file's device and inode, or the server's start time, port, database and schema.
     func identity() async throws -> String
 
     /// The migrations recorded as applied, in version order.
@@ -33,6 +33,12 @@ protocol CopySource: CopyEndpoint {
     ///   was written meanwhile.
     func inSnapshot<Result>(_ body: () async throws -> Result) async throws -> Result
 
+    /// Checks, inside the snapshot, that what was read can be trusted: a file read without
+    /// locks (this user may not write it) that someone wrote meanwhile cannot.
+    ///
+    /// - Throws: ``StoreError/Code/busy``.
+    func checkConsistent() throws
+
     func close()
 }
 
@@ -50,6 +56,9 @@ protocol CopyTarget: CopyEndpoint {
     /// Creates a model's table (and its relationships' indexes) where it is missing.
     func createTableIfMissing(_ schema: TableSchema) async throws
 
+    /// Sets columns to NULL in every row that holds something else in them.
+    func clear(_ columns: [Int], of schema: TableSchema) async throws
+
     /// Deletes every row of a table, as a `DELETE` (so that watchers hear of it).
     func deleteRows(of schema: TableSchema) async throws
 
@@ -59,7 +68,8 @@ protocol CopyTarget: CopyEndpoint {
     /// Sets columns of rows inserted before: each of `rows` is a key, then the columns' values.
     func set(_ columns: [Int], of rows: [[SQLValue]], in schema: TableSchema) async throws
 
-    /// Moves the table's key sequence, if it has one, past the largest key it holds.
+    /// Moves the table's key sequence, if it has one, past the largest key it holds. (On
+    /// PostgreSQL a rollback does not move it back.)
     func advanceKeySequence(of schema: TableSchema) async throws
 
     /// Lets the database go; without `keeping`, a database file this endpoint created is

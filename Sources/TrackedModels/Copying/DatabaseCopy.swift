@@ -4,9 +4,11 @@
 /// The copy reads the source in one snapshot and streams each table a batch at a time, so its
 /// memory does not grow with the data. On the target, in the same transaction, it first
 /// applies the pending migrations (recording them as `migrate` does), then checks every table
-/// against its model, copies the rows with their keys (tables that others point at first),
-/// moves each key sequence past the keys copied, and finally reads every table back: the
-/// copy commits only if each table holds as many rows as the source, with the same checksum.
+/// against its model, copies the rows with their keys (tables that others point at first; a
+/// link to a row not copied yet, a parent after its child or a cycle between tables, is set in
+/// a second pass once every row is in), reads every table back, and moves each key sequence
+/// past the keys copied: the copy commits only if each table holds as many rows as the
+/// source, with the same checksum.
 ///
 /// The source must be at the version the target's migrations end at (the same versions and
 /// names: each engine has its own SQL). A target that holds rows is refused unless
@@ -32,7 +34,8 @@ public struct DatabaseCopy: Sendable {
     ///   - models: The models whose tables are copied.
     ///   - migrations: The target engine's migrations, applied before the rows are copied; with
     ///     `nil`, tables missing on the target are created from the models, as
-    ///     ``ModelStore/Configuration/createsMissingTables`` does.
+    ///     ``ModelStore/Configuration/createsMissingTables`` does, and no migration history is
+    ///     recorded (the source's is not copied: a later `migrate` would start at version 1).
     public init(models: [any TrackedModel.Type], migrations: SchemaMigrator? = nil) {
         schemas = Self.referencedFirst(models.map { $0._$schema })
         self.migrations = migrations
@@ -58,8 +61,8 @@ public struct DatabaseCopy: Sendable {
         public struct Table: Sendable, Hashable {
             public var name: String
             public var rows: Int
-            /// A SHA-256 over the table's rows, whatever their order (see
-            /// ``DatabaseCopy``): the same on both databases.
+            /// The sum, in four 64-bit lanes, of each row's SHA-256 (so whatever the order the
+            /// rows are read in), as 64 hexadecimal digits: the same on both databases.
             public var checksum: String
         }
     }
@@ -77,7 +80,8 @@ public struct DatabaseCopy: Sendable {
     ///   ``StoreError`` (``StoreError/Code/schemaMismatch`` naming the side, or what the
     ///   database reported); ``MigrationError`` for a target whose applied migrations drifted
     ///   or a migration that failed; `CancellationError` when the task is cancelled. The target
-    ///   is left as it was, and an SQLite target this call created is removed.
+    ///   is left as it was (the key sequences move only as the copy commits), and an SQLite
+    ///   target this call created is removed.
     @discardableResult
     public func run(from source: DatabaseLocation, to target: DatabaseLocation, progress: (Progress) -> Void = { _ in }) async throws -> Report {
         if let migrations, MigrationDialect(of: target) != migrations.dialect {

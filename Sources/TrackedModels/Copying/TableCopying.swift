@@ -18,21 +18,28 @@ struct TableCopying {
         self.sourceCounts = sourceCounts
     }
 
-    /// Fills the target's tables from the source and checks what they hold then.
+    /// Fills the target's tables from the source and checks what they hold then. Every table's
+    /// rows go in first, without the links that point at a table not filled before it (itself,
+    /// or a later one of a cycle); a second pass over the source then sets those links, once
+    /// every row is there. The key sequences move last, once everything checked out (a
+    /// sequence's move is not rolled back).
     ///
     /// - Returns: Each table's rows and checksum, in the order copied.
     mutating func fill(replacing: Bool, progress: (DatabaseCopy.Progress) -> Void) async throws -> [DatabaseCopy.Report.Table] {
         var differences: [SchemaDifference] = []
         for schema in schemas { differences += try await target.differences(of: schema) }
         guard differences.isEmpty else { throw StoreError.schemaMismatch(differences, in: "the target \(targetName)") }
+        let late = schemas.indices.map(laterLinks(of:))
         if replacing {
+            // Links that may point forward go first, so that no row points at one deleted before it.
+            for (schema, columns) in zip(schemas, late) where !columns.isEmpty { try await target.clear(columns, of: schema) }
             for schema in schemas.reversed() { try await target.deleteRows(of: schema) }
         } else {
             try await refuseRows()
         }
         var copied: [TableChecksum] = []
-        for (position, (schema, expected)) in zip(schemas, sourceCounts).enumerated() {
-            copied.append(try await copy(schema, linkingLater: laterLinks(of: position), progress: progress))
+        for (schema, (columns, expected)) in zip(schemas, zip(late, sourceCounts)) {
+            copied.append(try await copy(schema, withholding: columns, progress: progress))
             guard copied.last!.rows == expected else {
                 throw CopyError(
                     code: .verificationFailed,
@@ -40,9 +47,15 @@ struct TableCopying {
                 )
             }
         }
+        for (schema, columns) in zip(schemas, late) where !columns.isEmpty {
+            try await link(schema, columns)
+        }
         for (schema, checksum) in zip(schemas, copied) {
             try await verify(schema, holds: checksum)
         }
+        try source.checkConsistent()
+        try Task.checkCancellation()
+        for schema in schemas { try await target.advanceKeySequence(of: schema) }
         return zip(schemas, copied).map { DatabaseCopy.Report.Table(name: $0.name, rows: $1.rows, checksum: $1.hex) }
     }
 
@@ -58,7 +71,7 @@ struct TableCopying {
         }
     }
 
-    /// The to-one columns of the table at `position` that point at a table not copied before
+    /// The to-one columns of the table at `position` that point at a table not filled before
     /// it: itself (a tree of rows), or a later one (a cycle).
     private func laterLinks(of position: Int) -> [Int] {
         let schema = schemas[position]
@@ -68,10 +81,8 @@ struct TableCopying {
         }
     }
 
-    /// Copies a table's rows. Columns in `late` point at rows that may not be there yet: the
-    /// rows go in without them, and a second pass over the source sets them once every row is
-    /// in, so that a foreign key checked at each statement holds throughout.
-    private mutating func copy(_ schema: TableSchema, linkingLater late: [Int], progress: (DatabaseCopy.Progress) -> Void) async throws -> TableChecksum {
+    /// Copies a table's rows, the `withheld` columns left NULL (``link(_:_:)`` sets them).
+    private mutating func copy(_ schema: TableSchema, withholding withheld: [Int], progress: (DatabaseCopy.Progress) -> Void) async throws -> TableChecksum {
         var checksum = TableChecksum()
         let total = sourceCounts.reduce(0, +)
         try await source.forEachBatch(of: schema) { batch in
@@ -79,23 +90,24 @@ struct TableCopying {
             var rows = try batch.map { try Self.checked($0, of: schema) }
             for row in rows { checksum.add(row) }
             for index in rows.indices {
-                for column in late { rows[index][column] = .null }
+                for column in withheld { rows[index][column] = .null }
             }
             try await target.insert(rows, into: schema)
             copiedRows += rows.count
             progress(DatabaseCopy.Progress(table: schema.name, copiedRows: copiedRows, totalRows: total))
         }
-        if !late.isEmpty {
-            try await source.forEachBatch(of: schema) { batch in
-                try Task.checkCancellation()
-                let links = try batch.map { try Self.checked($0, of: schema) }
-                    .filter { row in late.contains { row[$0] != .null } }
-                    .map { row in [row[schema.primaryKeyIndex]] + late.map { row[$0] } }
-                if !links.isEmpty { try await target.set(late, of: links, in: schema) }
-            }
-        }
-        try await target.advanceKeySequence(of: schema)
         return checksum
+    }
+
+    /// Sets the links a first pass withheld, reading the source again.
+    private func link(_ schema: TableSchema, _ columns: [Int]) async throws {
+        try await source.forEachBatch(of: schema) { batch in
+            try Task.checkCancellation()
+            let links = try batch.map { try Self.checked($0, of: schema) }
+                .filter { row in columns.contains { row[$0] != .null } }
+                .map { row in [row[schema.primaryKeyIndex]] + columns.map { row[$0] } }
+            if !links.isEmpty { try await target.set(columns, of: links, in: schema) }
+        }
     }
 
     private func verify(_ schema: TableSchema, holds copied: TableChecksum) async throws {

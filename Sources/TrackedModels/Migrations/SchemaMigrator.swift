@@ -105,7 +105,7 @@ public struct SchemaMigrator: Sendable {
                 let status = status(of: try await storage.appliedMigrations())
                 if let first = status.drift.first { throw first }
                 guard let migration = try pending(status.pending, upTo: target).first else { return nil }
-                try await run(migration, in: storage)
+                try await run(migration, in: storage, outcome: "the database stays at version \(migration.version - 1)")
                 try await storage.record(migration)
                 return migration
             }
@@ -123,7 +123,7 @@ public struct SchemaMigrator: Sendable {
         let status = status(of: try await storage.appliedMigrations())
         if let first = status.drift.first { throw first }
         for migration in status.pending {
-            try await run(migration, in: storage)
+            try await run(migration, in: storage, outcome: "the transaction holds the rest too, so nothing was committed")
             try await storage.record(migration)
         }
         return status.pending
@@ -149,13 +149,14 @@ public struct SchemaMigrator: Sendable {
         return pending.filter { $0.version <= target }
     }
 
-    private func run(_ migration: Migration, in storage: some MigrationStorage) async throws {
+    /// - Parameter outcome: What a failure leaves, for its message.
+    private func run(_ migration: Migration, in storage: some MigrationStorage, outcome: String) async throws {
         do {
             try await storage.run(migration)
         } catch let failure as FailedStatement {
             throw MigrationError(
                 code: .statementFailed,
-                message: "migration \(migration.fileName) failed at statement `\(failure.sql)`; the database stays at version \(migration.version - 1); fix the migration and run it again",
+                message: "migration \(migration.fileName) failed at statement `\(failure.sql)`; \(outcome); fix the migration and run it again",
                 file: migration.fileName,
                 underlying: failure.error
             )

@@ -119,8 +119,8 @@ struct BenchCommand: AsyncParsableCommand {
                 fanout.writers = writers
                 fanout.duration = .seconds(seconds)
                 fanout.rowsPerCommit = perCommit
-                benchmark.fanout = (fanout, { try Self.start(["_fanout-watch", "--db", $0]) }, { url, perCommit, milliseconds, seed in
-                    try Self.start(["_fanout-write", "--db", url, "--per-commit", String(perCommit), "--milliseconds", String(milliseconds), "--seed", String(seed)])
+                benchmark.fanout = (fanout, { try Self.start(["_fanout-watch", "--db", $0]) }, { url, perCommit, milliseconds, index, writers in
+                    try Self.start(["_fanout-write", "--db", url, "--per-commit", String(perCommit), "--milliseconds", String(milliseconds), "--index", String(index), "--writers", String(writers)])
                 })
             }
             let report = try await benchmark.run(startCommitter: Self.startCommitter)

@@ -18,7 +18,8 @@ struct CommitTimedCommand: AsyncParsableCommand {
     @Option var gap: Int
 
     func run() async throws {
-        try await reportingErrors(operation: "bench", path: path) {
+        let shown = path.hasPrefix("postgres://") ? DatabaseLocation.postgres(path).description : path
+        try await reportingErrors(operation: "bench", path: shown) {
             try await commit()
         }
     }
@@ -48,7 +49,7 @@ struct FanoutWatchCommand: AsyncParsableCommand {
     @Option(name: .customLong("db")) var url: String
 
     func run() async throws {
-        try await reportingErrors(operation: "bench", path: url) { try await FanoutWatcher.run(url: url) }
+        try await reportingErrors(operation: "bench", path: DatabaseLocation.postgres(url).description) { try await FanoutWatcher.run(url: url) }
     }
 }
 
@@ -59,11 +60,12 @@ struct FanoutWriteCommand: AsyncParsableCommand {
     @Option(name: .customLong("db")) var url: String
     @Option var perCommit: Int
     @Option var milliseconds: Int
-    @Option var seed: UInt64
+    @Option var index: Int
+    @Option var writers: Int
 
     func run() async throws {
-        try await reportingErrors(operation: "bench", path: url) {
-            try await FanoutWriter.run(url: url, perCommit: perCommit, duration: .milliseconds(milliseconds), seed: seed)
+        try await reportingErrors(operation: "bench", path: DatabaseLocation.postgres(url).description) {
+            try await FanoutWriter.run(url: url, perCommit: perCommit, duration: .milliseconds(milliseconds), index: index, writers: writers)
         }
     }
 }

@@ -91,6 +91,22 @@ struct PostgresStoreTests {
         #expect(try await PostgresServer.psql(url, "SELECT count(*), sum(count), count(*) FILTER (WHERE title LIKE 'Batched %') FROM rows") == "299|45000|299")
         #expect(rows.first { $0.id == 7 }?.count == 7)
         store.discardPendingChanges()
+
+        // A batch the database refuses as a whole (a CHECK that row 300 breaks) is made again row
+        // by row: the refusal is that row's alone, and the others commit.
+        try await PostgresServer.psql(url, "ALTER TABLE rows ADD CONSTRAINT below_301 CHECK (count < 301)")
+        for row in rows where row.id != 150 { try store.increment(\Row.count, of: row, by: 1) }
+        do {
+            try await store.flush()
+            Issue.record("the CHECK constraint did not fail the flush")
+        } catch let error as StoreError where error.code == .changeRejected {
+            #expect(error.constraint == .check)
+            #expect(error.message.contains("rows 300"), "\(error)")
+        }
+        #expect(store.pendingChanges.map(\.operations) == [["update rows 300: count += 1"]])
+        #expect(try await PostgresServer.psql(url, "SELECT sum(count), (SELECT count FROM rows WHERE id = 300) FROM rows") == "\(45_000 + 298)|300")
+        #expect(rows.first { $0.id == 7 }?.count == 8)
+        store.discardPendingChanges()
         try await store.close()
     }
 

@@ -39,15 +39,16 @@ extension Harness {
         }
         let before: [Int64: [SQLValue]] = holdsARow ? [-7: theirRow] : [:]
         switch outcome {
+        // (The target's own row is refused before a source row is read.)
+        case .failure(let error as CopyError) where error.code == .targetNotEmpty && holdsARow && !replacing:
+            try await checkCopy(at: target, on: targetEngine, holds: before, existing: true)
         case .failure(let error as CopyError) where error.code == .valueNotCopyable && refusal != nil:
             try await checkCopy(at: target, on: targetEngine, holds: before, existing: holdsARow)
-        case .failure(let error as CopyError) where error.code == .targetNotEmpty && refusal == nil && holdsARow && !replacing:
-            try await checkCopy(at: target, on: targetEngine, holds: before, existing: true)
         case .failure(let error):
             throw Divergence(message: "copying to \(targetEngine) failed: \(error); expected \(refusal.map { "a refusal of \($0)" } ?? (holdsARow && !replacing ? "a refusal of the target's row" : "the copy"))")
         case .success(let report):
-            if let refusal { throw Divergence(message: "the copy to \(targetEngine) committed, but \(refusal) does not fit") }
             if holdsARow && !replacing { throw Divergence(message: "the copy to \(targetEngine) committed over the target's own row") }
+            if let refusal { throw Divergence(message: "the copy to \(targetEngine) committed, but \(refusal) does not fit") }
             guard report.tables.map(\.name) == ["items"], report.tables.first?.rows == reference.file.count else {
                 throw Divergence(message: "the copy reports \(report.tables.map { "\($0.name): \($0.rows)" }); the file holds \(reference.file.count) rows")
             }

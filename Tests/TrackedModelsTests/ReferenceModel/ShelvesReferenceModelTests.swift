@@ -456,11 +456,9 @@ final class ShelvesHarness {
         try await checkDatabase()
     }
 
-    /// Gives up every pending change: the objects of what is committed show it again, those
-    /// inserted since are let go of, and the rows whose delete is discarded are fetched again.
     /// Flushes, then copies the database (``DatabaseCopy``) to a new one of either engine
     /// whose every link is a foreign key, checked as each statement ends: parents that come
-    /// after their children, and cycles, included. The copy must hold what the database holds,
+    /// after their children, and shelves that are each other's parents, included. The copy must hold what the database holds,
     /// and a shelf inserted there through a store gets a key no copied shelf has.
     private func copyAway(_ a: UInt64) async throws {
         try await flush()
@@ -501,6 +499,8 @@ final class ShelvesHarness {
         return "\(referencing(shelves, ["parent_id"])); \(referencing(books, ["shelf_id", "hold_id", "keeper_id"]));"
     }
 
+    /// Gives up every pending change: the objects of what is committed show it again, those
+    /// inserted since are let go of, and the rows whose delete is discarded are fetched again.
     private func discardPending() async throws {
         note("discard every pending change")
         try opened.discardPendingChanges()

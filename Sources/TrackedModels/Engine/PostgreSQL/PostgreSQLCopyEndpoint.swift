@@ -20,7 +20,7 @@ final class PostgreSQLCopyEndpoint: CopySource, CopyTarget {
 
     func identity() async throws -> String {
         let row = try await session.rows(
-            "SELECT current_database()::text, coalesce(inet_server_port(), 0), pg_postmaster_start_time()::text", doing: "telling the database apart"
+            "SELECT current_database()::text, current_schema()::text, coalesce(inet_server_port(), 0), pg_postmaster_start_time()::text", doing: "telling the database apart"
         ).first ?? []
         return "postgres " + row.map(\.description).joined(separator: " ")
     }
@@ -52,18 +52,24 @@ final class PostgreSQLCopyEndpoint: CopySource, CopyTarget {
         _ = try await session.rows("CLOSE trackedmodels_copy", doing: doing)
     }
 
+    /// The read-only transaction's end cannot fail what was read: it is not checked.
     func inSnapshot<Result>(_ body: () async throws -> Result) async throws -> Result {
         try await session.beginSnapshot(doing: "beginning to read for a copy")
-        return try await ending(body)
+        do {
+            let result = try await body()
+            try? await session.end("COMMIT", doing: "ending the copy's read")
+            return result
+        } catch {
+            try? await session.end("ROLLBACK", doing: "ending the copy's read")
+            throw error
+        }
     }
+
+    /// A server's snapshot holds what it read.
+    func checkConsistent() {}
 
     func inTransaction<Result>(_ body: () async throws -> Result) async throws -> Result {
         try await session.begin(doing: "beginning a copy")
-        return try await ending(body)
-    }
-
-    /// Runs `body` in the transaction begun, and commits it, or rolls it back when it throws.
-    private func ending<Result>(_ body: () async throws -> Result) async throws -> Result {
         do {
             let result = try await body()
             try await session.end("COMMIT", doing: "committing the copy")
@@ -76,6 +82,14 @@ final class PostgreSQLCopyEndpoint: CopySource, CopyTarget {
 
     func createTableIfMissing(_ schema: TableSchema) async throws {
         try await PostgreSQLSchema.createIfMissing(schema, on: session)
+    }
+
+    func clear(_ columns: [Int], of schema: TableSchema) async throws {
+        let names = columns.map { quoteIdentifier(schema.columns[$0].name) }
+        _ = try await session.rows(
+            "UPDATE \(quoteIdentifier(schema.name)) SET \(names.map { "\($0) = NULL" }.joined(separator: ", ")) WHERE \(names.map { "\($0) IS NOT NULL" }.joined(separator: " OR "))",
+            doing: "unlinking the rows of \(schema.name)"
+        )
     }
 
     func deleteRows(of schema: TableSchema) async throws {

@@ -7,7 +7,8 @@ import Logging
 /// The table is found by name in whichever schema holds it, and made in the connection's
 /// current schema the first time: a migration that changes `search_path`, or a schema that
 /// appears later earlier on the path, does not hide what was applied. Each migration starts
-/// from the session's defaults (`RESET ALL` after it), as it would on a connection of its own.
+/// from the session's defaults (`RESET ALL` after it, inside its transaction), as it would on a
+/// connection of its own.
 final class PostgreSQLMigrationStorage: MigrationStorage {
     private let session: PostgresSession
     /// The bookkeeping table, schema-qualified, once found or made.
@@ -73,7 +74,8 @@ final class PostgreSQLMigrationStorage: MigrationStorage {
             }
             let result = try await body()
             try await session.end("COMMIT", doing: "committing a migration")
-            _ = try await session.rows("RESET ALL", doing: "resetting the session after a migration")
+            // Committed: a failure now (a lost connection, which resets it anyway) is no failure of it.
+            _ = try? await session.rows("RESET ALL", doing: "resetting the session after a migration")
             return result
         } catch {
             try? await session.end("ROLLBACK", doing: "rolling a migration back")
@@ -84,6 +86,9 @@ final class PostgreSQLMigrationStorage: MigrationStorage {
         }
     }
 
+    /// Runs the statements, then puts the session's settings back to their defaults (inside
+    /// the transaction: a copy's rows, or the next migration in the same transaction, start from
+    /// them too).
     func run(_ migration: Migration) async throws {
         for statement in PostgreSQLText.statements(in: migration.sql) {
             do {
@@ -92,6 +97,7 @@ final class PostgreSQLMigrationStorage: MigrationStorage {
                 throw FailedStatement(sql: statement, error: error)
             }
         }
+        _ = try await session.rows("RESET ALL", doing: "resetting the session after migration \(migration.fileName)")
     }
 
     func record(_ migration: Migration) async throws {

@@ -3,8 +3,10 @@
 /// that a commit of many rows costs a round trip per run instead of one per row.
 ///
 /// Its answer names each row it updated (with the counters' new values), so that a row that is
-/// gone is still told apart from the others. Each value is cast to its column's type, as the
-/// single-row statement's parameter takes it from its place.
+/// gone is still told apart from the others. Each value is cast to its column's type as the
+/// store read it at open, as the single-row statement's parameter takes it from its place
+/// (alter a column's type with the store closed: a `numeric` that was `double precision`
+/// would be given 15 digits of a real).
 ///
 /// ```swift
 /// var batch = PostgreSQLUpdateBatch(first, unit: 0, operation: 0)!

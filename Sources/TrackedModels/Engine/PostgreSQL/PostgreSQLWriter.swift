@@ -55,22 +55,33 @@ final class PostgreSQLWriter: EngineWriter {
     /// Commits with runs of updates batched (``PostgreSQLUpdateBatch``); where the database
     /// refuses a batch, which cannot say which row it refused, the commit is made again
     /// statement by statement, so that the refusal is the operation's that caused it.
+    ///
+    /// The second try does not look at the change log again: it keeps what the first one's look
+    /// read (and a repair it made, which committed on its own), and goes back to before that
+    /// look only if it fails too.
     func commit(_ units: [WriteUnit], rows: BulkRows?, earlierKeys: [UInt64: SQLValue], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit {
+        let position = changeLog?.position
         do {
-            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: true, willCommit: willCommit)
-        } catch is BatchRefused {
-            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: false, willCommit: willCommit)
+            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: true, from: position, willCommit: willCommit)
+        } catch let refused as BatchRefused {
+            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: false, from: position, looked: refused.looked, willCommit: willCommit)
         }
     }
 
-    /// The database refused a batched update (and rolled the transaction back).
-    private struct BatchRefused: Error {}
+    /// The database refused a batched update (and the transaction was rolled back), after the
+    /// look read `looked`.
+    private struct BatchRefused: Error {
+        var looked = ExternalChangeBatch()
+    }
 
+    /// - Parameters:
+    ///   - position: Where the change log's reader goes back to when the commit fails.
+    ///   - looked: What an earlier try's look read, for a try that does not look again.
     private func commit(
-        _ units: [WriteUnit], rows: BulkRows?, earlierKeys: [UInt64: SQLValue], batchingUpdates: Bool, willCommit: (CommitReport) throws -> Void
+        _ units: [WriteUnit], rows: BulkRows?, earlierKeys: [UInt64: SQLValue], batchingUpdates: Bool,
+        from position: PostgreSQLChangeLogReader.Position?, looked: ExternalChangeBatch? = nil, willCommit: (CommitReport) throws -> Void
     ) throws -> EngineCommit {
         guard !isClosed else { throw EngineFailure.transaction(StoreError.closed(operation: "commit")) }
-        let position = changeLog?.position
         do {
             do {
                 try session.begin(doing: "beginning a transaction")
@@ -85,13 +96,16 @@ final class PostgreSQLWriter: EngineWriter {
         var commit = EngineCommit(report: CommitReport(), external: ExternalChangeBatch())
         // The transaction's id, when the look gave it one.
         var transaction: UInt64?
+        // What the look read (before the database's own actions on this commit's deletes join it).
+        var read = looked ?? ExternalChangeBatch()
         do {
             do {
-                if let changeLog {
+                if looked == nil, let changeLog {
                     let found = try look(changeLog, inCommit: true)
-                    commit.external = found.batch ?? ExternalChangeBatch()
+                    read = found.batch ?? ExternalChangeBatch()
                     transaction = found.transaction
                 }
+                commit.external = read
             } catch let error as StoreError {
                 throw EngineFailure.transaction(error)
             }
@@ -230,6 +244,9 @@ final class PostgreSQLWriter: EngineWriter {
                 throw EngineFailure.transaction(error)
             }
             return commit
+        } catch is BatchRefused {
+            if session.isInTransaction { try? session.end("ROLLBACK", doing: "rolling back") }
+            throw BatchRefused(looked: read)
         } catch {
             if session.isInTransaction { try? session.end("ROLLBACK", doing: "rolling back") }
             if let position { changeLog?.rewind(to: position) }

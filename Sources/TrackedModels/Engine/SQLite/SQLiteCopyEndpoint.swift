@@ -93,22 +93,22 @@ final class SQLiteCopyEndpoint: CopySource, CopyTarget {
         if !batch.isEmpty { try await body(batch) }
     }
 
+    /// The read transaction's end cannot fail what was read: it is not checked (the body
+    /// checks ``checkConsistent()`` before the target commits).
     func inSnapshot<Result>(_ body: () async throws -> Result) async throws -> Result {
-        try await inTransaction("BEGIN DEFERRED TRANSACTION") {
-            let result = try await body()
-            guard open.readIsConsistent else {
-                throw StoreError(code: .busy, message: "another process wrote \(open.filename) while it was copied, without the locks a reader could see; nothing was copied, run the copy again")
-            }
-            return result
+        try translatingSQLiteErrors { try open.execute("BEGIN DEFERRED TRANSACTION") }
+        defer { if open.isInTransaction { try? open.execute("COMMIT TRANSACTION") } }
+        return try await body()
+    }
+
+    func checkConsistent() throws {
+        guard open.readIsConsistent else {
+            throw StoreError(code: .busy, message: "another process wrote \(open.filename) while it was copied, without the locks a reader could see; nothing was copied, run the copy again")
         }
     }
 
     func inTransaction<Result>(_ body: () async throws -> Result) async throws -> Result {
-        try await inTransaction("BEGIN IMMEDIATE TRANSACTION", body)
-    }
-
-    private func inTransaction<Result>(_ begin: String, _ body: () async throws -> Result) async throws -> Result {
-        try translatingSQLiteErrors { try open.execute(begin) }
+        try translatingSQLiteErrors { try open.execute("BEGIN IMMEDIATE TRANSACTION") }
         do {
             let result = try await body()
             try translatingSQLiteErrors { try open.execute("COMMIT TRANSACTION") }
@@ -122,6 +122,13 @@ final class SQLiteCopyEndpoint: CopySource, CopyTarget {
 
     func createTableIfMissing(_ schema: TableSchema) throws {
         try translatingSQLiteErrors { try schema.createIfMissing(on: open) }
+    }
+
+    func clear(_ columns: [Int], of schema: TableSchema) throws {
+        let names = columns.map { quoteIdentifier(schema.columns[$0].name) }
+        try translatingSQLiteErrors {
+            try open.execute("UPDATE \(quoteIdentifier(schema.name)) SET \(names.map { "\($0) = NULL" }.joined(separator: ", ")) WHERE \(names.map { "\($0) IS NOT NULL" }.joined(separator: " OR "))")
+        }
     }
 
     func deleteRows(of schema: TableSchema) throws {
