@@ -107,7 +107,7 @@ public struct FanoutBenchmark {
         var seconds = 0.0
         for (writer, output) in writing {
             await Self.exit(of: writer.process)
-            let words = output.text.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            let words = await output.whole().split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
             guard writer.process.terminationStatus == 0, words.count == 4, words[0] == "committed", let rows = Int(words[1]), let count = Int(words[2]),
                   let took = Double(words[3]), took > 0
             else {
@@ -127,7 +127,7 @@ public struct FanoutBenchmark {
         var lostRows = Set<Int>()
         for (watcher, output) in zip(started.prefix(watchers), watching) {
             await Self.exit(of: watcher.process)
-            let lines = output.text.split(separator: "\n")
+            let lines = await output.whole().split(separator: "\n")
             guard watcher.process.terminationStatus == 0,
                   let heard = lines.first(where: { $0.hasPrefix("samples") }), let final = lines.first(where: { $0.hasPrefix("final") })
             else {
@@ -178,6 +178,15 @@ final class ProcessOutput: Sendable {
     }
 
     var text: String { String(decoding: data.withLock { $0 }, as: UTF8.self) }
+
+    /// Everything the process wrote, once the pipe is closed (the process has exited, and the
+    /// reading thread has taken the rest).
+    func whole() async -> String {
+        while !ended.load(ordering: .acquiring) {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return text
+    }
 
     /// Waits until a line equal to `line` came, or the output ended, or `timeout` passed.
     func waitFor(line: String, timeout: Duration) async -> Bool {

@@ -454,6 +454,13 @@ import Testing
         try FileManager.default.copyItem(atPath: ModelCtlProcess.executable.path, toPath: binary)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: binary)
         let quoted = arguments.map { "'" + $0 + "'" }.joined(separator: " ")
+        // A process another test starts while the copy is being written inherits its open file
+        // until it executes, and then this one cannot execute it ("Text file busy"): try again.
+        for _ in 0..<20 {
+            let result = try await workspace.modelctl.runShell("exec \(runuser) -u nobody -- '\(binary)' \(quoted)")
+            guard result.status == 1, result.stderr.contains("Text file busy") else { return result }
+            try await Task.sleep(for: .milliseconds(100))
+        }
         return try await workspace.modelctl.runShell("exec \(runuser) -u nobody -- '\(binary)' \(quoted)")
     }
 
