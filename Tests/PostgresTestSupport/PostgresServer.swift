@@ -32,8 +32,9 @@ public enum PostgresServer {
 
     nonisolated(unsafe) private static var stopAtExit: (() -> Void)?
 
-    /// Runs a shell command; its exit status and what it printed, trimmed.
-    private static func shell(_ command: String) -> (status: Int32, output: String) {
+    /// Runs a shell command; its exit status and what it printed, trimmed. Through popen: a
+    /// `Process` waited for from the main actor (or while tests are planned) may never return.
+    public static func shell(_ command: String) -> (status: Int32, output: String) {
         guard let pipe = popen(command, "r") else { return (-1, "popen failed") }
         var output = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)

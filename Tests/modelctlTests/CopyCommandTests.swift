@@ -115,29 +115,13 @@ struct CopyCommandTests {
         }
     }
 
-    /// The peak resident memory of a copy, read from `/proc` while it runs (in kB).
-    private func peakMemoryOfCopy(from source: String, to target: String, in workspace: Workspace) async throws -> Int {
-        let process = try workspace.modelctl.start(["copy", "--from", source, "--to", target])
-        var peak = 0
-        while process.isRunning {
-            if let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
-               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-               let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") {
-                peak = max(peak, kilobytes)
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(process.terminationStatus == 0)
-        return peak
-    }
-
     @Test func copyingTenTimesTheRowsTakesNoMoreMemory() async throws {
         let workspace = try Workspace()
         for rows in [40_000, 400_000] {
             #expect(try await workspace.modelctl.run("seed", "--rows", String(rows), "--db", "seed-\(rows).sqlite").status == 0)
         }
-        let small = try await peakMemoryOfCopy(from: "seed-40000.sqlite", to: "copy-40000.sqlite", in: workspace)
-        let large = try await peakMemoryOfCopy(from: "seed-400000.sqlite", to: "copy-400000.sqlite", in: workspace)
+        let small = try await workspace.modelctl.peakMemory(["copy", "--from", "seed-40000.sqlite", "--to", "copy-40000.sqlite"])
+        let large = try await workspace.modelctl.peakMemory(["copy", "--from", "seed-400000.sqlite", "--to", "copy-400000.sqlite"])
         #expect(small > 0 && large > 0, "no memory figure was read from /proc")
         // Rows held in memory would take some 100 bytes each: 36 MB more for the larger copy.
         // Streamed, the peaks stay within a few MB of each other.

@@ -94,20 +94,9 @@ import Testing
         #expect(rows.stdout == "n,first\r\n100,Row 0\r\n", "the interrupted seed committed something: \(rows.stdout)")
     }
 
-    /// The peak resident memory of a seed, read from `/proc` while it runs (in kB).
+    /// The peak resident memory of a seed (in kB).
     private func peakMemoryOfSeed(rows: Int, in workspace: Workspace) async throws -> Int {
-        let process = try workspace.modelctl.start(["seed", "--rows", String(rows), "--db", "seed-\(rows).sqlite"])
-        var peak = 0
-        while process.isRunning {
-            if let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
-               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-               let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") {
-                peak = max(peak, kilobytes)
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(process.terminationStatus == 0)
-        return peak
+        try await workspace.modelctl.peakMemory(["seed", "--rows", String(rows), "--db", "seed-\(rows).sqlite"])
     }
 
     @Test func seedingAMillionRowsTakesNoMoreMemoryThanAHundredThousand() async throws {

@@ -63,6 +63,23 @@ struct ModelCtlProcess {
         return (mask("SigIgn") | mask("SigCgt")) & wanted == wanted
     }
 
+    /// Runs modelctl to its end and returns its peak resident memory, read from `/proc` while
+    /// it runs (in kB), expecting it to succeed.
+    func peakMemory(_ arguments: [String]) async throws -> Int {
+        let process = try start(arguments)
+        var peak = 0
+        while process.isRunning {
+            if let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+               let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") {
+                peak = max(peak, kilobytes)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(process.terminationStatus == 0, "modelctl \(arguments.joined(separator: " ")) failed")
+        return peak
+    }
+
     func path(_ name: String) -> String {
         directory.appendingPathComponent(name).path
     }

@@ -137,20 +137,10 @@ struct ServerHost {
         var description: String { message }
     }
 
-    /// Runs a shell command; what it printed (standard output and error), trimmed. Through
-    /// popen: waiting for a `Process` from the main actor may never return.
+    /// Runs a shell command; what it printed (standard output and error), trimmed.
     @discardableResult
     static func shell(_ command: String) throws -> String {
-        guard let pipe = popen("\(command) 2>&1", "r") else { throw ShellFailure(message: "`\(command)` could not start") }
-        var output = Data()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = fread(&buffer, 1, buffer.count, pipe)
-            if count == 0 { break }
-            output.append(contentsOf: buffer[0..<count])
-        }
-        let status = pclose(pipe)
-        let text = String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let (status, text) = PostgresServer.shell("\(command) 2>&1")
         guard status == 0 else { throw ShellFailure(message: "`\(command)` failed (\(status)): \(text)") }
         return text
     }
