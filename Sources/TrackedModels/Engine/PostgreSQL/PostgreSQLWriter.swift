@@ -178,7 +178,7 @@ final class PostgreSQLWriter: EngineWriter {
                     let (operation, deferred) = written.resolvingPlaceholders(linkColumns: linkColumns, later: keyedInserts, at: position, assignedKey)
                     waiting.drop(overwrittenBy: operation, keys: commit.report.assignedKeys)
                     waiting.add(deferred, unit: unitIndex, operation: operationIndex)
-                    let batches = batchingUpdates && deletedActionTarget(operation) == nil && PostgreSQLUpdateBatch(operation, unit: unitIndex, operation: operationIndex) != nil
+                    let batches = if batchingUpdates, case .update = operation { true } else { false }
                     // Every statement goes after the updates waiting before it.
                     if !batches { try sendBatch() }
                     if case .insert(let request) = operation, request.row == nil, caughtUp.insert(request.table).inserted {
