@@ -10,13 +10,27 @@ extension Harness {
     /// The target: an SQLite file, or (a fourth of the time, with a server) a PostgreSQL
     /// database. Half the time it already has the table and one row of its own: refused, or
     /// (half of those times) replaced.
+    ///
+    /// Half the time the copy runs a migration set (one migration, `1_items`, making the table
+    /// as the store would): written for the other engine (refused before anything), or with
+    /// the source not recorded at its version (refused too), or with the source recorded, when
+    /// the migration must be applied and recorded in the same transaction as the rows.
     func copyTheDatabase(_ a: UInt64) async throws {
         guard store != nil else { return }
         let targetEngine: TestEngine = a % 4 == 0 && PostgresServer.isEnabled ? .postgres : .sqlite
         let holdsARow = a / 4 % 2 == 1
         let replacing = a / 8 % 2 == 1
+        let migrating = a / 16 % 2 == 1
+        let wrongDialect = migrating && a / 32 % 4 == 0
+        // (A source recorded at an earlier copy stays so.)
+        let records = migrating && !wrongDialect && a / 32 % 4 != 1
+        let wasRecorded = try await other.rows(engine == .sqlite
+            ? "SELECT count(*) FROM sqlite_master WHERE name = '\(SchemaMigrator.tableName)'"
+            : "SELECT count(*) FROM pg_tables WHERE tablename = '\(SchemaMigrator.tableName)'") != [[.integer(0)]]
+        let recorded = migrating && !wrongDialect && (records || wasRecorded)
         let target = targetEngine == .sqlite ? directory.path("copy-\(transcript.count).sqlite") : try await PostgresServer.makeDatabase()
-        note("copy the database to a new \(targetEngine) database\(holdsARow ? " holding a row" : "")\(replacing ? ", replacing its rows" : "")")
+        note("copy the database to a new \(targetEngine) database\(holdsARow ? " holding a row" : "")\(replacing ? ", replacing its rows" : "")"
+            + (migrating ? ", migrating it with \(wrongDialect ? "the other engine's set" : recorded ? "the set the source is recorded at" : "a set the source is not recorded at")" : ""))
         let schema = Item._$schema
         let columns = schema.columns.map { quoteIdentifier($0.name) }.joined(separator: ", ")
         let theirRow: [SQLValue] = [.integer(-7), .text("theirs"), .integer(1), .null, .real(0.5), .null, .integer(0), .null]
@@ -28,7 +42,19 @@ extension Harness {
                 ("INSERT INTO items (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", theirRow),
             ])
         }
-        var copy = DatabaseCopy(models: [Item.self])
+        if records {
+            try await other.commit([
+                ("CREATE TABLE IF NOT EXISTS \(SchemaMigrator.tableName) (version INTEGER PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)", []),
+                ("INSERT INTO \(SchemaMigrator.tableName) VALUES (1, 'items', 'theirs', 'then') ON CONFLICT DO NOTHING", []),
+            ])
+        }
+        var migrations: SchemaMigrator?
+        if migrating {
+            let dialect: MigrationDialect = (targetEngine == .postgres) != wrongDialect ? .postgres : .sqlite
+            let sql = dialect == .postgres ? PostgreSQLSchema.createTableSQL(schema) : schema.createTableSQL
+            migrations = try SchemaMigrator([Migration(version: 1, name: "items", sql: sql + ";")], dialect: dialect)
+        }
+        var copy = DatabaseCopy(models: [Item.self], migrations: migrations)
         copy.replacesRows = replacing
         let refusal = Self.refusal(of: reference.file, to: targetEngine)
         let outcome: Result<DatabaseCopy.Report, any Error>
@@ -39,6 +65,14 @@ extension Harness {
         }
         let before: [Int64: [SQLValue]] = holdsARow ? [-7: theirRow] : [:]
         switch outcome {
+        case .failure(let error as MigrationError) where error.code == .wrongDialect && wrongDialect:
+            try await checkCopy(at: target, on: targetEngine, holds: before, existing: holdsARow)
+        case .failure(let error as CopyError) where error.code == .versionMismatch && migrating && !wrongDialect && !recorded:
+            try await checkCopy(at: target, on: targetEngine, holds: before, existing: holdsARow)
+        case .failure(let error) where migrating && !recorded:
+            throw Divergence(message: "copying with \(wrongDialect ? "the other engine's migrations" : "migrations the source is not recorded at") failed otherwise: \(error)")
+        case .success where migrating && !recorded:
+            throw Divergence(message: "the copy committed with \(wrongDialect ? "the other engine's migrations" : "migrations the source is not recorded at")")
         // (The target's own row is refused before a source row is read.)
         case .failure(let error as CopyError) where error.code == .targetNotEmpty && holdsARow && !replacing:
             try await checkCopy(at: target, on: targetEngine, holds: before, existing: true)
@@ -51,6 +85,14 @@ extension Harness {
             if let refusal { throw Divergence(message: "the copy to \(targetEngine) committed, but \(refusal) does not fit") }
             guard report.tables.map(\.name) == ["items"], report.tables.first?.rows == reference.file.count else {
                 throw Divergence(message: "the copy reports \(report.tables.map { "\($0.name): \($0.rows)" }); the file holds \(reference.file.count) rows")
+            }
+            if migrating {
+                let connection = try await OtherConnection.open(targetEngine, target)
+                defer { connection.close() }
+                let versions = try await connection.rows("SELECT version, name FROM \(SchemaMigrator.tableName)")
+                guard report.appliedMigrations.map(\.version) == [1], versions == [[.integer(1), .text("items")]] else {
+                    throw Divergence(message: "the copy applied \(report.appliedMigrations.map(\.fileName)) and the target records \(versions)")
+                }
             }
             try await checkCopy(at: target, on: targetEngine, holds: reference.file, existing: true)
             try await checkNextKey(at: target, on: targetEngine)
