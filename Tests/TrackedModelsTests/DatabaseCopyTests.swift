@@ -97,6 +97,22 @@ struct DatabaseCopyTests {
         #expect(try made.makeStatement("PRAGMA foreign_key_check").rows().isEmpty)
     }
 
+    /// A value of another kind than its model's column (bytes in a text column, written behind
+    /// the store's back) stops the copy, naming the row and the column.
+    @Test func aValueOfAnotherKindIsRefusedNamingTheRow() async throws {
+        let directory = try TemporaryDirectory()
+        let source = directory.path("notes.sqlite")
+        let made = try Connection(filename: source, mode: .readWriteCreate, busyTimeout: .seconds(1))
+        try made.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL); INSERT INTO notes VALUES (1, 'kept'), (2, x'00ff')")
+        let target = directory.path("target.sqlite")
+        let error = await #expect(throws: CopyError.self) {
+            try await DatabaseCopy(models: [Note.self]).run(from: .file(source), to: .file(target))
+        }
+        #expect(error?.code == .valueNotCopyable)
+        #expect(error?.message.contains("row 2 of table notes holds a blob in column text, which text (TEXT) cannot hold") == true, "\(String(describing: error))")
+        #expect(!FileManager.default.fileExists(atPath: target))
+    }
+
     @Test func databasesThatCannotTakePartAreRefused() async throws {
         let directory = try TemporaryDirectory()
         let source = directory.path("notes.sqlite")
