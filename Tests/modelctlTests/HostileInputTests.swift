@@ -440,17 +440,12 @@ import Testing
         guard getuid() == 0 else { return try await workspace.modelctl.run(arguments) }
         let runuser = try #require(["/usr/sbin/runuser", "/sbin/runuser"].first { FileManager.default.isExecutableFile(atPath: $0) }, "runuser is missing; apt-get install util-linux")
         let binary = workspace.modelctl.path("modelctl-copy")
-        try FileManager.default.copyItem(atPath: ModelCtlProcess.executable.path, toPath: binary)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: binary)
         let quoted = arguments.map { "'" + $0 + "'" }.joined(separator: " ")
-        // A process another test starts while the copy is being written inherits its open file
-        // until it executes, and then this one cannot execute it ("Text file busy"): try again.
-        for _ in 0..<20 {
-            let result = try await workspace.modelctl.runShell("exec \(runuser) -u nobody -- '\(binary)' \(quoted)")
-            guard result.status == 1, result.stderr.contains("Text file busy") else { return result }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return try await workspace.modelctl.runShell("exec \(runuser) -u nobody -- '\(binary)' \(quoted)")
+        // The copy is written by a process of its own: a file this process held open for writing
+        // would be inherited by every process another test starts meanwhile, and could not be
+        // executed while any of them runs ("Text file busy").
+        return try await workspace.modelctl.runShell(
+            "install -m 755 '\(ModelCtlProcess.executable.path)' '\(binary)' && exec \(runuser) -u nobody -- '\(binary)' \(quoted)")
     }
 
     @Test func aFolderThatIsNotWritableIsNamed() async throws {
