@@ -89,6 +89,9 @@ public enum PostgresServer {
         try process.run()
         let printed = await Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value
         let failure = errors.fileHandleForReading.readDataToEndOfFile()
+        // Closed now, not whenever Foundation lets go of the process (see `ModelCtlProcess`).
+        try? output.fileHandleForReading.close()
+        try? errors.fileHandleForReading.close()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw ServerMissing(reason: "psql failed on \(sql): \(String(decoding: failure, as: UTF8.self))")

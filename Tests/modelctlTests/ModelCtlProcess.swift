@@ -129,6 +129,11 @@ struct ModelCtlProcess {
             DispatchQueue.global().async {
                 let out = stdout.fileHandleForReading.readDataToEndOfFile()
                 let err = stderr.fileHandleForReading.readDataToEndOfFile()
+                // Closed now rather than when Foundation lets go of the process, which may be
+                // never: the test process runs hundreds of these, and past about 1,360 open
+                // descriptors Foundation's `Process.run` reads past its listing of them and crashes.
+                try? stdout.fileHandleForReading.close()
+                try? stderr.fileHandleForReading.close()
                 process.waitUntilExit()
                 continuation.resume(returning: Output(
                     status: process.terminationStatus,
