@@ -429,6 +429,16 @@ import Testing
         #expect(csv.stdout.contains("5002,\"tab\\tx\ny\",0"))
     }
 
+    /// A quote that a combining mark follows, and a CRLF line break, are each one `Character`:
+    /// compared character by character, neither was seen, and the field went out unquoted.
+    @Test func aQuoteOrLineBreakInsideOneCharacterIsQuotedInCSV() async throws {
+        let (workspace, path) = try await seeded(rows: 3)
+        #expect(try await ModelCtlProcess.sqlite3(path, "INSERT INTO rows (id, title, count) VALUES (5003, '\"' || char(769) || 'x', 0), (5004, 'a' || char(13, 10) || 'b', 0)") == 0)
+        let csv = try await workspace.modelctl.run("query", "SELECT id, title FROM rows WHERE id >= 5003 ORDER BY id", "--format", "csv")
+        #expect(csv.status == 0, "\(csv.stderr)")
+        #expect(Array(csv.stdout.unicodeScalars) == Array("id,title\r\n5003,\"\"\"\u{301}x\"\r\n5004,\"a\r\nb\"\r\n".unicodeScalars))
+    }
+
     // MARK: - Messages that name the real cause (class 7)
 
     /// Runs modelctl as a user whom permissions apply to: `nobody` through runuser when the

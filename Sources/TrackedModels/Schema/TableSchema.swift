@@ -162,7 +162,3 @@ public struct ColumnSchema: Sendable, Hashable {
     }
 }
 
-/// Quotes an identifier for SQL: `rows` becomes `"rows"`, embedded quotes are doubled.
-func quoteIdentifier(_ name: String) -> String {
-    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-}

@@ -23,9 +23,16 @@ enum TableFormatter {
     }
 
     static func csv(_ result: DatabaseReader.Result) -> String {
+        // Scalar by scalar: `"\u{301}` and `\r\n` are single characters that hold a quote and
+        // line breaks.
         func field(_ text: String) -> String {
-            text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
-                ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
+            guard text.unicodeScalars.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+            var quoted = String.UnicodeScalarView()
+            for scalar in text.unicodeScalars {
+                if scalar == "\"" { quoted.append("\"") }
+                quoted.append(scalar)
+            }
+            return "\"" + String(quoted) + "\""
         }
         return ([result.columns] + result.rows.map { $0.map { visible(plain($0), keepingLineBreaks: true) } })
             .map { $0.map(field).joined(separator: ",") + "\r\n" }.joined()

@@ -47,7 +47,7 @@ extension PostgreSQLChangeLog {
     /// is generated always).
     private static func stateRowsSQL(_ schemas: [TableSchema]) -> String {
         let tables = schemas.enumerated().map { index, schema in
-            "(\(index), \(literal(schema.name)), \(literal(baseName(schema.name))))"
+            "(\(index), \(quoteLiteral(schema.name)), \(quoteLiteral(baseName(schema.name))))"
         }
         // No tables: a list of none, typed.
         let list = tables.isEmpty ? "SELECT NULL::int, NULL::text, NULL::text WHERE false" : "VALUES \(tables.joined(separator: ", "))"
@@ -165,9 +165,5 @@ extension PostgreSQLChangeLog {
             layout: ChangeLogEntries.Layout(modelColumns: state.columns.map { schema.columnIndex(named: $0.name) }),
             disabledTriggers: state.owned ? [] : wanted.triggers.keys.filter { name in state.triggers[name].map { $0.hasPrefix("D") || $0.hasPrefix("R") } ?? false }.sorted()
         )
-    }
-
-    private static func literal(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
     }
 }

@@ -67,7 +67,7 @@ enum PostgreSQLChangeLog {
     static func triggers(table: String, columns: [(name: String, type: String)], primaryKey: String) -> Triggers {
         let base = baseName(table)
         let functionName = quoteIdentifier(base)
-        let tableLiteral = "'" + table.replacingOccurrences(of: "'", with: "''") + "'"
+        let tableLiteral = quoteLiteral(table)
         let key = quoteIdentifier(primaryKey)
         let mask = columns.count > ChangeLogEntries.Layout.maskWidth
             ? "-1"

@@ -132,7 +132,7 @@ extension PostgresValues {
         let elements = values.map { value -> String in
             // Each element as a parameter sends it: a NaN is NULL, an infinity `Infinity`.
             guard let text = parameterText(value) else { return "NULL" }
-            return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+            return "\"" + text.replacingScalar("\\", with: "\\\\").replacingScalar("\"", with: "\\\"") + "\""
         }
         return .text("{" + elements.joined(separator: ",") + "}")
     }

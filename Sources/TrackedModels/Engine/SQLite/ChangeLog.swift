@@ -199,7 +199,7 @@ enum ChangeLog {
     /// The triggers of a table, by name.
     private static func triggers(table: String, columns: [String], primaryKey: String, uniqueIndexes: [UniqueIndex]?) -> [String: SQLValue] {
         let quotedTable = quoteIdentifier(table)
-        let tableLiteral = "'" + table.replacingOccurrences(of: "'", with: "''") + "'"
+        let tableLiteral = quoteLiteral(table)
         let key = quoteIdentifier(primaryKey)
         // Compared byte for byte: a column's own collation (NOCASE, RTRIM) would take 'o' to
         // 'O' for no change at all.
