@@ -62,9 +62,23 @@ final class PostgreSQLWriter: EngineWriter {
     func commit(_ units: [WriteUnit], rows: BulkRows?, earlierKeys: [UInt64: SQLValue], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit {
         let position = changeLog?.position
         do {
-            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: true, from: position, willCommit: willCommit)
+            return try commitOnALiveConnection(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: true, from: position, willCommit: willCommit)
         } catch let refused as BatchRefused {
-            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: false, from: position, looked: refused.looked, willCommit: willCommit)
+            return try commitOnALiveConnection(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: false, from: position, looked: refused.looked, willCommit: willCommit)
+        }
+    }
+
+    /// Makes the commit again, once, where its `BEGIN` found the connection gone: one the
+    /// server ended while idle is noticed only then, with nothing of the commit run.
+    private func commitOnALiveConnection(
+        _ units: [WriteUnit], rows: BulkRows?, earlierKeys: [UInt64: SQLValue], batchingUpdates: Bool,
+        from position: PostgreSQLChangeLogReader.Position?, looked: ExternalChangeBatch? = nil, willCommit: (CommitReport) throws -> Void
+    ) throws -> EngineCommit {
+        do {
+            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: batchingUpdates, from: position, looked: looked, willCommit: willCommit)
+        } catch EngineFailure.transaction(let error) where session.lostAtBegin {
+            logger.debug("the connection was gone at BEGIN; connecting again", metadata: ["error": "\(error.message)"])
+            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: batchingUpdates, from: position, looked: looked, willCommit: willCommit)
         }
     }
 
@@ -82,25 +96,25 @@ final class PostgreSQLWriter: EngineWriter {
         from position: PostgreSQLChangeLogReader.Position?, looked: ExternalChangeBatch? = nil, willCommit: (CommitReport) throws -> Void
     ) throws -> EngineCommit {
         guard !isClosed else { throw EngineFailure.transaction(StoreError.closed(operation: "commit")) }
+        // BEGIN is not waited for: the look (or where none runs, the statement assigning the
+        // transaction its id) and the commit's statements follow it at once.
+        let looks = looked == nil && changeLog != nil
+        var assigning: PostgresSession.Answer?
         do {
-            do {
-                try session.begin(doing: "beginning a transaction")
-            } catch let error as StoreError where error.code == .connectionLost {
-                // A connection the server ended while idle is noticed only now, with nothing
-                // done yet: connect again, once.
-                try session.begin(doing: "beginning a transaction")
-            }
+            try session.sendBegin(doing: "beginning a transaction")
+            assigning = looks ? nil : try session.send("SELECT pg_current_xact_id()::text", doing: "committing")
         } catch let error as StoreError {
+            if session.isInTransaction { try? session.end("ROLLBACK", doing: "rolling back") }
             throw EngineFailure.transaction(error)
         }
         var commit = EngineCommit(report: CommitReport(), external: ExternalChangeBatch())
-        // The transaction's id, when the look gave it one.
+        // The transaction's id, when the look or the statement above gave it one.
         var transaction: UInt64?
         // What the look read (before the database's own actions on this commit's deletes join it).
         var read = looked ?? ExternalChangeBatch()
         do {
             do {
-                if looked == nil, let changeLog {
+                if looks, let changeLog {
                     let found = try look(changeLog, inCommit: true)
                     read = found.batch ?? ExternalChangeBatch()
                     transaction = found.transaction
@@ -144,6 +158,13 @@ final class PostgreSQLWriter: EngineWriter {
                 defer {
                     sent = []
                     sentBatches = []
+                }
+                do {
+                    // The BEGIN's failure is the transaction's, not the first operation's.
+                    try session.settleBegin()
+                    if let answer = assigning.take(), case .text(let text)? = try answer.rows().first?.first { transaction = UInt64(text) }
+                } catch let error as StoreError {
+                    throw EngineFailure.transaction(error)
                 }
                 var batches = sentBatches[...]
                 for (index, statement) in sent.enumerated() {
@@ -307,6 +328,9 @@ final class PostgreSQLWriter: EngineWriter {
 
     /// Statements the writer has sent, for tests (see ``PostgresSession/statementsSent``).
     var statementsSent: [String: Int] { session.statementsSent }
+
+    /// The writer's waits for the server, for tests (see ``PostgresSession/drainingWaits``).
+    var drainingWaits: Int { session.drainingWaits }
 
     /// How long a commit whose outcome is unknown waits for the server to tell.
     static let outcomeWait: Duration = .seconds(30)
