@@ -96,20 +96,23 @@ final class PostgreSQLWriter: EngineWriter {
         from position: PostgreSQLChangeLogReader.Position?, looked: ExternalChangeBatch? = nil, willCommit: (CommitReport) throws -> Void
     ) throws -> EngineCommit {
         guard !isClosed else { throw EngineFailure.transaction(StoreError.closed(operation: "commit")) }
-        // BEGIN is not waited for: the look (or where none runs, the statement assigning the
-        // transaction its id) and the commit's statements follow it at once.
+        // BEGIN is not waited for on its own: the look (or where none runs, a statement that
+        // assigns the transaction its id) follows it at once, and waiting for that answer takes
+        // BEGIN's first. No write is sent before BEGIN is answered: one sent after a BEGIN the
+        // server refused (a cancel) would commit on its own.
         let looks = looked == nil && changeLog != nil
-        var assigning: PostgresSession.Answer?
+        // The transaction's id, when the look or the statement above gave it one.
+        var transaction: UInt64?
         do {
             try session.sendBegin(doing: "beginning a transaction")
-            assigning = looks ? nil : try session.send("SELECT pg_current_xact_id()::text", doing: "committing")
+            if !looks, case .text(let text)? = try session.send("SELECT pg_current_xact_id()::text", doing: "committing").rows().first?.first {
+                transaction = UInt64(text)
+            }
         } catch let error as StoreError {
             if session.isInTransaction { try? session.end("ROLLBACK", doing: "rolling back") }
             throw EngineFailure.transaction(error)
         }
         var commit = EngineCommit(report: CommitReport(), external: ExternalChangeBatch())
-        // The transaction's id, when the look or the statement above gave it one.
-        var transaction: UInt64?
         // What the look read (before the database's own actions on this commit's deletes join it).
         var read = looked ?? ExternalChangeBatch()
         do {
@@ -158,13 +161,6 @@ final class PostgreSQLWriter: EngineWriter {
                 defer {
                     sent = []
                     sentBatches = []
-                }
-                do {
-                    // The BEGIN's failure is the transaction's, not the first operation's.
-                    try session.settleBegin()
-                    if let answer = assigning.take(), case .text(let text)? = try answer.rows().first?.first { transaction = UInt64(text) }
-                } catch let error as StoreError {
-                    throw EngineFailure.transaction(error)
                 }
                 var batches = sentBatches[...]
                 for (index, statement) in sent.enumerated() {

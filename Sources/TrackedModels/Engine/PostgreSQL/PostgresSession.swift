@@ -277,9 +277,10 @@ final class PostgresSession {
     /// nothing sent after it ran, and the transaction can be made again from the start.
     private(set) var lostAtBegin = false
 
-    /// Begins a transaction without waiting for the server: statements sent next follow the
+    /// Begins a transaction without waiting for the server: a statement sent next follows the
     /// `BEGIN` on the connection, and the first wait for any answer takes the `BEGIN`'s first,
-    /// so that its failure is met before theirs.
+    /// so that its failure is met before theirs. Wait for an answer before sending a write: a
+    /// write sent after a `BEGIN` the server refused runs, and commits, on its own.
     func sendBegin(doing operation: String) throws {
         lostAtBegin = false
         beginning = try send(Self.beginStatement, doing: operation)
@@ -293,7 +294,9 @@ final class PostgresSession {
         do {
             _ = try beginning.rows()
         } catch let error as StoreError {
-            lostAtBegin = error.code == .connectionLost
+            // A server's error of the connection class on a connection still open is not a
+            // loss: statements sent after the BEGIN may have run.
+            lostAtBegin = error.code == .connectionLost && beginning.connection.isClosed
             throw error
         }
     }
