@@ -62,23 +62,9 @@ final class PostgreSQLWriter: EngineWriter {
     func commit(_ units: [WriteUnit], rows: BulkRows?, earlierKeys: [UInt64: SQLValue], willCommit: (CommitReport) throws -> Void) throws -> EngineCommit {
         let position = changeLog?.position
         do {
-            return try commitOnALiveConnection(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: true, from: position, willCommit: willCommit)
+            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: true, from: position, willCommit: willCommit)
         } catch let refused as BatchRefused {
-            return try commitOnALiveConnection(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: false, from: position, looked: refused.looked, willCommit: willCommit)
-        }
-    }
-
-    /// Makes the commit again, once, where its `BEGIN` found the connection gone: one the
-    /// server ended while idle is noticed only then, with nothing of the commit run.
-    private func commitOnALiveConnection(
-        _ units: [WriteUnit], rows: BulkRows?, earlierKeys: [UInt64: SQLValue], batchingUpdates: Bool,
-        from position: PostgreSQLChangeLogReader.Position?, looked: ExternalChangeBatch? = nil, willCommit: (CommitReport) throws -> Void
-    ) throws -> EngineCommit {
-        do {
-            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: batchingUpdates, from: position, looked: looked, willCommit: willCommit)
-        } catch EngineFailure.transaction(let error) where session.lostAtBegin {
-            logger.debug("the connection was gone at BEGIN; connecting again", metadata: ["error": "\(error.message)"])
-            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: batchingUpdates, from: position, looked: looked, willCommit: willCommit)
+            return try commit(units, rows: rows, earlierKeys: earlierKeys, batchingUpdates: false, from: position, looked: refused.looked, willCommit: willCommit)
         }
     }
 
@@ -96,28 +82,25 @@ final class PostgreSQLWriter: EngineWriter {
         from position: PostgreSQLChangeLogReader.Position?, looked: ExternalChangeBatch? = nil, willCommit: (CommitReport) throws -> Void
     ) throws -> EngineCommit {
         guard !isClosed else { throw EngineFailure.transaction(StoreError.closed(operation: "commit")) }
-        // BEGIN is not waited for on its own: the look (or where none runs, a statement that
-        // assigns the transaction its id) follows it at once, and waiting for that answer takes
-        // BEGIN's first. No write is sent before BEGIN is answered: one sent after a BEGIN the
-        // server refused (a cancel) would commit on its own.
-        let looks = looked == nil && changeLog != nil
-        // The transaction's id, when the look or the statement above gave it one.
-        var transaction: UInt64?
         do {
-            try session.sendBegin(doing: "beginning a transaction")
-            if !looks, case .text(let text)? = try session.send("SELECT pg_current_xact_id()::text", doing: "committing").rows().first?.first {
-                transaction = UInt64(text)
+            do {
+                try session.begin(doing: "beginning a transaction")
+            } catch let error as StoreError where error.code == .connectionLost {
+                // A connection the server ended while idle is noticed only now, with nothing
+                // done yet: connect again, once.
+                try session.begin(doing: "beginning a transaction")
             }
         } catch let error as StoreError {
-            if session.isInTransaction { try? session.end("ROLLBACK", doing: "rolling back") }
             throw EngineFailure.transaction(error)
         }
         var commit = EngineCommit(report: CommitReport(), external: ExternalChangeBatch())
+        // The transaction's id, when the look gave it one.
+        var transaction: UInt64?
         // What the look read (before the database's own actions on this commit's deletes join it).
         var read = looked ?? ExternalChangeBatch()
         do {
             do {
-                if looks, let changeLog {
+                if looked == nil, let changeLog {
                     let found = try look(changeLog, inCommit: true)
                     read = found.batch ?? ExternalChangeBatch()
                     transaction = found.transaction
@@ -324,9 +307,6 @@ final class PostgreSQLWriter: EngineWriter {
 
     /// Statements the writer has sent, for tests (see ``PostgresSession/statementsSent``).
     var statementsSent: [String: Int] { session.statementsSent }
-
-    /// The writer's waits for the server, for tests (see ``PostgresSession/drainingWaits``).
-    var drainingWaits: Int { session.drainingWaits }
 
     /// How long a commit whose outcome is unknown waits for the server to tell.
     static let outcomeWait: Duration = .seconds(30)

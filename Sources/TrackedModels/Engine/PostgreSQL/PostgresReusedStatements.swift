@@ -51,33 +51,21 @@ struct PostgresReusedStatements {
     /// How many statements are prepared (for tests).
     var count: Int { prepared.count }
 
-    /// An execution to send: by name, or a preparation that failed (its failure is the answer).
-    enum Execution: Sendable {
-        case named(PreparedQuery, [PostgresData])
-        case refused(any Error)
-
-        /// Sends the execution (on the connection's event loop, where that takes no hop to it).
-        func send(on eventLoop: any EventLoop) -> EventLoopFuture<[PostgresRow]> {
-            switch self {
-            case .named(let query, let bindings): query.execute(bindings)
-            case .refused(let error): eventLoop.makeFailedFuture(error)
-            }
-        }
-
-        var isNamed: Bool {
-            if case .named = self { true } else { false }
-        }
+    /// An execution sent: by name, or a preparation that failed (its failure is the answer).
+    struct Execution {
+        let future: EventLoopFuture<[PostgresRow]>
+        let isNamed: Bool
     }
 
-    /// The execution of `sql` by name on `connection`, preparing it the first time (waiting
-    /// for the server: two round trips, once per kind of statement and connection); nil where
-    /// it goes unnamed instead.
+    /// Executes `sql` by name on `connection`, preparing it the first time (waiting for the
+    /// server: two round trips, once per kind of statement and connection); nil where it goes
+    /// unnamed instead.
     ///
     /// A statement the server refuses to prepare (inside a transaction an earlier statement
     /// failed, for instance) gives that refusal as its answer, and is prepared again later.
     mutating func execute(_ sql: String, _ arguments: [SQLValue], on connection: PostgresConnection, logger: Logger) -> Execution? {
         if let statement = prepared[sql] {
-            return Self.bindings(arguments, types: statement.parameterTypes).map { .named(statement.query, $0) }
+            return Self.bindings(arguments, types: statement.parameterTypes).map { Execution(future: statement.query.execute($0), isNamed: true) }
         }
         guard !unnamed.contains(sql), !isPreparingHeld, prepared.count < Self.capacity else { return nil }
         // A mark of the store's own makes the text unique on the connection, so that the
@@ -100,7 +88,7 @@ struct PostgresReusedStatements {
             }
         } catch {
             isPreparingHeld = true
-            return .refused(error)
+            return Execution(future: connection.eventLoop.makeFailedFuture(error), isNamed: false)
         }
         guard let types, types.allSatisfy(Self.supportedTypes.contains) else {
             query.deallocate().whenComplete { _ in }
@@ -109,7 +97,7 @@ struct PostgresReusedStatements {
         }
         let statement = Prepared(query: query, parameterTypes: types)
         prepared[sql] = statement
-        return Self.bindings(arguments, types: types).map { .named(statement.query, $0) }
+        return Self.bindings(arguments, types: types).map { Execution(future: statement.query.execute($0), isNamed: true) }
     }
 
     /// Forgets a statement whose named execution failed (and lets the server drop it): the

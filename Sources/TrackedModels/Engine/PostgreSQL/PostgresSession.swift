@@ -1,4 +1,3 @@
-import Dispatch
 import Logging
 import Synchronization
 import NIOCore
@@ -117,14 +116,9 @@ final class PostgresSession {
         try send(sql, arguments, reused: reused, doing: operation).rows()
     }
 
-    /// Statements sent so far.
-    private var sentCount = 0
-
     /// A statement sent and not waited for yet.
     struct Answer {
-        fileprivate let delivery: Delivery
-        /// Which statement the session sent it as (the first is 1).
-        fileprivate let number: Int
+        fileprivate let future: EventLoopFuture<[PostgresRow]>
         /// The connection it was sent on: a statement sent on a connection the server ended
         /// may never be answered, so the wait also ends when the connection is gone.
         fileprivate let connection: PostgresConnection
@@ -137,14 +131,22 @@ final class PostgresSession {
         fileprivate let operation: String
         fileprivate let session: PostgresSession
 
+        /// How often a wait looks whether the connection is gone.
+        private static let connectionCheckInterval = TimeAmount.milliseconds(500)
+
         /// The statement's rows, waiting for the server (or until the connection is gone:
         /// then the failure is the lost connection's).
         func rows() throws -> [[SQLValue]] {
-            try session.settleBegin()
-            if number == session.sentCount { session.drainingWaits += 1 }
             let rows: [PostgresRow]
+            let answered = future.eventLoop.makePromise(of: [PostgresRow].self)
+            future.cascade(to: answered)
+            let watch = future.eventLoop.scheduleRepeatedTask(initialDelay: Self.connectionCheckInterval, delay: Self.connectionCheckInterval) { [connection] _ in
+                // Failing an answered promise does nothing: the answer stands.
+                if connection.isClosed { answered.fail(ChannelError.ioOnClosedChannel) }
+            }
+            defer { watch.cancel() }
             do {
-                rows = try delivery.wait { connection.isClosed }.get()
+                rows = try answered.futureResult.wait()
             } catch {
                 if let reused { throw session.reusedStatementFailed(reused, error, doing: operation) }
                 throw session.failure(error, doing: operation)
@@ -159,36 +161,6 @@ final class PostgresSession {
                 }
             } catch {
                 throw session.failure(error, doing: operation)
-            }
-        }
-    }
-
-    /// Where the event loop leaves a statement's answer for the worker waiting on it.
-    ///
-    /// A statement costs the event loop one wake-up to send it and the worker one to take its
-    /// answer: everything in between (sending, collecting the rows) runs on the event loop,
-    /// where a future's callbacks take no hop to it (from another thread, each one does).
-    fileprivate final class Delivery: Sendable {
-        private let answer = Mutex<Result<[PostgresRow], any Error>?>(nil)
-        private let arrived = DispatchSemaphore(value: 0)
-
-        /// How often a wait looks whether the connection is gone.
-        private static let connectionCheckInterval = DispatchTimeInterval.milliseconds(500)
-
-        /// Hands the answer over (on the event loop).
-        func deliver(_ result: Result<[PostgresRow], any Error>) {
-            answer.withLock { $0 = result }
-            arrived.signal()
-        }
-
-        /// The answer, waiting for it; the failure of a closed channel once `isGone` says the
-        /// connection went without one.
-        func wait(isGone: () -> Bool) -> Result<[PostgresRow], any Error> {
-            while true {
-                if let answer = answer.withLock({ $0 }) { return answer }
-                if arrived.wait(timeout: .now() + Self.connectionCheckInterval) == .timedOut, isGone() {
-                    return answer.withLock { $0 } ?? .failure(ChannelError.ioOnClosedChannel)
-                }
             }
         }
     }
@@ -219,10 +191,6 @@ final class PostgresSession {
     /// trip, a statement prepared the first time aside): how tests count a commit's round trips.
     private(set) var statementsSent: [String: Int] = [:]
 
-    /// How often the worker took the answer of the newest statement sent: a wait for the
-    /// server that no other statement overlapped (for tests, which count a commit's waits).
-    private(set) var drainingWaits = 0
-
     /// Queues a statement without waiting for its answer (postgres-nio sends it once the
     /// statements queued before are answered), so that a run of statements costs the worker
     /// no wait between them; take its answer with ``Answer/rows()``, in the order sent.
@@ -231,24 +199,13 @@ final class PostgresSession {
     ///   writer's), prepared once on the connection (see ``PostgresReusedStatements``).
     func send(_ sql: String, _ arguments: [SQLValue] = [], reused: Bool = false, doing operation: String) throws -> Answer {
         statementsSent[operation, default: 0] += 1
-        sentCount += 1
         do {
             let connection = try currentWaiting()
-            let execution = reused ? reusedStatements.execute(sql, arguments, on: connection, logger: logger) : nil
-            let eventLoop = connection.eventLoop
-            let start: @Sendable () -> EventLoopFuture<[PostgresRow]>
-            if let execution {
-                start = { execution.send(on: eventLoop) }
-            } else {
-                let query = PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments))
-                start = { [logger] in connection.query(query, logger: logger).map(\.rows) }
+            if reused, let execution = reusedStatements.execute(sql, arguments, on: connection, logger: logger) {
+                return Answer(future: execution.future, connection: connection, binary: true, reused: execution.isNamed ? sql : nil, operation: operation, session: self)
             }
-            let delivery = Delivery()
-            eventLoop.execute { start().whenComplete(delivery.deliver) }
-            return Answer(
-                delivery: delivery, number: sentCount, connection: connection, binary: execution != nil,
-                reused: execution?.isNamed == true ? sql : nil, operation: operation, session: self
-            )
+            let future = connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments)), logger: logger).map(\.rows)
+            return Answer(future: future, connection: connection, binary: false, reused: nil, operation: operation, session: self)
         } catch {
             throw failure(error, doing: operation)
         }
@@ -268,37 +225,6 @@ final class PostgresSession {
     func begin(doing operation: String) throws {
         _ = try rowsWaiting(Self.beginStatement, doing: operation)
         isInTransaction = true
-    }
-
-    /// A `BEGIN` sent by ``sendBegin(doing:)`` and not answered yet.
-    private var beginning: Answer?
-
-    /// Whether the last ``sendBegin(doing:)``'s `BEGIN` failed for the connection's loss:
-    /// nothing sent after it ran, and the transaction can be made again from the start.
-    private(set) var lostAtBegin = false
-
-    /// Begins a transaction without waiting for the server: a statement sent next follows the
-    /// `BEGIN` on the connection, and the first wait for any answer takes the `BEGIN`'s first,
-    /// so that its failure is met before theirs. Wait for an answer before sending a write: a
-    /// write sent after a `BEGIN` the server refused runs, and commits, on its own.
-    func sendBegin(doing operation: String) throws {
-        lostAtBegin = false
-        beginning = try send(Self.beginStatement, doing: operation)
-        isInTransaction = true
-    }
-
-    /// Takes the answer to a `BEGIN` sent by ``sendBegin(doing:)``, once.
-    func settleBegin() throws {
-        guard let beginning else { return }
-        self.beginning = nil
-        do {
-            _ = try beginning.rows()
-        } catch let error as StoreError {
-            // A server's error of the connection class on a connection still open is not a
-            // loss: statements sent after the BEGIN may have run.
-            lostAtBegin = error.code == .connectionLost && beginning.connection.isClosed
-            throw error
-        }
     }
 
     /// Begins a transaction, awaiting the server; `readOnly` makes the server refuse writes.
@@ -358,7 +284,6 @@ final class PostgresSession {
     func close() {
         let connection = self.connection
         self.connection = nil
-        beginning = nil
         reusedStatements = PostgresReusedStatements()
         connection.map(Self.close)
     }
