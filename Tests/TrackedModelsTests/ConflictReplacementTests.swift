@@ -189,6 +189,8 @@ final class ClubMember {
         #expect(listed.live == listed.fresh)
         #expect(ChangeLog.partialCondition(of: "CREATE UNIQUE INDEX \"a(b\" ON t (\"c)\", lower(d)) where x = ')' ") == "x = ')'")
         #expect(ChangeLog.partialCondition(of: "CREATE UNIQUE INDEX a ON t (c)") == nil)
+        // A quote that a combining mark follows is still a quote.
+        #expect(ChangeLog.partialCondition(of: "CREATE UNIQUE INDEX a ON t (\"\u{301}c)\") WHERE x > 0") == "x > 0")
     }
 
     /// A unique index on an expression cannot be matched in a trigger: a write that may

@@ -102,5 +102,18 @@ struct PostgresMigrationTests {
         #expect(PostgreSQLText.statements(in: "SELECT a$b, $1; SELECT 'x'").count == 2)
         #expect(PostgreSQLText.statements(in: "").isEmpty)
         #expect(PostgreSQLText.statements(in: "'unterminated; string").count == 1)
+        // Any character past ASCII is part of a name or a dollar tag, as PostgreSQL lexes them.
+        #expect(PostgreSQLText.statements(in: "DO $€$ BEGIN PERFORM 1; END $€$; SELECT 2;") == ["DO $€$ BEGIN PERFORM 1; END $€$;", "SELECT 2;"])
+        #expect(PostgreSQLText.statements(in: "DO $e\u{301}$ BEGIN PERFORM 1; END $e\u{301}$; SELECT 2;").count == 2)
+    }
+
+    /// Passwords are left out of messages by Unicode scalar: a `:` or `=` that a combining
+    /// mark follows is one `Character` with it.
+    @Test func aURLsPasswordIsLeftOutWhateverFollowsItsSeparator() {
+        #expect(PostgresEndpoint.redacted("postgres://u:\u{301}secret@host/db") == "postgres://u:…@host/db")
+        #expect(PostgresEndpoint.redacted("postgres://u:secret@\u{301}host/db") == "postgres://u:…@\u{301}host/db")
+        #expect(PostgresEndpoint.redacted("postgres://host/db?user=u&password=\u{301}secret") == "postgres://host/db?user=u&password=…")
+        #expect(PostgresEndpoint.redacted("postgres://host/db?PASSWORD=x&sslmode=require") == "postgres://host/db?password=…&sslmode=require")
+        #expect(PostgresEndpoint.redacted("not a url") == "not a url")
     }
 }

@@ -642,6 +642,25 @@ extension PostgresStoreTests {
         token.cancel()
     }
 
+    /// Found by a read-only review: a long table name's trigger names were cut at 20
+    /// characters, but PostgreSQL cuts names at 63 bytes. For a name of Cyrillic letters the
+    /// truncate trigger's name, cut, became the row trigger's, and replaced it: the store
+    /// heard no other process's insert, update or delete of the table.
+    @Test func aLongTableNamePastASCIIKeepsItsRowAndTruncateTriggersApart() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let store = try await ModelStore.open(.postgres(url), models: [CyrillicOrder.self], configuration: Stores.configuration())
+        try store.insert(contentsOf: [CyrillicOrder(id: 1, title: "first"), CyrillicOrder(id: 2, title: "second")])
+        try await store.flush()
+        let order = try #require(try await store.async.find(CyrillicOrder.self, key: 1))
+        try await PostgresServer.psql(url, "UPDATE \"заказы_покупателей_2024\" SET title = 'changed' WHERE id = 1")
+        try await settle(store) { order.title == "changed" }
+        try await PostgresServer.psql(url, "TRUNCATE \"заказы_покупателей_2024\"")
+        try await settle(store) { try await store.async.count(CyrillicOrder.self) == 0 }
+        let triggers = try await PostgresServer.psql(url, "SELECT count(*) FROM pg_trigger WHERE tgrelid = '\"заказы_покупателей_2024\"'::regclass AND tgname LIKE 'trackedmodels%'")
+        #expect(triggers == "2")
+        try await store.close()
+    }
+
     /// Found by the reference-model test (CI, stop 49): a pending row's text went into a read's
     /// array literal with its quotes and backslashes escaped character by character. A quote
     /// that a combining mark follows (`"\u{301}`) is one `Character`, not a quote: it went in
@@ -681,4 +700,12 @@ extension PostgresStoreTests {
         try await first.close()
         try await second.close()
     }
+}
+
+/// A table whose name, 23 characters, is 40 bytes: past the 63 bytes a trigger's name may take
+/// with the store's prefix and suffixes.
+@Tracked(table: "заказы_покупателей_2024")
+final class CyrillicOrder {
+    @PrimaryKey var id: Int64
+    var title: String
 }

@@ -120,7 +120,7 @@ enum PostgreSQLChangeLog {
 
     /// The name of a table's function and row trigger: `trackedmodels_<table>_v<version>`, or,
     /// for a table whose name would not fit PostgreSQL's 63 bytes with the truncate trigger's
-    /// suffix, its first 20 characters and a hash of the whole name.
+    /// suffix, its first 20 bytes (whole Unicode scalars) and a hash of the whole name.
     static func baseName(_ table: String) -> String {
         let name = "trackedmodels_\(table)_v\(version)"
         guard name.utf8.count + "_truncate".utf8.count > 63 else { return name }
@@ -130,7 +130,16 @@ enum PostgreSQLChangeLog {
             hash ^= UInt64(byte)
             hash = hash &* 0x100_0000_01b3
         }
-        return "trackedmodels_\(String(table.prefix(20)))_\(String(hash, radix: 16))_v\(version)"
+        // Counted in bytes, as PostgreSQL counts a name: 20 characters of Cyrillic are 40
+        // bytes, past which the truncate trigger's name, cut at 63, became the row trigger's.
+        var prefix = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in table.unicodeScalars {
+            bytes += UTF8.width(scalar)
+            guard bytes <= 20 else { break }
+            prefix.append(scalar)
+        }
+        return "trackedmodels_\(String(prefix))_\(String(hash, radix: 16))_v\(version)"
     }
 
     static func createFunctionSQL(_ triggers: Triggers) -> String {

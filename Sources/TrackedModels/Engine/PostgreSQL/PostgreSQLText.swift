@@ -125,7 +125,7 @@ enum PostgreSQLText {
     private static func dollarTag(in text: [Unicode.Scalar], at index: Int) -> [Unicode.Scalar]? {
         var end = index + 1
         while end < text.count, text[end] != "$" {
-            guard isNamePart(text[end]), !(end == index + 1 && text[end].properties.numericType != nil) else { return nil }
+            guard isNamePart(text[end]), !(end == index + 1 && ("0"..."9").contains(text[end])) else { return nil }
             end += 1
         }
         guard end < text.count else { return nil }
@@ -139,11 +139,13 @@ enum PostgreSQLText {
         return rest.first == "FUNCTION" || rest.first == "PROCEDURE"
     }
 
+    /// As PostgreSQL's lexer reads a name: ASCII letters and underscores, and any character
+    /// past ASCII (a combining mark or `€` too), start one.
     private static func isNameStart(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.properties.isAlphabetic || scalar == "_"
+        scalar.properties.isAlphabetic || scalar == "_" || scalar.value >= 0x80
     }
 
     private static func isNamePart(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.properties.isAlphabetic || scalar.properties.numericType != nil || scalar == "_" || scalar == "$"
+        isNameStart(scalar) || ("0"..."9").contains(scalar) || scalar == "$"
     }
 }

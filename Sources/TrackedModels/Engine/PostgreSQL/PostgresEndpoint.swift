@@ -88,15 +88,18 @@ struct PostgresEndpoint: Sendable, CustomStringConvertible {
     /// `//`, the user's `:` and the `@`, and the value of a `password=` option (even in a URL
     /// that does not parse).
     static func redacted(_ url: String) -> String {
-        var redacted = url
-        if let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].lastIndex(of: "@"),
-           let colon = url[scheme.upperBound..<at].firstIndex(of: ":") {
-            redacted = String(url[..<url.index(after: colon)]) + "…" + String(url[at...])
+        // By Unicode scalar: a separator that a combining mark follows is one `Character`, and
+        // a search by Character would miss it and leave the password in.
+        var scalars = Array(url.unicodeScalars)
+        if let scheme = scalars.indices.first(where: { scalars[$0...].starts(with: "://".unicodeScalars) }),
+           let at = scalars[(scheme + 3)...].lastIndex(of: "@"), let colon = scalars[(scheme + 3)..<at].firstIndex(of: ":") {
+            scalars = Array(scalars[...colon]) + Array("…".unicodeScalars) + Array(scalars[at...])
         }
-        guard let query = redacted.firstIndex(of: "?") else { return redacted }
-        let options = redacted[redacted.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false).map { option in
-            option.lowercased().hasPrefix("password=") ? "password=…" : String(option)
+        func text(_ part: ArraySlice<Unicode.Scalar>) -> String { String(String.UnicodeScalarView(part)) }
+        guard let query = scalars.firstIndex(of: "?") else { return text(scalars[...]) }
+        let options = scalars[(query + 1)...].split(separator: "&", omittingEmptySubsequences: false).map { option in
+            text(option.prefix(9)).lowercased() == "password=" ? "password=…" : text(option)
         }
-        return String(redacted[...query]) + options.joined(separator: "&")
+        return text(scalars[...query]) + options.joined(separator: "&")
     }
 }

@@ -172,15 +172,16 @@ enum ChangeLog {
     /// column list after `WHERE`. Quoted text and identifiers are skipped while the list's
     /// parentheses are matched.
     static func partialCondition(of sql: String) -> String? {
-        let characters = Array(sql)
+        // By scalar: a quote that a combining mark follows is one `Character`, not a quote.
+        let characters = Array(sql.unicodeScalars)
         var index = 0, depth = 0
-        var quote: Character?
+        var quote: Unicode.Scalar?
         var listEnd: Int?
         while index < characters.count, listEnd == nil {
             let character = characters[index]
             if let open = quote {
                 if character == open { quote = nil }
-            } else if "'\"`[".contains(character) {
+            } else if "'\"`[".unicodeScalars.contains(character) {
                 quote = character == "[" ? "]" : character
             } else if character == "(" {
                 depth += 1
@@ -191,7 +192,7 @@ enum ChangeLog {
             index += 1
         }
         guard let listEnd else { return nil }
-        let rest = String(characters[(listEnd + 1)...]).trimmingCharacters(in: .whitespacesAndNewlines)
+        let rest = String(String.UnicodeScalarView(characters[(listEnd + 1)...])).trimmingCharacters(in: .whitespacesAndNewlines)
         guard rest.prefix(5).uppercased() == "WHERE", rest.count > 5, rest[rest.index(rest.startIndex, offsetBy: 5)].isWhitespace else { return nil }
         return String(rest.dropFirst(5)).trimmingCharacters(in: .whitespacesAndNewlines)
     }
