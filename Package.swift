@@ -72,7 +72,8 @@ let package = Package(
             dependencies: ["TrackedModels"],
             path: "Tests/Helpers/IncrementHelper"
         ),
-        // The PostgreSQL server the tests use (a throwaway cluster), shared by the test targets.
+        // What the test targets share: the PostgreSQL server they use (a throwaway cluster), and
+        // waiting for other processes without blocking Swift's cooperative pool.
         .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),
         .testTarget(
             name: "TrackedModelsTests",

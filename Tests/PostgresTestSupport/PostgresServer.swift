@@ -87,13 +87,15 @@ public enum PostgresServer {
         process.standardOutput = output
         process.standardError = errors
         try process.run()
-        let printed = await Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value
-        let failure = errors.fileHandleForReading.readDataToEndOfFile()
-        // Closed now, not whenever Foundation lets go of the process (see `ModelCtlProcess`).
-        try? output.fileHandleForReading.close()
-        try? errors.fileHandleForReading.close()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let (printed, failure) = await onThreadOfItsOwn {
+            let printed = output.fileHandleForReading.readDataToEndOfFile()
+            let failure = errors.fileHandleForReading.readDataToEndOfFile()
+            // Closed now, not whenever Foundation lets go of the process (see `ModelCtlProcess`).
+            try? output.fileHandleForReading.close()
+            try? errors.fileHandleForReading.close()
+            return (printed, failure)
+        }
+        guard await process.exitStatus() == 0 else {
             throw ServerMissing(reason: "psql failed on \(sql): \(String(decoding: failure, as: UTF8.self))")
         }
         return String(decoding: printed, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestSupport
 import Testing
 import TrackedModels
 
@@ -26,13 +27,7 @@ enum Helper {
 
     /// Runs a command to completion and returns its exit status.
     static func run(_ arguments: [String], executable: URL) async throws -> Int32 {
-        let process = try start(arguments, executable: executable, output: Pipe())
-        return await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                process.waitUntilExit()
-                continuation.resume(returning: process.terminationStatus)
-            }
-        }
+        try await start(arguments, executable: executable, output: Pipe()).exitStatus()
     }
 
     /// The `sqlite3` shell (`apt-get install sqlite3`).
@@ -61,13 +56,7 @@ enum Helper {
         let flushEvery = engine == .postgres ? "10" : "1"
         let processes = try (0..<2).map { _ in try Helper.start(["increment", database, "0", "10000", flushEvery]) }
         for process in processes {
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    process.waitUntilExit()
-                    continuation.resume()
-                }
-            }
-            #expect(process.terminationStatus == 0)
+            #expect(await process.exitStatus() == 0)
         }
         #expect(try await engine.sql(database, "SELECT count FROM rows") == "20000")
     }
@@ -81,19 +70,17 @@ enum Helper {
         try await store.close()
         let output = Pipe()
         let process = try Helper.start(["write-then-wait", database, "0"], output: output)
-        let line = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var text = ""
-                while !text.contains("\n") {
-                    let chunk = output.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    text += String(decoding: chunk, as: UTF8.self)
-                }
-                continuation.resume(returning: text)
+        let line = await onThreadOfItsOwn {
+            var text = ""
+            while !text.contains("\n") {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
             }
+            return text
         }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        #expect(await process.exitStatus() == SIGKILL)
         #expect(process.terminationReason == .uncaughtSignal)
         #expect(line.hasPrefix("flushed written by "))
         let title = line.dropFirst("flushed ".count).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestSupport
 import Testing
 import TrackedModels
 
@@ -37,8 +38,8 @@ import TrackedModels
         process.arguments = ["use-off-actor", path, "0"]
         process.standardError = errors
         try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let message = String(decoding: await onThreadOfItsOwn { errors.fileHandleForReading.readDataToEndOfFile() }, as: UTF8.self)
+        _ = await process.exitStatus()
         #expect(process.terminationReason == .uncaughtSignal)
         #expect(message.contains("ModelStore.count must be called on MainActor, the actor that opened the store"))
     }

@@ -136,20 +136,9 @@ struct CopyCommandTests {
         let target = workspace.modelctl.path("target.sqlite")
         let process = try workspace.modelctl.start(["copy", "--from", "source.sqlite", "--to", "target.sqlite"])
         // Signalled once the copy is writing rows (its WAL past 4 MB).
-        let started = ContinuousClock.now
-        while process.isRunning, ((try? FileManager.default.attributesOfItem(atPath: target + "-wal")[.size] as? Int) ?? 0) < 4 << 20 {
-            guard ContinuousClock.now - started < .seconds(120) else { break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(process.isRunning, "the copy ended before it could be signalled")
-        kill(process.processIdentifier, signal)
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                process.waitUntilExit()
-                continuation.resume()
-            }
-        }
-        #expect(process.terminationStatus == status)
+        let signalled = await ModelCtlProcess.signal(process, signal, when: { ModelCtlProcess.size(target + "-wal") >= 4 << 20 })
+        #expect(signalled.wasRunning, "the copy ended before it could be signalled")
+        #expect(await process.exitStatus() == status)
         #expect(!FileManager.default.fileExists(atPath: target), "the interrupted copy left the file it made")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestSupport
 import Testing
 
 /// Hostile arguments, damaged and foreign files, full disks and signals: every failure exits
@@ -35,44 +36,17 @@ import Testing
 
     // MARK: - Signals (class 5)
 
-    /// Sends a signal and returns how long the process took to exit, seen in `/proc` from a
-    /// thread of its own (so that neither the tests' busy cooperative pool nor dispatch threads
-    /// other tests keep waiting for their processes add to it); then waits for its exit status.
-    private func signalAndTimeExit(_ process: Process, _ signal: Int32) async throws -> Duration {
-        let pid = process.processIdentifier
-        let stopped = await withCheckedContinuation { (continuation: CheckedContinuation<Duration, Never>) in
-            Thread.detachNewThread {
-                let sent = ContinuousClock.now
-                kill(pid, signal)
-                while ContinuousClock.now - sent < .seconds(30), !ModelCtlProcess.hasExited(pid) {
-                    usleep(1_000)
-                }
-                continuation.resume(returning: ContinuousClock.now - sent)
-            }
-        }
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                process.waitUntilExit()
-                continuation.resume()
-            }
-        }
-        return stopped
-    }
-
     @Test(arguments: [(Int32(SIGINT), Int32(130)), (Int32(SIGTERM), Int32(143))])
     func aSignalStopsALongBumpWithinASecondAndCommitsNothing(_ signal: Int32, _ status: Int32) async throws {
         let (workspace, path) = try await seeded()
         let process = try workspace.modelctl.start(["bump", "7", "--times", "1000000000"])
         // Signalled once it listens (a debug build on a busy machine may take a while to get
         // there), and then into its bumps.
-        let started = ContinuousClock.now
-        while process.isRunning, !ModelCtlProcess.handlesInterrupts(process.processIdentifier), ContinuousClock.now - started < .seconds(60) {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        try await Task.sleep(for: .milliseconds(500))
-        let stopped = try await signalAndTimeExit(process, signal)
-        #expect(stopped < .seconds(1), "stopped \(stopped) after the signal")
-        #expect(process.terminationStatus == status)
+        let pid = process.processIdentifier
+        let signalled = await ModelCtlProcess.signal(process, signal, when: { ModelCtlProcess.handlesInterrupts(pid) }, settling: .milliseconds(500))
+        #expect(signalled.wasRunning, "the bump ended before it could be signalled")
+        #expect(signalled.stopped < .seconds(1), "stopped \(signalled.stopped) after the signal")
+        #expect(await process.exitStatus() == status)
         let count = try await workspace.modelctl.run("query", "SELECT count FROM rows WHERE id = 7", "--format", "csv", "--db", path)
         #expect(count.stdout == "count\r\n0\r\n")
     }
@@ -82,14 +56,10 @@ import Testing
         let (workspace, path) = try await seeded()
         let process = try workspace.modelctl.start(["seed", "--reset", "--rows", "10000000"])
         // Signalled once the seed is writing rows into the file (its WAL past 4 MB).
-        let writing = ContinuousClock.now
-        while process.isRunning, ((try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0) < 4 << 20 {
-            guard ContinuousClock.now - writing < .seconds(120) else { break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        let stopped = try await signalAndTimeExit(process, signal)
-        #expect(stopped < .seconds(1), "stopped \(stopped) after the signal")
-        #expect(process.terminationStatus == status)
+        let signalled = await ModelCtlProcess.signal(process, signal, when: { ModelCtlProcess.size(path + "-wal") >= 4 << 20 })
+        #expect(signalled.wasRunning, "the seed ended before it could be signalled")
+        #expect(signalled.stopped < .seconds(1), "stopped \(signalled.stopped) after the signal")
+        #expect(await process.exitStatus() == status)
         let rows = try await workspace.modelctl.run("query", "SELECT count(*) AS n, min(title) AS first FROM rows", "--format", "csv", "--db", path)
         #expect(rows.stdout == "n,first\r\n100,Row 0\r\n", "the interrupted seed committed something: \(rows.stdout)")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestSupport
 import Testing
 
 @Suite struct MigrateCommandTests {
@@ -106,10 +107,7 @@ import Testing
         let first = try workspace.modelctl.start(["migrate", "up"])
         let second = try workspace.modelctl.start(["migrate", "up"])
         for process in [first, second] {
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async { process.waitUntilExit(); continuation.resume() }
-            }
-            #expect(process.terminationStatus == 0)
+            #expect(await process.exitStatus() == 0)
         }
         let applied = try await workspace.modelctl.run("query", "SELECT count(*) AS n FROM trackedmodels_migrations", "--format", "csv")
         #expect(applied.stdout == "n\r\n4\r\n")

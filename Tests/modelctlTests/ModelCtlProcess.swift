@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestSupport
 import Testing
 
 /// Runs the built `modelctl` binary in a temporary directory.
@@ -34,12 +35,7 @@ struct ModelCtlProcess {
         process.executableURL = URL(fileURLWithPath: try #require(shell, "the sqlite3 shell is not installed; apt-get install sqlite3"))
         process.arguments = [path, sql]
         try process.run()
-        return await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                process.waitUntilExit()
-                continuation.resume(returning: process.terminationStatus)
-            }
-        }
+        return await process.exitStatus()
     }
 
     /// Whether a started process has exited (a zombie not yet reaped counts), read from
@@ -49,6 +45,45 @@ struct ModelCtlProcess {
         // The state follows the command name, which is in parentheses and may hold spaces.
         guard let close = stat.lastIndex(of: ")") else { return false }
         return stat[stat.index(after: close)...].split(separator: " ").first == "Z"
+    }
+
+    /// What ``signal(_:_:when:settling:)`` saw.
+    struct Signalled {
+        /// Whether the process was still running when it was signalled.
+        var wasRunning: Bool
+        /// How long it took to exit after the signal.
+        var stopped: Duration
+    }
+
+    /// Sends `signal` to a started process once `ready` holds (polled every millisecond, for at
+    /// most two minutes) and `settling` has passed after that; returns whether it was still
+    /// running then and how long it took to exit, seen in `/proc`.
+    ///
+    /// All of it runs on a thread of its own: a poll on Swift's cooperative pool can stall
+    /// behind other tests for longer than the work it waits to interrupt (CI saw a copy run to
+    /// its end so), and neither the pool nor the dispatch threads other tests block add to the
+    /// time measured.
+    static func signal(_ process: Process, _ signal: Int32, when ready: @escaping @Sendable () -> Bool, settling: Duration = .zero) async -> Signalled {
+        let pid = process.processIdentifier
+        return await onThreadOfItsOwn {
+            let started = ContinuousClock.now
+            while !hasExited(pid), !ready(), ContinuousClock.now - started < .seconds(120) {
+                usleep(1_000)
+            }
+            if settling > .zero { usleep(UInt32(settling / .microseconds(1))) }
+            let wasRunning = !hasExited(pid)
+            let sent = ContinuousClock.now
+            kill(pid, signal)
+            while ContinuousClock.now - sent < .seconds(30), !hasExited(pid) {
+                usleep(1_000)
+            }
+            return Signalled(wasRunning: wasRunning, stopped: ContinuousClock.now - sent)
+        }
+    }
+
+    /// The size of a file in bytes, 0 when there is none.
+    static func size(_ path: String) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
     }
 
     /// Whether a started process has taken SIGINT and SIGTERM over (ignored or caught, by the
@@ -125,22 +160,20 @@ struct ModelCtlProcess {
 
     /// Reads a started process's output to the end and waits for it to exit.
     private func collect(_ process: Process, _ stdout: Pipe, _ stderr: Pipe) async -> Output {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                let out = stdout.fileHandleForReading.readDataToEndOfFile()
-                let err = stderr.fileHandleForReading.readDataToEndOfFile()
-                // Closed now rather than when Foundation lets go of the process, which may be
-                // never: the test process runs hundreds of these, and past about 1,360 open
-                // descriptors Foundation's `Process.run` reads past its listing of them and crashes.
-                try? stdout.fileHandleForReading.close()
-                try? stderr.fileHandleForReading.close()
-                process.waitUntilExit()
-                continuation.resume(returning: Output(
-                    status: process.terminationStatus,
-                    stdout: String(decoding: out, as: UTF8.self),
-                    stderr: String(decoding: err, as: UTF8.self)
-                ))
-            }
+        await onThreadOfItsOwn {
+            let out = stdout.fileHandleForReading.readDataToEndOfFile()
+            let err = stderr.fileHandleForReading.readDataToEndOfFile()
+            // Closed now rather than when Foundation lets go of the process, which may be
+            // never: the test process runs hundreds of these, and past about 1,360 open
+            // descriptors Foundation's `Process.run` reads past its listing of them and crashes.
+            try? stdout.fileHandleForReading.close()
+            try? stderr.fileHandleForReading.close()
+            process.waitUntilExit()
+            return Output(
+                status: process.terminationStatus,
+                stdout: String(decoding: out, as: UTF8.self),
+                stderr: String(decoding: err, as: UTF8.self)
+            )
         }
     }
 }

@@ -1,28 +1,18 @@
 import Foundation
+import PostgresTestSupport
 import Testing
 
 @Suite struct WatchCommandTests {
     /// Reads a started process's stdout until it holds `lines` lines (or the process ends).
     private func read(_ pipe: Pipe, lines: Int) async -> String {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var text = ""
-                while text.filter({ $0 == "\n" }).count < lines {
-                    let chunk = pipe.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    text += String(decoding: chunk, as: UTF8.self)
-                }
-                continuation.resume(returning: text)
+        await onThreadOfItsOwn {
+            var text = ""
+            while text.filter({ $0 == "\n" }).count < lines {
+                let chunk = pipe.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
             }
-        }
-    }
-
-    private func wait(_ process: Process) async -> Int32 {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                process.waitUntilExit()
-                continuation.resume(returning: process.terminationStatus)
-            }
+            return text
         }
     }
 
@@ -46,7 +36,7 @@ import Testing
         #expect(try await workspace.modelctl.run("bump", "42").status == 0)
         let line = await read(output, lines: 1)
         #expect(line == #"{"table": "rows", "row": 42, "kind": "update", "origin": "external", "columns": {"count": {"old": 0, "new": 1}}}"# + "\n")
-        #expect(await wait(watch) == 0)
+        #expect(await watch.exitStatus() == 0)
     }
 
     @Test func filtersByRowAndColumn() async throws {
@@ -58,7 +48,7 @@ import Testing
         try await workspace.modelctl.run("bump", "3", "--by", "5")
         let line = await read(output, lines: 1)
         #expect(line == "rows 3 update (external): count 0 → 5\n")
-        #expect(await wait(watch) == 0)
+        #expect(await watch.exitStatus() == 0)
     }
 
     @Test func timeoutAndInterruptEndItCleanly() async throws {
@@ -70,7 +60,7 @@ import Testing
         let errors = Pipe()
         let interrupted = try await startWatch(workspace, [], output: Pipe(), errors: errors)
         kill(interrupted.processIdentifier, SIGINT)
-        #expect(await wait(interrupted) == 0)
+        #expect(await interrupted.exitStatus() == 0)
         #expect(interrupted.terminationReason == .exit)
         // Nothing more than that it watched.
         #expect(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).isEmpty)

@@ -69,7 +69,7 @@ import Testing
         let count = changes.map(\.events.count).reduce(0, +)
         let watch = try workspace.modelctl.start(["watch", "--db", database, "--count", String(count), "--timeout", "60"], stdout: output, stderr: errors)
         // Once it says it is watching, no later commit slips by.
-        let said = await Task.detached { errors.fileHandleForReading.availableData }.value
+        let said = await onThreadOfItsOwn { errors.fileHandleForReading.availableData }
         #expect(String(decoding: said, as: UTF8.self).hasPrefix("watching "))
         var pending = ""
         for change in changes {
@@ -78,7 +78,7 @@ import Testing
             var heard: [String] = []
             while heard.count < change.events.count {
                 while !pending.contains("\n") {
-                    let chunk = await Task.detached { output.fileHandleForReading.availableData }.value
+                    let chunk = await onThreadOfItsOwn { output.fileHandleForReading.availableData }
                     guard !chunk.isEmpty else { break }
                     pending += String(decoding: chunk, as: UTF8.self)
                 }
@@ -90,7 +90,6 @@ import Testing
             #expect(Set(heard) == change.events, "after \(change.sql)")
             #expect(heard.count == change.events.count, "after \(change.sql): \(heard)")
         }
-        watch.waitUntilExit()
-        #expect(watch.terminationStatus == 0)
+        #expect(await watch.exitStatus() == 0)
     }
 }

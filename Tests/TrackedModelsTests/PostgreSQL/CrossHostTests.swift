@@ -30,20 +30,20 @@ import Testing
 
         // Four processes at once: exact.
         let bumpers = try (0..<4).map { _ in try Helper.start(["increment", url, "1", "50", "5"]) }
-        for bumper in bumpers { #expect(await Self.exit(of: bumper) == 0) }
+        for bumper in bumpers { #expect(await bumper.exitStatus() == 0) }
         #expect(try await count() == "200")
         try await settle(store) { row.count == 200 }
 
         // The server ends the doorbell's connection: the next commit is still heard.
         #expect(try await PostgresServer.psql(url, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'trackedmodels doorbell'") != "0")
-        #expect(await Self.exit(of: try Helper.start(["increment", url, "1", "10"])) == 0)
+        #expect(try await Helper.start(["increment", url, "1", "10"]).exitStatus() == 0)
         try await settle(store) { row.count == 210 }
 
         // The server restarts while a process commits bump after bump.
         let restarted = try Helper.start(["increment-through", url, "1", "100"])
         try await settle { Int(try await count()) ?? 0 >= 230 }
         try host.restartServer()
-        #expect(await Self.exit(of: restarted) == 0)
+        #expect(await restarted.exitStatus() == 0)
         #expect(try await count() == "310")
         try await settle(store) { row.count == 310 }
 
@@ -53,7 +53,7 @@ import Testing
         try host.setLink(up: false)
         try await Task.sleep(for: .seconds(3))
         try host.setLink(up: true)
-        #expect(await Self.exit(of: partitioned) == 0)
+        #expect(await partitioned.exitStatus() == 0)
         #expect(try await count() == "410")
         try await settle(store) { row.count == 410 }
 
@@ -62,15 +62,6 @@ import Testing
         #expect(values == values.sorted() && values.last == 410, "heard \(values)")
         token.cancel()
         try await store.close()
-    }
-
-    private static func exit(of process: Process) async -> Int32 {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                process.waitUntilExit()
-                continuation.resume(returning: process.terminationStatus)
-            }
-        }
     }
 }
 

@@ -50,9 +50,8 @@ enum TestEngine: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .sqlite:
             // Waiting up to 5 s for a lock the store holds, as the store waits for others'.
             let process = try Helper.start(["-cmd", ".timeout 5000", database, sql], executable: Helper.sqlite3)
-            let output = await Task.detached { (process.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile() }.value
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "sqlite3 failed on \(sql)")
+            let output = await onThreadOfItsOwn { (process.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile() }
+            #expect(await process.exitStatus() == 0, "sqlite3 failed on \(sql)")
             return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         case .postgres:
             return try await PostgresServer.psql(database, sql)
