@@ -3,10 +3,12 @@ public import Foundation
 /// Runs `body`, a call that blocks (a pipe read to its end, a wait for another process), on a
 /// thread of its own, and returns what it returned.
 ///
-/// A test must never block a thread of Swift's cooperative pool: the pool has one thread per
-/// core, so on a two-core machine two tests waiting for a `psql` hold every other test still,
-/// their timers and polls included, for as long as the waits last (CI saw a 90-second stall
-/// at the start of a run, in which a polled copy ran to its end before it could be signalled).
+/// A test must never block a thread of Swift's global executor: on Linux it runs on
+/// libdispatch's global threads, as many as there are cores, and a blocked thread leaves the
+/// pool short until libdispatch adds one, about once a second. Dozens of tests waiting for
+/// `psql` at once on a two-core machine starve every other test, their timers and polls
+/// included (CI saw every test stand still for about 90 s at the start of a run, in which a
+/// polled copy ran to its end before it could be signalled).
 ///
 /// ```swift
 /// let printed = await onThreadOfItsOwn { pipe.fileHandleForReading.readDataToEndOfFile() }

@@ -55,14 +55,15 @@ struct ModelCtlProcess {
         var stopped: Duration
     }
 
-    /// Sends `signal` to a started process once `ready` holds (polled every millisecond, for at
-    /// most two minutes) and `settling` has passed after that; returns whether it was still
-    /// running then and how long it took to exit, seen in `/proc`.
+    /// Sends `signal` to a started process once `ready` holds (polled every millisecond; after
+    /// two minutes, whether it holds or not) and `settling` has passed after that; returns
+    /// whether it was still running then, and how long it took to exit, seen in `/proc`. A
+    /// process that ended first is not signalled; one still running 30 s after the signal is
+    /// killed (SIGKILL), so that waiting for its exit status cannot hang.
     ///
-    /// All of it runs on a thread of its own: a poll on Swift's cooperative pool can stall
-    /// behind other tests for longer than the work it waits to interrupt (CI saw a copy run to
-    /// its end so), and neither the pool nor the dispatch threads other tests block add to the
-    /// time measured.
+    /// All of it runs on a thread of its own: a poll on the global executor's threads can
+    /// stall behind other tests for longer than the work it waits to interrupt (CI saw a copy
+    /// run to its end so), and what blocks those threads adds nothing to the time measured.
     static func signal(_ process: Process, _ signal: Int32, when ready: @escaping @Sendable () -> Bool, settling: Duration = .zero) async -> Signalled {
         let pid = process.processIdentifier
         return await onThreadOfItsOwn {
@@ -71,13 +72,17 @@ struct ModelCtlProcess {
                 usleep(1_000)
             }
             if settling > .zero { usleep(UInt32(settling / .microseconds(1))) }
-            let wasRunning = !hasExited(pid)
+            guard !hasExited(pid) else { return Signalled(wasRunning: false, stopped: .zero) }
             let sent = ContinuousClock.now
             kill(pid, signal)
-            while ContinuousClock.now - sent < .seconds(30), !hasExited(pid) {
+            while !hasExited(pid) {
+                guard ContinuousClock.now - sent < .seconds(30) else {
+                    kill(pid, SIGKILL)
+                    break
+                }
                 usleep(1_000)
             }
-            return Signalled(wasRunning: wasRunning, stopped: ContinuousClock.now - sent)
+            return Signalled(wasRunning: true, stopped: ContinuousClock.now - sent)
         }
     }
 

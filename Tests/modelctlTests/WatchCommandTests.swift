@@ -63,7 +63,11 @@ import Testing
         #expect(await interrupted.exitStatus() == 0)
         #expect(interrupted.terminationReason == .exit)
         // Nothing more than that it watched.
-        #expect(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).isEmpty)
+        let said = await onThreadOfItsOwn {
+            defer { try? errors.fileHandleForReading.close() }
+            return errors.fileHandleForReading.readDataToEndOfFile()
+        }
+        #expect(String(decoding: said, as: UTF8.self).isEmpty)
     }
 
     @Test func anUnknownColumnIsAUsageError() async throws {

@@ -12,8 +12,17 @@ import Testing
 @MainActor
 @Suite(.serialized) struct CrossHostTests {
     @Test func noAcknowledgedWriteIsLostAcrossALink() async throws {
-        let host = try ServerHost.make()
-        defer { host.remove() }
+        let host = try await ServerHost.make()
+        do {
+            try await bumpAcross(host)
+        } catch {
+            await host.remove()
+            throw error
+        }
+        await host.remove()
+    }
+
+    private func bumpAcross(_ host: ServerHost) async throws {
         let url = host.url
 
         var configuration = Stores.configuration()
@@ -42,7 +51,7 @@ import Testing
         // The server restarts while a process commits bump after bump.
         let restarted = try Helper.start(["increment-through", url, "1", "100"])
         try await settle { Int(try await count()) ?? 0 >= 230 }
-        try host.restartServer()
+        try await host.restartServer()
         #expect(await restarted.exitStatus() == 0)
         #expect(try await count() == "310")
         try await settle(store) { row.count == 310 }
@@ -50,9 +59,9 @@ import Testing
         // The link goes down for three seconds while a process commits.
         let partitioned = try Helper.start(["increment-through", url, "1", "100"])
         try await settle { Int(try await count()) ?? 0 >= 330 }
-        try host.setLink(up: false)
+        try await host.setLink(up: false)
         try await Task.sleep(for: .seconds(3))
-        try host.setLink(up: true)
+        try await host.setLink(up: true)
         #expect(await partitioned.exitStatus() == 0)
         #expect(try await count() == "410")
         try await settle(store) { row.count == 410 }
@@ -77,30 +86,30 @@ struct ServerHost {
 
     private static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appending(path: "../../../.ci/postgres").standardized.path
 
-    static func make() throws -> ServerHost {
+    static func make() async throws -> ServerHost {
         let tag = ProcessInfo.processInfo.processIdentifier % 10_000
         let subnet = "10.77.\(tag % 250)"
         let namespace = "tmhost\(tag)"
         let link = "tmh\(tag)"
         do {
-            try shell("ip netns add \(namespace)")
+            try await shell("ip netns add \(namespace)")
         } catch {
             try Test.cancel("a network namespace cannot be made here (\(error)); the cross-host test needs root and iproute2 (apt-get install iproute2)")
         }
         let directory = FileManager.default.temporaryDirectory.appending(path: "trackedmodels-crosshost-\(tag)").path
         let host = ServerHost(namespace: namespace, link: link, directory: directory, url: "")
         do {
-            try shell("""
+            try await shell("""
                 ip link add \(link) type veth peer name tmd\(tag) && ip link set tmd\(tag) netns \(namespace) && \
                 ip addr add \(subnet).1/30 dev \(link) && ip link set \(link) up && \
                 ip netns exec \(namespace) ip addr add \(subnet).2/30 dev tmd\(tag) && \
                 ip netns exec \(namespace) ip link set tmd\(tag) up && ip netns exec \(namespace) ip link set lo up
                 """)
-            let url = try shell("ip netns exec \(namespace) bash '\(script)' start '\(directory)' \(subnet).2")
+            let url = try await shell("ip netns exec \(namespace) bash '\(script)' start '\(directory)' \(subnet).2")
             guard url.hasPrefix("postgres://") else { throw ShellFailure(message: "no URL: \(url)") }
             return ServerHost(namespace: namespace, link: link, directory: directory, url: url)
         } catch {
-            host.remove()
+            await host.remove()
             if ProcessInfo.processInfo.environment["TRACKEDMODELS_REQUIRE_POSTGRES"] != "1" {
                 try Test.cancel("no PostgreSQL server could be started on a host of its own (\(error)); install PostgreSQL (apt-get install postgresql)")
             }
@@ -108,19 +117,19 @@ struct ServerHost {
         }
     }
 
-    func restartServer() throws {
-        try Self.shell("ip netns exec \(namespace) bash '\(Self.script)' restart '\(directory)'")
+    func restartServer() async throws {
+        try await Self.shell("ip netns exec \(namespace) bash '\(Self.script)' restart '\(directory)'")
     }
 
     /// Takes the link between the hosts down (a partition) or up again.
-    func setLink(up: Bool) throws {
-        try Self.shell("ip link set \(link) \(up ? "up" : "down")")
+    func setLink(up: Bool) async throws {
+        try await Self.shell("ip link set \(link) \(up ? "up" : "down")")
     }
 
-    func remove() {
-        _ = try? Self.shell("ip netns exec \(namespace) bash '\(Self.script)' stop '\(directory)'")
-        _ = try? Self.shell("ip netns del \(namespace)")
-        _ = try? Self.shell("ip link del \(link) 2>/dev/null || true")
+    func remove() async {
+        _ = try? await Self.shell("ip netns exec \(namespace) bash '\(Self.script)' stop '\(directory)'")
+        _ = try? await Self.shell("ip netns del \(namespace)")
+        _ = try? await Self.shell("ip link del \(link) 2>/dev/null || true")
     }
 
     struct ShellFailure: Error, CustomStringConvertible {
@@ -128,10 +137,11 @@ struct ServerHost {
         var description: String { message }
     }
 
-    /// Runs a shell command; what it printed (standard output and error), trimmed.
+    /// Runs a shell command, on a thread of its own; what it printed (standard output and
+    /// error), trimmed.
     @discardableResult
-    static func shell(_ command: String) throws -> String {
-        let (status, text) = PostgresServer.shell("\(command) 2>&1")
+    static func shell(_ command: String) async throws -> String {
+        let (status, text) = await onThreadOfItsOwn { PostgresServer.shell("\(command) 2>&1") }
         guard status == 0 else { throw ShellFailure(message: "`\(command)` failed (\(status)): \(text)") }
         return text
     }
