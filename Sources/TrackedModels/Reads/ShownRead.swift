@@ -51,9 +51,13 @@ struct ShownState {
 
     /// Whether a commit gave the row's key to an insert of this store that the store has yet
     /// to apply: until it does, the row shows by that insert's placeholder, not by this key
-    /// (as in ``MatchingRows``), so that no second object is made of it.
+    /// (as in ``MatchingRows``), so that no second object is made of it. Not where a queued
+    /// change decides the row (an insert of the key whose object was deleted, and the delete
+    /// discarded, say): that change keeps the row, before the store applies the key as after,
+    /// and the inserting object only learns its key (``ModelRegistrar/assignKey(_:toInsert:)``).
     private func isAssignedAhead(_ row: RowReference) -> Bool {
-        registrar.identityMap.hasUnkeyed && writeBehind.worker.insertRequest(assignedKey: row) != nil
+        guard registrar.identityMap.hasUnkeyed, let request = writeBehind.worker.insertRequest(assignedKey: row) else { return false }
+        return !writeBehind.decidesRow(row, afterInsert: request)
     }
 
     /// Lists the committed row a row's current values need, if they need one.

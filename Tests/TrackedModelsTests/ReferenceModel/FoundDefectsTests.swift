@@ -397,6 +397,16 @@ import Testing
         try await replay([(38, 0, 0), (33, 197_227_885_561, 0), (42, 0, 0), (114, 0, 0)])
     }
 
+    /// Found by a full run (stop 51): rows 1 inserted without a key and with key 1, flushed;
+    /// while in flight, key 1's object deleted and the delete discarded. SQLite gave key 1 to
+    /// the first insert, and the store, not having applied that yet, showed row 1 by that
+    /// insert's placeholder only: the discard found no row 1 to bring back. Once the key was
+    /// applied, the refused insert of key 1 showed the row (without an object), and neither
+    /// live lists nor subscribers heard it. The queued insert now shows the row throughout.
+    @Test func aRowAQueuedInsertKeepsShowsWhileItsKeyIsAssignedAhead() async throws {
+        try await replay([(38, 0, 0), (128, 0, 0), (61, 928_626_353_221, 308_015_238_264)])
+    }
+
     /// Found by the generator: a row pointed at a new object (its to-one shows NULL until the
     /// object has its key), deleted and inserted again by another connection, which drops the
     /// link: heard as an update of the cells that differ, the link's not among them, a live list
