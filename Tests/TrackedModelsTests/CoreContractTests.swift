@@ -298,6 +298,32 @@ final class Note {
         #expect(try workload.store.find(Note.self, key: 1) === note)
     }
 
+    /// Found by review of the fix for a row a queued insert keeps while its key is assigned
+    /// ahead: the database gave key 1 to the first insert, refused the second's explicit key 1,
+    /// and the second's object was deleted and the delete discarded before the store heard. A
+    /// fetch then met row 1, which the second insert keeps, gave its key to the first insert
+    /// early (detaching it), and could not decode the first insert's row by its placeholder.
+    @Test func aFetchBetweenAnAssignedKeysCommitAndItsReportLeavesARowAQueuedInsertKeepsToIt() async throws {
+        let hold = AfterCommitHold()
+        let workload = try await workload(configuration: hold.configuration)
+        let first = Note(id: nil, text: "first")
+        let second = Note(id: 1, text: "second")
+        try workload.store.insert(first)
+        try workload.store.insert(second)
+        hold.arm()
+        let flushing = Task { try await workload.store.flush() }
+        await hold.untilHeld()
+        try workload.store.delete(second)
+        try workload.store.discard(try #require(workload.store.pendingChanges.last))
+        let fetched = Result { try workload.store.fetch(FetchDescriptor<Note>()) }
+        hold.release()
+        let notes = try fetched.get()
+        #expect(notes.count == 2)
+        #expect(notes.contains { $0 === first } && first.id == nil, "the first insert learns its key once the store hears")
+        #expect(notes.contains { $0.id == 1 && $0.text == "second" }, "row 1 shows the second insert, which keeps it")
+        await #expect(throws: StoreError.self) { try await flushing.value }
+    }
+
     /// Found by the reference-model test (a delete discarded while a flush was in flight): a
     /// read made between a batch's commit and the store hearing of it found the batch's
     /// increment in the database, and laid it over what it read once more (7 + 7).

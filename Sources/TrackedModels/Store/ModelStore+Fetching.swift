@@ -77,13 +77,17 @@ extension ModelStore {
     ///
     /// A row whose key the database just assigned to this store's insert, committed before the
     /// store heard so, is the inserting object: it gets its key now rather than having a second
-    /// object made for the same row.
+    /// object made for the same row. Not a row a queued change decides (an insert of that key
+    /// whose object was deleted, and the delete discarded): that change shows it, and the
+    /// inserting object, still shown by its key's placeholder, learns its key when the store
+    /// applies the commit.
     func object<Model: TrackedModel>(_ type: Model.Type, table: Int, values: [SQLValue]) throws -> Model {
         if registrar.identityMap.hasUnkeyed {
             let row = RowReference(table: table, key: values[Model._$schema.primaryKeyIndex])
             if registrar.identityMap.object(table: table, shownAs: row.key) == nil,
                let request = worker.insertRequest(assignedKey: row),
-               registrar.identityMap.unkeyedObject(table: table, request: request) != nil {
+               registrar.identityMap.unkeyedObject(table: table, request: request) != nil,
+               !writeBehind.decidesRow(row, afterInsert: request) {
                 registrar.assignKey(row.key, toInsert: request)
             }
         }
