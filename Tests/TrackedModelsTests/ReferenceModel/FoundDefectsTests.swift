@@ -407,6 +407,20 @@ import Testing
         try await replay([(38, 0, 0), (128, 0, 0), (61, 928_626_353_221, 308_015_238_264)])
     }
 
+    /// Found by the coverage run (stop 51), a defect of the reference, not of the store: a
+    /// flush whose commits fail at their end, with changes made while it was in flight. The
+    /// store commits the changes in flight on their own first; the database refused all of
+    /// them, so that no commit ran, and the store rightly kept the refusal; its second commit,
+    /// of the changes made meanwhile, failed. The reference took both as one failed commit and
+    /// forgot the refusal, so a later increment of the refused cell went, to it, into a later
+    /// change instead of replacing the refused value, and the refused change stayed.
+    @Test func aFlushWhoseFirstCommitIsAllRefusedLearnsTheRefusalThoughItsSecondFails() async throws {
+        try await replay([
+            (111, 895_089_281_511, 526_105_899_172), (138, 423_998_102_105, 1_085_313_892_347), (4, 734_894_787_839, 51_181_076_070),
+            (15, 58_686_872_371, 217_208_348_792), (131, 246_419_889_352, 591_712_916_884), (20, 639_954_132_846, 679_009_578_407),
+        ])
+    }
+
     /// Found by the generator: a row pointed at a new object (its to-one shows NULL until the
     /// object has its key), deleted and inserted again by another connection, which drops the
     /// link: heard as an update of the cells that differ, the link's not among them, a live list

@@ -618,16 +618,36 @@ struct Reference {
     static let full = "database or disk is full"
     static let gone = "is gone"
 
-    /// A flush whose commit fails at its end (a full disk, an I/O error): what the database
-    /// refused on the way is learned only when nothing is left to commit, for then no commit
-    /// runs; otherwise nothing changes. Returns whether the flush throws.
+    /// A flush whose commits fail at their end (a full disk, an I/O error). As in ``flush(fileKeys:keyOf:)``,
+    /// the units in flight commit on their own first; the flush goes on to the units made
+    /// meanwhile only when that commit did not fail, that is, when it had nothing to commit.
+    /// Returns whether the flush throws.
     mutating func flushFailingAtCommit(fileKeys: Set<Int64>, keyOf: (Int) -> Int64?) -> Bool {
-        var trial = self
-        _ = trial.flush(fileKeys: fileKeys, keyOf: keyOf)
-        if trial.units.count == units.count { self = trial }
         // A commit in flight that fails hands its units back: they are pending again.
-        unitsInFlight = 0
+        defer { unitsInFlight = 0 }
+        if unitsInFlight > 0, unitsInFlight < units.count {
+            let later = units[unitsInFlight...]
+            units.removeSubrange(unitsInFlight...)
+            let failed = commitFailingAtItsEnd(fileKeys: fileKeys, keyOf: keyOf)
+            units += later
+            if failed { return true }
+        }
+        commitFailingAtItsEnd(fileKeys: fileKeys, keyOf: keyOf)
         return !units.isEmpty
+    }
+
+    /// One commit of every unit that fails at its end: what the database refused on the way
+    /// is learned only when nothing is left to commit, for then no commit runs; otherwise
+    /// nothing changes. Returns whether a commit ran (and failed).
+    @discardableResult
+    private mutating func commitFailingAtItsEnd(fileKeys: Set<Int64>, keyOf: (Int) -> Int64?) -> Bool {
+        var trial = self
+        trial.unitsInFlight = 0
+        _ = trial.flush(fileKeys: fileKeys, keyOf: keyOf)
+        // A unit commits whole or stays: as many units as before means none committed.
+        guard trial.units.count == units.count else { return true }
+        self = trial
+        return false
     }
 
     /// A flush takes every unit: writes made until it finishes are units of their own.
