@@ -27,6 +27,12 @@ final class BenchmarkListedRow {
 /// Its baselines, measured in the same run: the same retitles with no live list open, and
 /// re-running the query (`fetch`), which is what a list that re-fetches on each change pays.
 ///
+/// A second figure is an import: one transaction that inserts 100 lists (half of them starred)
+/// and ten rows in each, with the clock around the transaction (the live list is current when
+/// it returns), against the same import with no live list open. Each new list is a target
+/// that changed while a thousand rows wait to be committed: the rows pointing at the targets
+/// of one delivery are read together, once.
+///
 /// ```swift
 /// let report = try await RelatedListBenchmark(rows: 100_000).run(in: temporaryFolder)
 /// print(report.table)
@@ -41,16 +47,25 @@ public struct RelatedListBenchmark {
         public var nsPerRetitleWithoutList: Double
         /// One fetch of the same descriptor.
         public var nsPerFetch: Double
+        /// Per row of an import of lists and their rows in one transaction.
+        public var nsPerImportedRow: Double
+        public var nsPerImportedRowWithoutList: Double
 
         public var table: String {
             "live list across a to-one (list?.title == \"Starred\"; \(members) of \(rows) rows, 10 per list): "
                 + "\(Figures.format(nsPerRetitle)) ns/list retitled (\(Figures.format(nsPerRetitleWithoutList)) ns without the list; "
-                + "re-running the query: \(Figures.format(nsPerFetch)) ns, \(Figures.format(nsPerFetch / nsPerRetitle, digits: 1))x the live list)"
+                + "re-running the query: \(Figures.format(nsPerFetch)) ns, \(Figures.format(nsPerFetch / nsPerRetitle, digits: 1))x the live list); "
+                + "an import of \(Self.importedLists) lists and \(Self.importedLists * 10) rows in one transaction: \(Figures.format(nsPerImportedRow)) ns/row "
+                + "(\(Figures.format(nsPerImportedRowWithoutList)) ns without the list, \(Figures.format(nsPerImportedRow / nsPerImportedRowWithoutList, digits: 2))x)"
         }
+
+        /// Lists an import inserts, with ten rows each.
+        static let importedLists = 100
 
         public var json: String {
             "{\"rows\": \(rows), \"members\": \(members), \"ns_per_retitle\": \(Figures.format(nsPerRetitle)), "
-                + "\"ns_per_retitle_without_list\": \(Figures.format(nsPerRetitleWithoutList)), \"ns_per_fetch\": \(Figures.format(nsPerFetch))}"
+                + "\"ns_per_retitle_without_list\": \(Figures.format(nsPerRetitleWithoutList)), \"ns_per_fetch\": \(Figures.format(nsPerFetch)), "
+                + "\"ns_per_imported_row\": \(Figures.format(nsPerImportedRow)), \"ns_per_imported_row_without_list\": \(Figures.format(nsPerImportedRowWithoutList))}"
         }
     }
 
@@ -105,11 +120,50 @@ public struct RelatedListBenchmark {
             fetch.append((ContinuousClock.now - start).timeInterval * 1e9)
             precondition(fetched.count == members, "the fetch found \(fetched.count) rows; the live list held \(members)")
         }
+
+        var imported: [Double] = []
+        var importedWithoutList: [Double] = []
+        for round in 0..<8 {
+            do {
+                let live = try store.results(for: descriptor)
+                imported.append(try await importTime(round: 2 * round, lists: listCount, in: store) {
+                    try check(live, against: descriptor, in: store)
+                })
+                withExtendedLifetime(live) {}
+            }
+            importedWithoutList.append(try await importTime(round: 2 * round + 1, lists: listCount, in: store) {})
+        }
         try await store.close()
         return Report(
             rows: rows, members: members, nsPerRetitle: Figures.median(retitle),
-            nsPerRetitleWithoutList: Figures.median(retitleWithoutList), nsPerFetch: Figures.median(fetch)
+            nsPerRetitleWithoutList: Figures.median(retitleWithoutList), nsPerFetch: Figures.median(fetch),
+            nsPerImportedRow: Figures.median(imported), nsPerImportedRowWithoutList: Figures.median(importedWithoutList)
         )
+    }
+
+    /// The ns per row of one import (new keys each round); outside the clock, `check` runs,
+    /// and the import is deleted and flushed.
+    private func importTime(round: Int, lists: Int, in store: ModelStore, check: () throws -> Void) async throws -> Double {
+        let count = Report.importedLists
+        let newLists = (0..<count).map { index in
+            BenchmarkList(id: Int64(lists + round * count + index), title: index % 2 == 0 ? "Starred" : "Imported \(index)")
+        }
+        let newRows = (0..<count * 10).map { index in
+            BenchmarkListedRow(id: Int64(rows + (round * count + index / 10) * 10 + index % 10), title: "Imported row", list: newLists[index / 10])
+        }
+        let start = ContinuousClock.now
+        try store.transaction {
+            try store.insert(contentsOf: newLists)
+            try store.insert(contentsOf: newRows)
+        }
+        let time = (ContinuousClock.now - start).timeInterval * 1e9 / Double(newRows.count)
+        try check()
+        try store.transaction {
+            for row in newRows { try store.delete(row) }
+            for list in newLists { try store.delete(list) }
+        }
+        try await store.flush()
+        return time
     }
 
     /// The ns of one list's retitle in a round; the round is then undone and flushed.

@@ -111,9 +111,9 @@ import Testing
         let peek = try Peek(directory.path("db.sqlite"))
         #expect(try peek.value("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'entries_by_list_id' AND tbl_name = 'entries'") == .integer(1))
         let plan = try store.compile(FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Groceries" }))
-        let select = SQLiteDialect.select(plan.rowsPointing(at: .integer(1), through: plan.joins[0]), limit: nil)
+        let select = SQLiteDialect.select(plan.rowsPointing(atAnyOf: [.integer(1), .integer(2)], through: plan.joins[0]), limit: nil)
         let steps = try peek.rows("EXPLAIN QUERY PLAN " + select.sql, select.arguments).map { "\($0[3])" }
-        #expect(steps.contains { $0.contains("entries_by_list_id") }, "the rows of list 1 are found through the index: \(steps)")
+        #expect(steps.contains { $0.contains("entries_by_list_id") }, "the rows of lists 1 and 2 are found through the index: \(steps)")
         try await store.close()
     }
 
@@ -196,6 +196,57 @@ extension RelatedQueryTests {
         try peek.execute("DELETE FROM lists WHERE id = 1")
         try await store.refreshExternalChanges()
         #expect(live.keys.isEmpty)
+        try await store.close()
+    }
+
+    /// A transaction that changes many targets: the rows pointing at them are read together
+    /// once it ends (a read for each 500 targets), not once per target, which cost the square
+    /// of the rows waiting to commit; inserted with their rows, and retitled once committed.
+    @Test func aTransactionThatChangesManyTargetsReadsTheRowsPointingAtThemTogether() async throws {
+        let directory = try TemporaryDirectory()
+        try await lists(in: directory).close()
+        let store = try reopen(directory)
+        let reader = try #require(store.reads.engine as? SQLiteReader)
+        let descriptor = FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Starred" }, sortBy: [SortDescriptor(\.id)])
+        let live = try store.results(for: descriptor)
+        let lists = (0..<600).map { TodoList(id: Int64(10 + $0), title: $0 % 2 == 0 ? "Starred" : "Plain") }
+
+        var before = reader.statementsRun
+        try store.transaction {
+            try store.insert(contentsOf: lists.indices.map { Entry(id: Int64(10 + $0), title: "Imported", list: lists[$0]) })
+        }
+        #expect(reader.statementsRun - before <= 4, "\(reader.statementsRun - before) statements for 600 new lists")
+        #expect(live.keys == stride(from: 10, to: 610, by: 2).map { Int64($0) })
+        #expect(live.keys == (try store.fetch(descriptor)).map(\.id))
+
+        try await store.flush()
+        before = reader.statementsRun
+        try store.transaction {
+            for list in lists { list.title = list.title == "Starred" ? "Plain" : "Starred" }
+        }
+        #expect(reader.statementsRun - before <= 4, "\(reader.statementsRun - before) statements for 600 retitled lists")
+        #expect(live.keys == stride(from: 11, to: 610, by: 2).map { Int64($0) })
+        #expect(live.keys == (try store.fetch(descriptor)).map(\.id))
+        try await store.close()
+    }
+
+    /// An observer of one live list, told of a transaction, finds a list across a to-one that
+    /// the same transaction changed current: the rows pointing at a changed target are placed
+    /// before any live list publishes.
+    @Test func anObserverOfOneListFindsAListAcrossAToOneCurrent() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await lists(in: directory)
+        let new = try store.results(for: FetchDescriptor<Entry>(predicate: #Predicate { $0.title == "New" }))
+        let done = try store.results(for: FetchDescriptor<Entry>(predicate: #Predicate { $0.list?.title == "Done" }, sortBy: [SortDescriptor(\.id)]))
+        var seen: [[Int64?]] = []
+        let subscription = new.onChange { _ in seen.append(done.keys) }
+        let chores = try #require(try store.find(TodoList.self, key: 2))
+        try store.transaction {
+            try store.insert(Entry(id: 5, title: "New"))
+            chores.title = "Done"
+        }
+        #expect(seen == [[3]])
+        subscription.cancel()
         try await store.close()
     }
 }

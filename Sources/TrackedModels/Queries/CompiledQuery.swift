@@ -134,17 +134,8 @@ extension CompiledQuery {
         }
     }
 
-    /// The same table and joins, for the rows whose relationship `join` points at `key`, in key
-    /// order: what a change of that target can change.
-    func rowsPointing(at key: SQLValue, through join: Join) -> CompiledQuery {
-        CompiledQuery(
-            table: table, schema: schema, predicate: .compare(.equal, .column(join.column), .value(key)),
-            sort: [SortTerm(column: schema.primaryKeyIndex, ascending: true)], columnsRead: [join.column], joins: joins,
-            limit: nil, offset: 0
-        )
-    }
-
-    /// The same table and joins, for the rows whose relationship `join` points at one of `keys`.
+    /// The same table and joins, for the rows whose relationship `join` points at one of `keys`,
+    /// in key order: what a change of those targets can change.
     func rowsPointing(atAnyOf keys: [SQLValue], through join: Join) -> CompiledQuery {
         CompiledQuery(
             table: table, schema: schema, predicate: .isIn(.column(join.column), keys),

@@ -25,7 +25,8 @@ public import Observation
 /// A list that reads what a to-one relationship points at (`$0.list?.title`, or a sort by
 /// `\Row.list?.title`) follows a change of that target, here or by another process, by
 /// re-evaluating the rows that point at it and no others (one read of them, through an index
-/// on the relationship's column where the table has one).
+/// on the relationship's column where the table has one; a transaction that changes many
+/// targets reads the rows pointing at them together).
 ///
 /// Reading an element's properties registers those cells only, as with any object. The
 /// results belong to the store's actor; they end with the store.

@@ -16,7 +16,8 @@ protocol LiveQueryForm: AnyObject {
 ///
 /// A change to a column the query reads re-evaluates that row, by its values as this store
 /// shows them; a change to a row a to-one relationship points at re-evaluates the rows that
-/// point at it (one read of them). Rows whose key the database has yet to assign, and rows that
+/// point at it (one read of them once the delivery ends, for every target changed in it, before
+/// any live form publishes). Rows whose key the database has yet to assign, and rows that
 /// reach one, are judged again as their insert changes. A reset reads every matching row again,
 /// and so does the end of a transaction the form was made in. Where a read must be awaited (a
 /// server's), it is made later and its rows placed when it comes back; a read that fails leaves
@@ -42,6 +43,10 @@ final class LiveQuery<Form: LiveQueryForm> {
     /// Reloads started: a read that fails once a later reload has started tells nothing new.
     private var reloads = 0
     private var isPublishScheduled = false
+    /// The targets of each join (by its index in the plan) that changed in the delivery under
+    /// way: the rows pointing at them are read together once it ends, not once per target (a
+    /// transaction that inserts a thousand targets makes two reads, not a thousand).
+    private var changedTargets: [Int: Set<SQLValue>] = [:]
 
     init(store: ModelStore, plan: CompiledQuery, describedAs name: String) {
         self.store = store
@@ -55,9 +60,9 @@ final class LiveQuery<Form: LiveQueryForm> {
         subscriptions.append(store.subscribe(table: plan.table, columns: plan.columnsRead) { [weak self] event in
             self?.apply(event)
         })
-        for join in plan.joins {
+        for (index, join) in plan.joins.enumerated() {
             subscriptions.append(store.subscribe(table: join.targetTable, columns: join.columnsRead) { [weak self] event in
-                self?.apply(event, toRowsPointingThrough: join)
+                self?.apply(event, toRowsPointingThrough: index)
             })
         }
         // Rows whose key the database has yet to assign, and rows that reach one.
@@ -105,21 +110,39 @@ final class LiveQuery<Form: LiveQueryForm> {
     }
 
     /// A change of a row that a relationship points at: the rows that point at it are
-    /// re-evaluated, and no others.
-    private func apply(_ event: ChangeEvent, toRowsPointingThrough join: CompiledQuery.Join) {
+    /// re-evaluated, and no others, once the delivery under way ends (before any live form
+    /// publishes).
+    private func apply(_ event: ChangeEvent, toRowsPointingThrough join: Int) {
         guard event.kind != .reset else { return apply(event) }
-        let read = store.reads.matching(plan.rowsPointing(at: event.key, through: join), windowed: false)
-        beginChange()
-        defer { reloadIfStale() }
-        do {
-            guard let pointing = try store.reads.atOnce(read) else {
-                return readLater(read) { [weak self] rows in self?.placeLater(rows) }
-            }
-            for values in pointing { place(values) }
-        } catch {
-            // The rows could not be read now: they are read again later, and placed then.
-            readLater(read) { [weak self] rows in self?.placeLater(rows) }
+        if changedTargets.isEmpty {
+            store.onceDelivered { [weak self] in self?.placeRowsPointingAtChangedTargets() }
         }
+        changedTargets[join, default: []].insert(event.key)
+        beginChange()
+    }
+
+    /// Re-evaluates the rows pointing at the targets that changed in the delivery that ends,
+    /// with one read per join for each 500 targets.
+    private func placeRowsPointingAtChangedTargets() {
+        let changed = changedTargets
+        changedTargets = [:]
+        for (index, targets) in changed.sorted(by: { $0.key < $1.key }) {
+            let keys = targets.sortedInValueOrder()
+            for start in stride(from: 0, to: keys.count, by: 500) {
+                let read = store.reads.matching(plan.rowsPointing(atAnyOf: Array(keys[start..<min(start + 500, keys.count)]), through: plan.joins[index]), windowed: false)
+                do {
+                    guard let pointing = try store.reads.atOnce(read) else {
+                        readLater(read) { [weak self] rows in self?.placeLater(rows) }
+                        continue
+                    }
+                    for values in pointing { place(values) }
+                } catch {
+                    // The rows could not be read now: they are read again later, and placed then.
+                    readLater(read) { [weak self] rows in self?.placeLater(rows) }
+                }
+            }
+        }
+        reloadIfStale()
     }
 
     /// A row of a join's target table whose key the database has yet to assign changed, came
@@ -169,6 +192,8 @@ final class LiveQuery<Form: LiveQueryForm> {
 
     private func reloadNow() throws {
         reloads += 1
+        // The rows pointing at the targets changed so far are among those read here.
+        changedTargets = [:]
         guard let matching = try store.reads.atOnce(store.reads.matching(plan, windowed: false)) else { return reloadLater() }
         isStale = false
         form?.replaceAll(with: matching)
@@ -199,6 +224,7 @@ final class LiveQuery<Form: LiveQueryForm> {
     /// reset, on PostgreSQL).
     private func reloadLater() {
         reloads += 1
+        changedTargets = [:]
         readLater(store.reads.matching(plan, windowed: false)) { [weak self] matching in
             self?.changeLater {
                 self?.isStale = false

@@ -39,6 +39,10 @@ final class Outbox {
     /// Work to run once everything posted so far is delivered (a live list publishing the
     /// net effect of a burst of changes), in the order it was asked for.
     private var whenIdle: [() -> Void] = []
+    /// Work to run once everything posted so far is delivered, before `whenIdle`'s: a live
+    /// form taking in the rest of a burst, so that none of it publishes while another form
+    /// has yet to.
+    private var whenDelivered: [() -> Void] = []
 
     /// Hears every change of a row that a to-many relationship reads (set by ``Relationships``
     /// when a model has one), before feeds do: Observation of `list.rows` depends on it.
@@ -52,6 +56,13 @@ final class Outbox {
     /// current delivery, or of the current group.
     func afterDelivery(_ work: @escaping () -> Void) {
         whenIdle.append(work)
+        if groupDepth == 0, !isDraining { drain() }
+    }
+
+    /// Runs `work` once every change posted so far has been delivered, before any work
+    /// ``afterDelivery(_:)`` holds: for state that other work then runs may read.
+    func onceDelivered(_ work: @escaping () -> Void) {
+        whenDelivered.append(work)
         if groupDepth == 0, !isDraining { drain() }
     }
 
@@ -194,7 +205,7 @@ final class Outbox {
     }
 
     private func drain() {
-        guard !isDraining, head < queue.count || !whenIdle.isEmpty else { return }
+        guard !isDraining, head < queue.count || !whenDelivered.isEmpty || !whenIdle.isEmpty else { return }
         isDraining = true
         defer { isDraining = false }
         repeat {
@@ -205,11 +216,17 @@ final class Outbox {
             }
             queue.removeAll(keepingCapacity: queue.count < 1_024)
             head = 0
+            if !whenDelivered.isEmpty {
+                let delivered = whenDelivered
+                whenDelivered.removeAll()
+                for work in delivered { work() }
+                continue
+            }
             // What runs when idle may post more (a handler of the list's change writes).
             let idle = whenIdle
             whenIdle.removeAll()
             for work in idle { work() }
-        } while head < queue.count || !whenIdle.isEmpty
+        } while head < queue.count || !whenDelivered.isEmpty || !whenIdle.isEmpty
     }
 
     private func send(_ entry: Entry) {

@@ -48,6 +48,13 @@ extension ModelStore {
         outbox.afterDelivery(work)
     }
 
+    /// Runs `work` once every change posted so far has been delivered, before the work
+    /// ``afterDelivery(_:)`` holds (live forms publishing): a live form takes in the rest of
+    /// a burst there, so that an observer of one form finds every other one current.
+    func onceDelivered(_ work: @escaping () -> Void) {
+        outbox.onceDelivered(work)
+    }
+
     /// Runs `work` when the transaction open now ends (or a level of it fails): for a read
     /// made inside it (live results), which took in part of its changes.
     func whenTransactionEnds(_ work: @escaping () -> Void) {
