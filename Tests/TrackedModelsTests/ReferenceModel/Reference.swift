@@ -618,10 +618,10 @@ struct Reference {
     static let full = "database or disk is full"
     static let gone = "is gone"
 
-    /// A flush whose commits fail at their end (a full disk, an I/O error). As in ``flush(fileKeys:keyOf:)``,
-    /// the units in flight commit on their own first; the flush goes on to the units made
-    /// meanwhile only when that commit did not fail, that is, when it had nothing to commit.
-    /// Returns whether the flush throws.
+    /// A flush whose commits fail at their end (a full disk, an I/O error). As in
+    /// ``flush(fileKeys:keyOf:)``, the units in flight commit on their own first; the flush goes
+    /// on to the units made meanwhile only when that commit did not fail, that is, when it had
+    /// nothing to commit. Returns whether the flush throws.
     mutating func flushFailingAtCommit(fileKeys: Set<Int64>, keyOf: (Int) -> Int64?) -> Bool {
         // A commit in flight that fails hands its units back: they are pending again.
         defer { unitsInFlight = 0 }
