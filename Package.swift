@@ -30,6 +30,8 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        // PostgreSQL's client library, for the worker's pipelined connection.
+        .systemLibrary(name: "CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
         .macro(
             name: "TrackedMacros",
             dependencies: [
@@ -44,6 +46,7 @@ let package = Package(
             name: "TrackedModels",
             dependencies: [
                 "CSQLite",
+                "CLibpq",
                 "TrackedMacros",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -5,7 +5,7 @@ import PropertyBased
 import Testing
 @testable import TrackedModels
 
-/// The writer's statements prepared once per connection (``PostgresReusedStatements``) store
+/// The writer's statements prepared once per connection (``PostgresPipeline``) store
 /// and answer exactly what the same statements sent unnamed do, for generated values of every
 /// kind into columns of every type the store reads; and a statement the server could not
 /// prepare is prepared again next time.
@@ -48,7 +48,7 @@ struct PostgresReusedStatementTests {
     }
 
     @Test func aStatementRunByNameStoresAndAnswersWhatItDoesUnnamed() async throws {
-        let session = try await PostgresSession.connect(PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test", logger: Logger(label: "test"))
+        let session = PostgresPipeline(endpoint: try PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test")
         defer { session.close() }
         let declarations = Self.columns.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
         _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY, \(declarations))", doing: "creating cells")
@@ -99,7 +99,7 @@ struct PostgresReusedStatementTests {
         }
         // The statements kept ran by name: the server counts their executions.
         let listed = try session.rowsWaiting(
-            "SELECT count(*), coalesce(sum(generic_plans + custom_plans), 0) FROM pg_prepared_statements WHERE statement LIKE '%/* trackedmodels %'",
+            "SELECT count(*), coalesce(sum(generic_plans + custom_plans), 0) FROM pg_prepared_statements WHERE name LIKE 'trackedmodels_%'",
             doing: "listing prepared statements"
         )
         #expect(listed.first?.first == .integer(Int64(session.reusedStatementCount)))
@@ -111,7 +111,7 @@ struct PostgresReusedStatementTests {
     }
 
     @Test func aStatementTheServerCouldNotPrepareIsPreparedAgainNextTime() async throws {
-        let session = try await PostgresSession.connect(PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test", logger: Logger(label: "test"))
+        let session = PostgresPipeline(endpoint: try PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test")
         defer { session.close() }
         _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY, n integer)", doing: "creating cells")
         _ = try session.rowsWaiting("INSERT INTO cells VALUES (1, 0)", doing: "inserting a row")
@@ -119,13 +119,13 @@ struct PostgresReusedStatementTests {
         // A statement that fails, then the increment's first use in the same transaction: the
         // server refuses to prepare it (the transaction is aborted), and the first failure
         // taken is the statement that caused it.
-        try await session.begin(doing: "beginning")
+        try session.begin(doing: "beginning")
         let failing = try session.send("SELECT 1 / 0", doing: "dividing")
         let refused = try session.send(increment, [.integer(1), .integer(1)], reused: true, doing: "incrementing")
         #expect { try failing.rows() } throws: { ($0 as? StoreError)?.code == .valueNotStorable }
         let error = try #require(throws: StoreError.self) { try refused.rows() }
         #expect(error.message.contains("aborted"), "\(error.message)")
-        try await session.end("ROLLBACK", doing: "rolling back")
+        try session.end("ROLLBACK", doing: "rolling back")
         #expect(session.reusedStatementCount == 0)
         // Next time it is prepared, and runs by name from then on.
         for expected in 1...3 {
@@ -135,9 +135,9 @@ struct PostgresReusedStatementTests {
         // A statement prepared in a transaction that rolls back stays prepared (PostgreSQL's
         // prepared statements are the session's, not the transaction's).
         let read = "SELECT n FROM cells WHERE id = $1"
-        try await session.begin(doing: "beginning")
+        try session.begin(doing: "beginning")
         #expect(try session.rowsWaiting(read, [.integer(1)], reused: true, doing: "reading") == [[.integer(3)]])
-        try await session.end("ROLLBACK", doing: "rolling back")
+        try session.end("ROLLBACK", doing: "rolling back")
         #expect(try session.rowsWaiting(read, [.integer(1)], reused: true, doing: "reading") == [[.integer(3)]])
         #expect(session.reusedStatementCount == 2)
         // A new connection prepares its own.
@@ -146,11 +146,11 @@ struct PostgresReusedStatementTests {
         #expect(session.reusedStatementCount == 1)
     }
     @Test func aFailureInAPipelineIsTheFailingStatementsAndItsValuesDoNotUnprepareIt() async throws {
-        let session = try await PostgresSession.connect(PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test", logger: Logger(label: "test"))
+        let session = PostgresPipeline(endpoint: try PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test")
         defer { session.close() }
         _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY, a integer, b integer, c integer)", doing: "creating cells")
         let insert = "INSERT INTO cells (id, a, b, c) VALUES ($1, $2, $3, $4)"
-        try await session.begin(doing: "beginning")
+        try session.begin(doing: "beginning")
         var answers = [
             try session.send(insert, [.integer(1), .integer(0), .integer(0), .integer(0)], reused: true, doing: "inserting"),
             try session.send(insert, [.integer(1), .integer(0), .integer(0), .integer(0)], reused: true, doing: "inserting again"),
@@ -163,7 +163,7 @@ struct PostgresReusedStatementTests {
         for answer in answers.dropFirst(2) {
             #expect(throws: StoreError.self) { try answer.rows() }
         }
-        try await session.end("ROLLBACK", doing: "rolling back")
+        try session.end("ROLLBACK", doing: "rolling back")
         // The insert stays prepared (its values failed, not it); the updates, refused in the
         // failed transaction, are not kept.
         #expect(session.reusedStatementCount == 1)
@@ -173,7 +173,7 @@ struct PostgresReusedStatementTests {
 
     @Test func aStatementTheTableChangedUnderIsPreparedAgainAndTheStoreTriesAgain() async throws {
         let url = try await PostgresServer.makeDatabase()
-        let session = try await PostgresSession.connect(PostgresEndpoint(url: url), role: "test", logger: Logger(label: "test"))
+        let session = PostgresPipeline(endpoint: try PostgresEndpoint(url: url), role: "test")
         defer { session.close() }
         _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY, n integer)", doing: "creating cells")
         _ = try session.rowsWaiting("INSERT INTO cells VALUES (1, 0)", doing: "inserting a row")
@@ -203,7 +203,7 @@ struct PostgresReusedStatementTests {
     /// An unsupported feature that is not about the prepared statement (INSERT ... RETURNING
     /// into a table whose rule does the insert instead) is no failure that passes.
     @Test func anUnsupportedStatementIsNotTriedAgain() async throws {
-        let session = try await PostgresSession.connect(PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test", logger: Logger(label: "test"))
+        let session = PostgresPipeline(endpoint: try PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test")
         defer { session.close() }
         _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY, n integer)", doing: "creating cells")
         _ = try session.rowsWaiting("CREATE TABLE elsewhere (id bigint, n integer)", doing: "creating elsewhere")

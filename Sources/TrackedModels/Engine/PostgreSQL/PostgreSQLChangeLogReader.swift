@@ -135,7 +135,7 @@ final class PostgreSQLChangeLogReader {
     ///
     /// - Parameter inCommit: Whether the look is the first statement of a commit's transaction,
     ///   which it then gives its id (``lookTransaction``).
-    func collect(on session: PostgresSession, inCommit: Bool = false) throws -> ExternalChangeBatch? {
+    func collect(on session: PostgresPipeline, inCommit: Bool = false) throws -> ExternalChangeBatch? {
         var batch = ExternalChangeBatch()
         lookTransaction = nil
         let rows = try session.rowsWaiting(
@@ -189,7 +189,7 @@ final class PostgreSQLChangeLogReader {
     /// the tables now differ from their models (or stay deaf: triggers disabled that only
     /// another role may enable), when that changed since it was last said.
     ///
-    func repair(on session: PostgresSession) throws -> ExternalChangeBatch {
+    func repair(on session: PostgresPipeline) throws -> ExternalChangeBatch {
         var batch = ExternalChangeBatch()
         let doing = "installing the change log again"
         _ = try session.rowsWaiting("SELECT pg_advisory_xact_lock($1::bigint)", [.integer(PostgreSQLChangeLog.setupLock)], doing: doing)
@@ -262,7 +262,7 @@ final class PostgreSQLChangeLogReader {
     /// Merges entries per row and reloads the rows that are still there.
     /// The entries of a table that does not fit its model are left out: its rows cannot be read
     /// as the model's.
-    func merge(_ entries: [ChangeLogEntries.Entry], into batch: inout ExternalChangeBatch, on session: PostgresSession) throws {
+    func merge(_ entries: [ChangeLogEntries.Entry], into batch: inout ExternalChangeBatch, on session: PostgresPipeline) throws {
         let entries = entries.filter { !unfit.contains($0.table) }
         try ChangeLogEntries.merge(entries, schemas: schemas, layouts: installation.layouts, into: &batch) { table, keys in
             try Self.rows(of: schemas[table], keys: keys, on: session)
@@ -280,7 +280,7 @@ final class PostgreSQLChangeLogReader {
     }
 
     /// The current rows of a table by key, in model column order.
-    static func rows(of schema: TableSchema, keys: [SQLValue], on session: PostgresSession) throws -> [SQLValue: [SQLValue]] {
+    static func rows(of schema: TableSchema, keys: [SQLValue], on session: PostgresPipeline) throws -> [SQLValue: [SQLValue]] {
         guard !keys.isEmpty else { return [:] }
         let keyIndex = schema.primaryKeyIndex
         var found: [SQLValue: [SQLValue]] = [:]
@@ -296,7 +296,7 @@ final class PostgreSQLChangeLogReader {
 
     /// Records the horizon in the readers table and prunes the log below the slowest reader seen
     /// lately, at most once a second unless forced.
-    private func recordIfDue(on session: PostgresSession, force: Bool = false) throws {
+    private func recordIfDue(on session: PostgresPipeline, force: Bool = false) throws {
         let now = ContinuousClock.now
         guard force || now - lastRecorded >= recordEvery else { return }
         lastRecorded = now
@@ -321,7 +321,7 @@ final class PostgreSQLChangeLogReader {
     }
 
     /// Forgets this reader, so that the log is not kept for it (at close).
-    func forget(on session: PostgresSession) {
+    func forget(on session: PostgresPipeline) {
         _ = try? session.rowsWaiting("DELETE FROM \(PostgreSQLChangeLog.readersTable) WHERE id = $1", [.text(id)], doing: "closing")
     }
 }

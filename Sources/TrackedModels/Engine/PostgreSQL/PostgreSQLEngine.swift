@@ -14,65 +14,60 @@ import Logging
 /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/explicit-locking.html#ADVISORY-LOCKS>
 enum PostgreSQLEngine {
     static func open(_ endpoint: PostgresEndpoint, schemas: [TableSchema], configuration: ModelStore.Configuration, logger: Logger) async throws -> DatabaseEngine {
-        let writer = try await PostgresSession.connect(endpoint, role: "trackedmodels writer", logger: logger)
+        // The reader's connection sets the database up; the writer's connects at its first commit.
+        let reader = try await PostgresSession.connect(endpoint, role: "trackedmodels reader", logger: logger)
         do {
-            let reader = try await PostgresSession.connect(endpoint, role: "trackedmodels reader", logger: logger)
+            try await reader.begin(doing: "setting up the database")
+            let installation: PostgreSQLChangeLog.Installation?
+            let keys: [ForeignKey]
+            var characterLimits: [[Int: Int]] = []
+            var castTypes: [[String]] = []
             do {
-                try await writer.begin(doing: "setting up the database")
-                let installation: PostgreSQLChangeLog.Installation?
-                let keys: [ForeignKey]
-                var characterLimits: [[Int: Int]] = []
-                var castTypes: [[String]] = []
-                do {
-                    _ = try await writer.rows("SELECT pg_advisory_xact_lock($1::bigint)", [.integer(PostgreSQLChangeLog.setupLock)], doing: "setting up the database")
-                    try await createMissingTables(schemas, if: configuration.createsMissingTables, on: writer)
-                    // Checked before anything else is written: a database that does not fit is left as it was.
-                    var differences: [SchemaDifference] = []
-                    for schema in schemas {
-                        let catalog = try await writer.rows(PostgreSQLSchema.columnsSQL, [.text(schema.name)], doing: "reading the schema of \(schema.name)")
-                        differences += PostgreSQLSchema.differences(of: schema, catalog: catalog)
-                        characterLimits.append(PostgreSQLSchema.characterLimits(of: schema, catalog: catalog))
-                        castTypes.append(PostgreSQLSchema.castTypes(of: schema, catalog: catalog))
-                    }
-                    guard differences.isEmpty else { throw StoreError.schemaMismatch(differences) }
-                    installation = configuration.observesExternalChanges ? try await installChangeLog(schemas, on: writer) : nil
-                    keys = try await foreignKeys(of: schemas, on: writer)
-                    try await writer.end("COMMIT", doing: "setting up the database")
-                } catch {
-                    try? await writer.end("ROLLBACK", doing: "setting up the database")
-                    throw error
+                _ = try await reader.rows("SELECT pg_advisory_xact_lock($1::bigint)", [.integer(PostgreSQLChangeLog.setupLock)], doing: "setting up the database")
+                try await createMissingTables(schemas, if: configuration.createsMissingTables, on: reader)
+                // Checked before anything else is written: a database that does not fit is left as it was.
+                var differences: [SchemaDifference] = []
+                for schema in schemas {
+                    let catalog = try await reader.rows(PostgreSQLSchema.columnsSQL, [.text(schema.name)], doing: "reading the schema of \(schema.name)")
+                    differences += PostgreSQLSchema.differences(of: schema, catalog: catalog)
+                    characterLimits.append(PostgreSQLSchema.characterLimits(of: schema, catalog: catalog))
+                    castTypes.append(PostgreSQLSchema.castTypes(of: schema, catalog: catalog))
                 }
-                var changeLog: PostgreSQLChangeLogReader?
-                if let installation {
-                    let snapshot = try await writer.rows(PostgreSQLChangeLogReader.snapshotSQL, doing: "reading the change log")
-                    guard case .text(let text) = snapshot.first?.first, let seen = PostgreSQLChangeLogReader.Snapshot(text) else {
-                        throw StoreError(code: .engineFailure, message: "PostgreSQL at \(endpoint) gave no snapshot; the change log cannot be read")
-                    }
-                    let log = PostgreSQLChangeLogReader(schemas: schemas, installation: installation, seen: seen, staleAfter: configuration.changeLogReaderTimeout)
-                    // Recorded at once, so that no store prunes what this one has yet to read.
-                    _ = try await writer.rows(
-                        "INSERT INTO \(PostgreSQLChangeLog.readersTable) (id, horizon) VALUES ($1, $2::text::xid8)", [.text(log.id), .text(String(seen.xmin))],
-                        doing: "recording the change log position"
-                    )
-                    changeLog = log
-                }
-                return DatabaseEngine(
-                    reader: PostgreSQLReader(session: reader, schemas: schemas),
-                    writer: PostgreSQLWriter(
-                        session: writer, tables: schemas, characterLimits: characterLimits, castTypes: castTypes, changeLog: changeLog,
-                        actionTargets: ForeignKey.actionTargets(of: keys, schemas: schemas),
-                        linkTargets: ForeignKey.linkTargets(of: keys, schemas: schemas),
-                        listensForCommits: configuration.wakesOnFileChanges, logger: logger
-                    ),
-                    deleteActions: ForeignKey.deleteActions(of: keys, schemas: schemas),
-                    shortestPollInterval: .milliseconds(250)
-                )
+                guard differences.isEmpty else { throw StoreError.schemaMismatch(differences) }
+                installation = configuration.observesExternalChanges ? try await installChangeLog(schemas, on: reader) : nil
+                keys = try await foreignKeys(of: schemas, on: reader)
+                try await reader.end("COMMIT", doing: "setting up the database")
             } catch {
-                reader.close()
+                try? await reader.end("ROLLBACK", doing: "setting up the database")
                 throw error
             }
+            var changeLog: PostgreSQLChangeLogReader?
+            if let installation {
+                let snapshot = try await reader.rows(PostgreSQLChangeLogReader.snapshotSQL, doing: "reading the change log")
+                guard case .text(let text) = snapshot.first?.first, let seen = PostgreSQLChangeLogReader.Snapshot(text) else {
+                    throw StoreError(code: .engineFailure, message: "PostgreSQL at \(endpoint) gave no snapshot; the change log cannot be read")
+                }
+                let log = PostgreSQLChangeLogReader(schemas: schemas, installation: installation, seen: seen, staleAfter: configuration.changeLogReaderTimeout)
+                // Recorded at once, so that no store prunes what this one has yet to read.
+                _ = try await reader.rows(
+                    "INSERT INTO \(PostgreSQLChangeLog.readersTable) (id, horizon) VALUES ($1, $2::text::xid8)", [.text(log.id), .text(String(seen.xmin))],
+                    doing: "recording the change log position"
+                )
+                changeLog = log
+            }
+            return DatabaseEngine(
+                reader: PostgreSQLReader(session: reader, schemas: schemas),
+                writer: PostgreSQLWriter(
+                    session: PostgresPipeline(endpoint: endpoint, role: "trackedmodels writer"), tables: schemas, characterLimits: characterLimits, castTypes: castTypes, changeLog: changeLog,
+                    actionTargets: ForeignKey.actionTargets(of: keys, schemas: schemas),
+                    linkTargets: ForeignKey.linkTargets(of: keys, schemas: schemas),
+                    listensForCommits: configuration.wakesOnFileChanges, logger: logger
+                ),
+                deleteActions: ForeignKey.deleteActions(of: keys, schemas: schemas),
+                shortestPollInterval: .milliseconds(250)
+            )
         } catch {
-            writer.close()
+            reader.close()
             throw error
         }
     }

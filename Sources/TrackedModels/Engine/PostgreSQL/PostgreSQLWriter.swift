@@ -2,19 +2,21 @@ import Dispatch
 import Foundation
 import Logging
 
-/// The writing half of the PostgreSQL engine: the writer's own connection, waited on from the
-/// database worker's queue; the change log; and the doorbell.
+/// The writing half of the PostgreSQL engine: the writer's own connection (a
+/// ``PostgresPipeline``), waited on from the database worker's queue; the change log; and the
+/// doorbell.
 ///
 /// Each commit is one transaction: read what others committed (the change log's window) and
 /// note the transaction's id (its log entries are the store's own) in one statement, write the
-/// units, commit: four round trips for a commit of one statement (postgres-nio sends a
-/// statement once the one before is answered). A connection lost at `COMMIT` leaves the outcome
+/// units, commit. `BEGIN` travels with the look, and the statements of the units go without
+/// waiting for each other's answers: three round trips for a commit of one statement (the
+/// look, the statement, `COMMIT`). A connection lost at `COMMIT` leaves the outcome
 /// unknown: the writer asks the server for the transaction's status once it reconnects, so
 /// that a commit that went through is not made twice (an increment would count double).
 ///
 /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/functions-info.html#FUNCTIONS-PG-SNAPSHOT>
 final class PostgreSQLWriter: EngineWriter {
-    private let session: PostgresSession
+    private let session: PostgresPipeline
     private let tables: [TableSchema]
     /// Each table's `VARCHAR(n)` columns and their n (see ``refuseOverlongText(_:)``).
     private let characterLimits: [[Int: Int]]
@@ -37,7 +39,7 @@ final class PostgreSQLWriter: EngineWriter {
     private var isClosed = false
 
     init(
-        session: PostgresSession, tables: [TableSchema], characterLimits: [[Int: Int]], castTypes: [[String]], changeLog: PostgreSQLChangeLogReader?, actionTargets: Set<Int>,
+        session: PostgresPipeline, tables: [TableSchema], characterLimits: [[Int: Int]], castTypes: [[String]], changeLog: PostgreSQLChangeLogReader?, actionTargets: Set<Int>,
         linkTargets: LinkTargets, listensForCommits: Bool, logger: Logger
     ) {
         self.session = session
@@ -83,13 +85,7 @@ final class PostgreSQLWriter: EngineWriter {
     ) throws -> EngineCommit {
         guard !isClosed else { throw EngineFailure.transaction(StoreError.closed(operation: "commit")) }
         do {
-            do {
-                try session.begin(doing: "beginning a transaction")
-            } catch let error as StoreError where error.code == .connectionLost {
-                // A connection the server ended while idle is noticed only now, with nothing
-                // done yet: connect again, once.
-                try session.begin(doing: "beginning a transaction")
-            }
+            try session.begin(doing: "beginning a transaction")
         } catch let error as StoreError {
             throw EngineFailure.transaction(error)
         }
@@ -109,16 +105,15 @@ final class PostgreSQLWriter: EngineWriter {
             } catch let error as StoreError {
                 throw EngineFailure.transaction(error)
             }
-            // Statements are queued without waiting for each answer (the connection sends each
-            // as the one before is answered, with no wait on this queue between them); their
-            // answers are taken in order, and the first failure is the operation's.
+            // Statements are sent without waiting for each answer; their answers are taken in
+            // order, and the first failure is the operation's.
             // A delete the database acts on runs alone, bracketed by reads of the log.
             // An insert given a key moves the key sequence past it in the statement sent next,
             // so that a key the database assigns later in the same run does not collide.
             // Runs of updates wait in `batch` until an operation that cannot join comes (or an
             // answer is needed), then go as one statement.
-            var sent: [(unit: Int, operation: Int, write: WriteOperation?, answer: PostgresSession.Answer)] = []
-            var sentBatches: [(batch: PostgreSQLUpdateBatch, answer: PostgresSession.Answer, at: Int)] = []
+            var sent: [(unit: Int, operation: Int, write: WriteOperation?, answer: PostgresPipeline.Answer)] = []
+            var sentBatches: [(batch: PostgreSQLUpdateBatch, answer: PostgresPipeline.Answer, at: Int)] = []
             var batch: PostgreSQLUpdateBatch?
             func sendBatch() throws {
                 guard let waiting = batch else { return }
@@ -305,8 +300,11 @@ final class PostgreSQLWriter: EngineWriter {
         }
     }
 
-    /// Statements the writer has sent, for tests (see ``PostgresSession/statementsSent``).
+    /// Statements the writer has sent, for tests (see ``PostgresPipeline/statementsSent``).
     var statementsSent: [String: Int] { session.statementsSent }
+
+    /// The writer's waits for the server, for tests (see ``PostgresPipeline/roundTrips``).
+    var roundTrips: Int { session.roundTrips }
 
     /// How long a commit whose outcome is unknown waits for the server to tell.
     static let outcomeWait: Duration = .seconds(30)
@@ -510,7 +508,7 @@ final class PostgreSQLWriter: EngineWriter {
     ///
     /// - Throws: ``BatchRefused`` where the database refused the statement (a value or a
     ///   constraint, which it does not say of which row); ``EngineFailure`` else.
-    private func record(_ batch: PostgreSQLUpdateBatch, answer: PostgresSession.Answer, into report: inout CommitReport) throws {
+    private func record(_ batch: PostgreSQLUpdateBatch, answer: PostgresPipeline.Answer, into report: inout CommitReport) throws {
         let rows: [[SQLValue]]
         do {
             rows = try answer.rows()

@@ -2,7 +2,7 @@ import NIOCore
 import NIOPosix
 import PostgresNIO
 
-/// postgres-nio's errors in the store's terms: a ``StoreError`` whose message names the server
+/// postgres-nio's and libpq's errors in the store's terms: a ``StoreError`` whose message names the server
 /// and database, what the store was doing, and the cause, with the error itself underneath.
 ///
 /// The SQLSTATE decides the code, as the SQLite engine's result codes do: class 23 is a
@@ -19,6 +19,9 @@ enum PostgresErrors {
             if let error = error as? PSQLError,
                [.unsupportedAuthMechanism, .authMechanismRequiresPassword, .saslError].contains(error.code) {
                 return StoreError(code: .accessDenied, message: "\(operation) failed: \(place) refused the credentials (\(error.code)); check the user and password in the URL", underlying: error)
+            }
+            if let error = error as? PostgresPipeline.ConnectionFailure, error.isAuthentication {
+                return StoreError(code: .accessDenied, message: "\(operation) failed: \(place) refused the credentials (\(error)); check the user and password in the URL", underlying: error)
             }
             if let error = error as? PSQLError, error.code == .sslUnsupported {
                 return StoreError(code: .cannotOpen, message: "\(operation) failed: \(place) does not offer TLS, which sslmode=require asks for; enable TLS on the server, or use sslmode=prefer", underlying: error)
@@ -79,8 +82,8 @@ enum PostgresErrors {
         }
     }
 
-    /// What the server reported, from postgres-nio's current error or the one its older
-    /// interfaces still throw.
+    /// What the server reported, from postgres-nio's current error, the one its older
+    /// interfaces still throw, or libpq's.
     private struct ServerReport {
         var sqlState: String
         var message: String?
@@ -93,6 +96,9 @@ enum PostgresErrors {
         init?(_ error: any Error) {
             if let error = error as? PSQLError, error.code == .server, let info = error.serverInfo, let state = info[.sqlState] {
                 (sqlState, message, detail, constraint, routine) = (state, info[.message], info[.detail], info[.constraintName], info[.routine])
+                self.error = error
+            } else if let error = error as? PostgresPipeline.ServerError {
+                (sqlState, message, detail, constraint, routine) = (error.sqlState, error.message, error.detail, error.constraint, error.routine)
                 self.error = error
             } else if case .server(let report) = error as? PostgresError, let state = report.fields[.sqlState] {
                 (sqlState, message, detail, constraint, routine) = (state, report.fields[.message], report.fields[.detail], report.fields[.constraintName], report.fields[.routine])
@@ -125,6 +131,7 @@ enum PostgresErrors {
                 .contains(error.code)
         }
         if case .connectionClosed = error as? PostgresError { return true }
+        if error is PostgresPipeline.ConnectionFailure { return true }
         return error is ChannelError || error is IOError || error is NIOConnectionError
     }
 }

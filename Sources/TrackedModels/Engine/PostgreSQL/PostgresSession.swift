@@ -4,9 +4,9 @@ import NIOCore
 import NIOPosix
 import PostgresNIO
 
-/// One connection to PostgreSQL, owned by one isolation domain at a time: the database
-/// worker's queue, which waits for each answer (it is no event loop, and nothing else runs on
-/// it), or the store's reads, which await theirs.
+/// One connection to PostgreSQL through postgres-nio, owned by one isolation domain at a time
+/// (the store's reads, setting up, migrations, copies), which awaits each answer. The database
+/// worker's connection is a ``PostgresPipeline``.
 ///
 /// A connection that broke is made again at the next use; the caller hears the failure once,
 /// as ``StoreError/Code/connectionLost``.
@@ -106,130 +106,14 @@ final class PostgresSession {
         return made
     }
 
-    // MARK: - Waiting (on the worker's queue)
-
-    /// Runs a statement and returns its rows, waiting for the server.
-    ///
-    /// - Parameter reused: Whether the statement is one of a few kinds run over and over (the
-    ///   writer's), prepared once on the connection (see ``PostgresReusedStatements``).
-    func rowsWaiting(_ sql: String, _ arguments: [SQLValue] = [], reused: Bool = false, doing operation: String) throws -> [[SQLValue]] {
-        try send(sql, arguments, reused: reused, doing: operation).rows()
-    }
-
-    /// A statement sent and not waited for yet.
-    struct Answer {
-        fileprivate let future: EventLoopFuture<[PostgresRow]>
-        /// The connection it was sent on: a statement sent on a connection the server ended
-        /// may never be answered, so the wait also ends when the connection is gone.
-        fileprivate let connection: PostgresConnection
-        /// Whether the rows are in binary form whatever their description says: a statement
-        /// prepared through postgres-nio's `prepare(query:)` keeps the text form the server
-        /// describes, while every execution asks for binary.
-        fileprivate let binary: Bool
-        /// The statement, when it ran by name.
-        fileprivate let reused: String?
-        fileprivate let operation: String
-        fileprivate let session: PostgresSession
-
-        /// How often a wait looks whether the connection is gone.
-        private static let connectionCheckInterval = TimeAmount.milliseconds(500)
-
-        /// The statement's rows, waiting for the server (or until the connection is gone:
-        /// then the failure is the lost connection's).
-        func rows() throws -> [[SQLValue]] {
-            let rows: [PostgresRow]
-            let answered = future.eventLoop.makePromise(of: [PostgresRow].self)
-            future.cascade(to: answered)
-            let watch = future.eventLoop.scheduleRepeatedTask(initialDelay: Self.connectionCheckInterval, delay: Self.connectionCheckInterval) { [connection] _ in
-                // Failing an answered promise does nothing: the answer stands.
-                if connection.isClosed { answered.fail(ChannelError.ioOnClosedChannel) }
-            }
-            defer { watch.cancel() }
-            do {
-                rows = try answered.futureResult.wait()
-            } catch {
-                if let reused { throw session.reusedStatementFailed(reused, error, doing: operation) }
-                throw session.failure(error, doing: operation)
-            }
-            do {
-                return try rows.map { row in
-                    try row.map { cell in
-                        var cell = cell
-                        if binary { cell.format = .binary }
-                        return try PostgresValues.value(of: cell)
-                    }
-                }
-            } catch {
-                throw session.failure(error, doing: operation)
-            }
-        }
-    }
-
-    /// A named execution failed. Where the statement no longer fits (a table changed what it
-    /// returns, or the server lost it), every statement is prepared again next time and the
-    /// failure may pass; else, unless its values or its transaction were the cause (SQLSTATE
-    /// classes 22, 23, 25 and 40), that statement is.
-    fileprivate func reusedStatementFailed(_ sql: String, _ error: any Error, doing operation: String) -> StoreError {
-        var failure = failure(error, doing: operation)
-        if PostgresErrors.isStalePreparedStatement(error) {
-            reusedStatements.forgetAll()
-            failure.message += " (the statement prepared for this no longer fits the table; it is prepared again at the next try)"
-            failure.mayPass = true
-        } else if !["22", "23", "25", "40"].contains(PostgresErrors.sqlState(of: error)?.prefix(2)) {
-            reusedStatements.forget(sql)
-        }
-        return failure
-    }
-
-    /// The writer's statements prepared on the current connection.
-    private var reusedStatements = PostgresReusedStatements()
-
-    /// How many statements are prepared on the current connection (for tests).
-    var reusedStatementCount: Int { reusedStatements.count }
-
-    /// Statements sent from the worker's queue so far, by what they were for (each one round
-    /// trip, a statement prepared the first time aside): how tests count a commit's round trips.
-    private(set) var statementsSent: [String: Int] = [:]
-
-    /// Queues a statement without waiting for its answer (postgres-nio sends it once the
-    /// statements queued before are answered), so that a run of statements costs the worker
-    /// no wait between them; take its answer with ``Answer/rows()``, in the order sent.
-    ///
-    /// - Parameter reused: Whether the statement is one of a few kinds run over and over (the
-    ///   writer's), prepared once on the connection (see ``PostgresReusedStatements``).
-    func send(_ sql: String, _ arguments: [SQLValue] = [], reused: Bool = false, doing operation: String) throws -> Answer {
-        statementsSent[operation, default: 0] += 1
-        do {
-            let connection = try currentWaiting()
-            if reused, let execution = reusedStatements.execute(sql, arguments, on: connection, logger: logger) {
-                return Answer(future: execution.future, connection: connection, binary: true, reused: execution.isNamed ? sql : nil, operation: operation, session: self)
-            }
-            let future = connection.query(PostgresQuery(unsafeSQL: sql, binds: PostgresValues.bindings(arguments)), logger: logger).map(\.rows)
-            return Answer(future: future, connection: connection, binary: false, reused: nil, operation: operation, session: self)
-        } catch {
-            throw failure(error, doing: operation)
-        }
-    }
-
-    /// Whether a transaction is open (``begin(doing:)`` to ``end(_:doing:)``, waiting or
-    /// awaiting): a connection lost meanwhile is not made again, since statements on a new one
+    /// Whether a transaction is open (``begin(readOnly:doing:)`` to ``end(_:doing:)``): a
+    /// connection lost meanwhile is not made again, since statements on a new one
     /// would run outside the transaction.
     private(set) var isInTransaction = false
 
-    /// How a transaction begins: READ COMMITTED whatever the server's default, since each
-    /// statement must see what committed before it (the change log's snapshots, increments
-    /// that add to what another connection committed).
-    private static let beginStatement = "BEGIN ISOLATION LEVEL READ COMMITTED"
-
-    /// Begins a transaction, waiting for the server.
-    func begin(doing operation: String) throws {
-        _ = try rowsWaiting(Self.beginStatement, doing: operation)
-        isInTransaction = true
-    }
-
     /// Begins a transaction, awaiting the server; `readOnly` makes the server refuse writes.
     func begin(readOnly: Bool = false, doing operation: String) async throws {
-        _ = try await rows(Self.beginStatement + (readOnly ? " READ ONLY" : ""), doing: operation)
+        _ = try await rows(PostgresPipeline.beginStatement + (readOnly ? " READ ONLY" : ""), doing: operation)
         isInTransaction = true
     }
 
@@ -240,21 +124,9 @@ final class PostgresSession {
         isInTransaction = true
     }
 
-    /// Ends the transaction with `COMMIT` or `ROLLBACK`, waiting for the server.
-    func end(_ statement: String, doing operation: String) throws {
-        defer {
-            isInTransaction = false
-            reusedStatements.transactionEnded()
-        }
-        _ = try rowsWaiting(statement, doing: operation)
-    }
-
     /// Ends the transaction with `COMMIT` or `ROLLBACK`, awaiting the server.
     func end(_ statement: String, doing operation: String) async throws {
-        defer {
-            isInTransaction = false
-            reusedStatements.transactionEnded()
-        }
+        defer { isInTransaction = false }
         _ = try await rows(statement, doing: operation)
     }
 
@@ -266,15 +138,6 @@ final class PostgresSession {
         )
     }
 
-    private func currentWaiting() throws -> PostgresConnection {
-        if let connection, !connection.isClosed { return connection }
-        if isInTransaction { throw lostInTransaction }
-        close()
-        let connection = try Self.makeConnection(endpoint, role: role, logger: logger).wait()
-        self.connection = connection
-        return connection
-    }
-
     deinit {
         connection.map(Self.close)
     }
@@ -284,7 +147,6 @@ final class PostgresSession {
     func close() {
         let connection = self.connection
         self.connection = nil
-        reusedStatements = PostgresReusedStatements()
         connection.map(Self.close)
     }
 
@@ -299,7 +161,7 @@ final class PostgresSession {
     ///
     /// - Parameter connection: The connection the statement ran on, when known: a newer one
     ///   another read made meanwhile is left alone.
-    fileprivate func failure(_ error: any Error, doing operation: String, on connection: PostgresConnection? = nil) -> StoreError {
+    private func failure(_ error: any Error, doing operation: String, on connection: PostgresConnection? = nil) -> StoreError {
         let error = PostgresErrors.storeError(error, endpoint: endpoint, doing: operation)
         if error.code == .connectionLost, connection == nil || connection === self.connection { close() }
         return error
