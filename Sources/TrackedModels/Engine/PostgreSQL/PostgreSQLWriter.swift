@@ -10,7 +10,8 @@ import Logging
 /// note the transaction's id (its log entries are the store's own) in one statement, write the
 /// units, commit. `BEGIN` travels with the look, and the statements of the units go without
 /// waiting for each other's answers: three round trips for a commit of one statement (the
-/// look, the statement, `COMMIT`). A connection lost at `COMMIT` leaves the outcome
+/// look, the statement, `COMMIT`), two for a store that does not look (whose transaction id
+/// comes with the statement). A connection lost at `COMMIT` leaves the outcome
 /// unknown: the writer asks the server for the transaction's status once it reconnects, so
 /// that a commit that went through is not made twice (an increment would count double).
 ///
@@ -92,6 +93,10 @@ final class PostgreSQLWriter: EngineWriter {
         var commit = EngineCommit(report: CommitReport(), external: ExternalChangeBatch())
         // The transaction's id, when the look gave it one.
         var transaction: UInt64?
+        // Where no look gives the transaction its id, a statement sent with `BEGIN` does, and
+        // its answer comes with the first wait (taken before any operation's, so that a
+        // failure of the transaction is not taken for an operation's).
+        var assigning: PostgresPipeline.Answer?
         // What the look read (before the database's own actions on this commit's deletes join it).
         var read = looked ?? ExternalChangeBatch()
         do {
@@ -100,6 +105,8 @@ final class PostgreSQLWriter: EngineWriter {
                     let found = try look(changeLog, inCommit: true)
                     read = found.batch ?? ExternalChangeBatch()
                     transaction = found.transaction
+                } else {
+                    assigning = try session.send("SELECT pg_current_xact_id()::text", doing: "beginning a transaction")
                 }
                 commit.external = read
             } catch let error as StoreError {
@@ -136,6 +143,14 @@ final class PostgreSQLWriter: EngineWriter {
             }
             func takeAnswers() throws {
                 try sendBatch()
+                if let answer = assigning {
+                    assigning = nil
+                    do {
+                        if case .text(let text) = try answer.rows().first?.first { transaction = UInt64(text) }
+                    } catch let error as StoreError {
+                        throw EngineFailure.transaction(error)
+                    }
+                }
                 defer {
                     sent = []
                     sentBatches = []
