@@ -58,7 +58,7 @@ enum PostgreSQLEngine {
             return DatabaseEngine(
                 reader: PostgreSQLReader(session: reader, schemas: schemas),
                 writer: PostgreSQLWriter(
-                    session: PostgresPipeline(endpoint: endpoint, role: "trackedmodels writer"), tables: schemas, characterLimits: characterLimits, castTypes: castTypes, changeLog: changeLog,
+                    session: PostgresPipeline(endpoint: endpoint, role: "trackedmodels writer", logger: logger), tables: schemas, characterLimits: characterLimits, castTypes: castTypes, changeLog: changeLog,
                     actionTargets: ForeignKey.actionTargets(of: keys, schemas: schemas),
                     linkTargets: ForeignKey.linkTargets(of: keys, schemas: schemas),
                     listensForCommits: configuration.wakesOnFileChanges, logger: logger

@@ -20,9 +20,6 @@ enum PostgresErrors {
                [.unsupportedAuthMechanism, .authMechanismRequiresPassword, .saslError].contains(error.code) {
                 return StoreError(code: .accessDenied, message: "\(operation) failed: \(place) refused the credentials (\(error.code)); check the user and password in the URL", underlying: error)
             }
-            if let error = error as? PostgresPipeline.ConnectionFailure, error.isAuthentication {
-                return StoreError(code: .accessDenied, message: "\(operation) failed: \(place) refused the credentials (\(error)); check the user and password in the URL", underlying: error)
-            }
             if let error = error as? PSQLError, error.code == .sslUnsupported {
                 return StoreError(code: .cannotOpen, message: "\(operation) failed: \(place) does not offer TLS, which sslmode=require asks for; enable TLS on the server, or use sslmode=prefer", underlying: error)
             }

@@ -1,5 +1,6 @@
 import CLibpq
 import Foundation
+import Logging
 import NIOCore
 import PostgresNIO
 
@@ -28,10 +29,11 @@ import PostgresNIO
 /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/libpq-pipeline-mode.html>
 final class PostgresPipeline {
     let endpoint: PostgresEndpoint
-    /// What the connection calls itself to the server (`application_name`, as
-    /// `pg_stat_activity` lists it).
-    private let role: String
+    private let connector: LibpqConnector
     private var connection: OpaquePointer?
+    /// Counts the connections made: a connection compared before and after a wait is the same
+    /// one only if this did not move.
+    private var generation = 0
 
     /// What the server owes, in the order it answers.
     private enum Expected {
@@ -39,6 +41,8 @@ final class PostgresPipeline {
         /// deallocation, a rollback after a skipped `COMMIT`).
         case statement(ticket: Int?, operation: String)
         case begin(operation: String)
+        /// `COMMIT`, which fails unless the server says it committed.
+        case commit(ticket: Int, operation: String)
         case preparation(sql: String, name: String)
         case sync
     }
@@ -64,6 +68,9 @@ final class PostgresPipeline {
     /// as the transaction began), nothing of the transaction ran, and it is begun again on a
     /// new connection, once.
     private var sinceBegin: [Sent]?
+    /// The statement whose answer was read last: outside a transaction it commits at the sync
+    /// after it, and a failure there is its own.
+    private var lastRead: (ticket: Int?, operation: String)?
     /// The failure of the preparation just read, which the execution after it takes as its own.
     private var failedPreparation: StoreError?
     /// A statement of the open transaction that was never sent (its value cannot travel): the
@@ -101,9 +108,9 @@ final class PostgresPipeline {
     ///
     /// - Parameter role: What the connection is for (`trackedmodels writer`), as
     ///   `pg_stat_activity` shows it.
-    init(endpoint: PostgresEndpoint, role: String) {
+    init(endpoint: PostgresEndpoint, role: String, logger: Logger = Logger(label: "trackedmodels.postgres")) {
         self.endpoint = endpoint
-        self.role = role
+        connector = LibpqConnector(endpoint: endpoint, role: role, logger: logger)
     }
 
     deinit {
@@ -188,7 +195,7 @@ final class PostgresPipeline {
         deallocateForgotten()
         isInTransaction = true
         do {
-            try enqueue(Self.beginStatement, [], reused: false, ticket: nil, doing: operation, isBegin: true)
+            try enqueue(Self.beginStatement, [], reused: false, ticket: nil, doing: operation, as: .begin)
             sinceBegin = resending == nil ? [] : nil
             for statement in resending ?? [] {
                 try enqueue(statement.sql, statement.arguments, reused: statement.reused, ticket: statement.ticket, doing: statement.operation)
@@ -210,31 +217,36 @@ final class PostgresPipeline {
             // Answers nobody took (statements after a failure) go with the transaction.
             answers = [:]
         }
-        if statement == "COMMIT", let refusal {
+        guard isInTransaction else {
+            throw StoreError(code: .engineFailure, message: "\(operation): no transaction is open on the connection to PostgreSQL at \(endpoint)")
+        }
+        let commits = statement == "COMMIT"
+        if commits, let refusal {
             try? end("ROLLBACK", doing: operation)
             throw refusal
         }
         // `BEGIN`'s answer first: the transaction may have to begin again.
         while sinceBegin != nil, connection != nil, nextExpected < expected.count { readNext() }
         let connection = try current(doing: operation)
+        let generation = self.generation
         let ticket = nextTicket
         nextTicket += 1
         do {
             // A rollback goes past a refusal: the sync ends the server's skipping.
-            if statement != "COMMIT" { try sync(connection) }
-            try enqueue(statement, [], reused: false, ticket: ticket, doing: operation)
+            if !commits { try sync(connection) }
+            try enqueue(statement, [], reused: false, ticket: ticket, doing: operation, as: commits ? .commit : .plain)
             try sync(connection)
         } catch {
             close()
             throw error
         }
         let outcome = Result { try take(ticket) }
-        while connection == self.connection, nextExpected < expected.count { readNext() }
+        func isCurrent() -> Bool { self.connection != nil && self.generation == generation }
+        while isCurrent(), nextExpected < expected.count { readNext() }
         // A COMMIT the server skipped leaves the failed transaction open.
-        if connection == self.connection, PQtransactionStatus(connection) != PQTRANS_IDLE {
-            _ = try? enqueue("ROLLBACK", [], reused: false, ticket: nil, doing: operation)
-            try? sync(connection)
-            while connection == self.connection, nextExpected < expected.count { readNext() }
+        if isCurrent(), PQtransactionStatus(connection) != PQTRANS_IDLE {
+            if (try? enqueue("ROLLBACK", [], reused: false, ticket: nil, doing: operation)) != nil, isCurrent() { try? sync(connection) }
+            while isCurrent(), nextExpected < expected.count { readNext() }
         }
         _ = try outcome.get()
     }
@@ -255,7 +267,12 @@ final class PostgresPipeline {
 
     // MARK: - Sending
 
-    private func enqueue(_ sql: String, _ arguments: [SQLValue], reused: Bool, ticket: Int?, doing operation: String, isBegin: Bool = false) throws {
+    /// What a statement's answer is to the pipeline.
+    private enum Kind {
+        case plain, begin, commit
+    }
+
+    private func enqueue(_ sql: String, _ arguments: [SQLValue], reused: Bool, ticket: Int?, doing operation: String, as kind: Kind = .plain) throws {
         let connection = try current(doing: operation)
         statementsSent[operation, default: 0] += 1
         sinceBegin?.append(Sent(sql: sql, arguments: arguments, reused: reused, ticket: ticket, operation: operation))
@@ -280,7 +297,11 @@ final class PostgresPipeline {
             }
         }
         guard sent == 1 else { throw lost(connection, doing: operation) }
-        expected.append(isBegin ? .begin(operation: operation) : .statement(ticket: ticket, operation: operation))
+        switch (kind, ticket) {
+        case (.begin, _): expected.append(.begin(operation: operation))
+        case (.commit, let ticket?): expected.append(.commit(ticket: ticket, operation: operation))
+        default: expected.append(.statement(ticket: ticket, operation: operation))
+        }
         sentSinceWait = true
         if isInTransaction {
             answersHeldBack = true
@@ -345,6 +366,9 @@ final class PostgresPipeline {
             }
             readNext()
         }
+        // Outside a transaction the statement commits at the sync after it: its answer stands
+        // once that is read.
+        while !isInTransaction, connection != nil, nextExpected < expected.count, case .sync = expected[nextExpected] { readNext() }
         return try answers.removeValue(forKey: ticket)!.get()
     }
 
@@ -355,8 +379,11 @@ final class PostgresPipeline {
         let entry = expected[nextExpected]
         if answersHeldBack {
             answersHeldBack = false
-            guard PQsendFlushRequest(connection) == 1, (try? flush(connection, doing: "reading")) != nil else {
-                return connectionBroke(lost(connection, doing: "reading"), reading: entry)
+            do {
+                guard PQsendFlushRequest(connection) == 1 else { throw lost(connection, doing: "reading") }
+                try flush(connection, doing: "reading")
+            } catch {
+                return connectionBroke(error as? StoreError ?? lostInTransaction, reading: entry)
             }
         }
         if sentSinceWait {
@@ -369,21 +396,45 @@ final class PostgresPipeline {
         defer { PQclear(result) }
         let status = PQresultStatus(result)
         if case .sync = entry {
-            guard status == PGRES_PIPELINE_SYNC else {
-                return failEverything(StoreError(code: .engineFailure, message: "PostgreSQL at \(endpoint) answered out of order (\(String(cString: PQresStatus(status)))); the connection is closed"))
+            guard status != PGRES_PIPELINE_SYNC else {
+                abortedBy = nil
+                advance()
+                return
             }
-            abortedBy = nil
-            advance()
+            // Outside a transaction, the statement before the sync commits there: a failure
+            // (a deferred constraint, a serialization failure) or a lost connection is its own.
+            let operation = lastRead?.operation ?? "committing"
+            let failure: StoreError
+            if status == PGRES_FATAL_ERROR, PQstatus(connection) == CONNECTION_OK, let server = ServerError(result) {
+                failure = PostgresErrors.storeError(server, endpoint: endpoint, doing: operation)
+            } else {
+                failure = lost(connection, doing: operation)
+            }
+            if let ticket = lastRead?.ticket, answers[ticket] != nil { answers[ticket] = .failure(failure) }
+            guard self.connection != nil, !(ServerError(result)?.endsTheConnection ?? false), PQgetResult(connection) == nil else {
+                return failEverything(failure)
+            }
+            // The sync's own result comes next.
+            abortedBy = failure
             return
         }
         let operation: String
         switch entry {
-        case .statement(_, let doing), .begin(let doing): operation = doing
+        case .statement(_, let doing), .begin(let doing), .commit(_, let doing): operation = doing
         case .preparation: operation = "preparing a statement"
         case .sync: return
         }
         let outcome: Result<[[SQLValue]], StoreError>
         switch status {
+        case PGRES_COMMAND_OK where String(cString: PQcmdStatus(result)) == "ROLLBACK":
+            if case .commit = entry {
+                // A COMMIT of a transaction that had failed: the server rolled it back.
+                outcome = .failure(StoreError(
+                    code: .engineFailure, message: "\(operation) failed on PostgreSQL at \(endpoint): the server rolled the transaction back instead; the store tries again", mayPass: true
+                ))
+            } else {
+                outcome = .success([])
+            }
         case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
             outcome = Result { try Self.rows(of: result) }.mapError { PostgresErrors.storeError($0, endpoint: endpoint, doing: operation) }
         case PGRES_PIPELINE_ABORTED:
@@ -408,8 +459,12 @@ final class PostgresPipeline {
         advance()
         failedPreparation = nil
         switch entry {
-        case .statement(let ticket, _):
+        case .statement(let ticket, let operation):
             if let ticket { answers[ticket] = outcome }
+            lastRead = (ticket, operation)
+        case .commit(let ticket, let operation):
+            answers[ticket] = outcome
+            lastRead = (ticket, operation)
         case .begin:
             sinceBegin = nil
         case .preparation(let sql, let name):
@@ -450,40 +505,22 @@ final class PostgresPipeline {
         } catch {
             let failure = error as? StoreError ?? lostInTransaction
             for ticket in statements.compactMap(\.ticket) where answers[ticket] == nil { answers[ticket] = .failure(failure) }
+            // Still in the transaction, with no connection: nothing more is sent until the
+            // caller ends it (its rollback clears what it left).
+            close()
+            isInTransaction = true
         }
     }
 
     /// Fails every answer still owed, and drops the connection.
     private func failEverything(_ error: StoreError) {
         for entry in expected[nextExpected...] {
-            if case .statement(let ticket?, _) = entry { answers[ticket] = .failure(error) }
+            switch entry {
+            case .statement(let ticket?, _), .commit(let ticket, _): answers[ticket] = .failure(error)
+            default: break
+            }
         }
         close()
-    }
-
-    /// A result's rows, each cell read from its binary form by its type.
-    private static func rows(of result: OpaquePointer) throws -> [[SQLValue]] {
-        let count = PQntuples(result)
-        guard count > 0 else { return [] }
-        let fields = PQnfields(result)
-        let types = (0..<fields).map { PostgresDataType(UInt32(PQftype(result, $0))) }
-        let names = (0..<fields).map { String(cString: PQfname(result, $0)) }
-        var rows: [[SQLValue]] = []
-        rows.reserveCapacity(Int(count))
-        for row in 0..<count {
-            var values: [SQLValue] = []
-            values.reserveCapacity(Int(fields))
-            for field in 0..<fields {
-                guard PQgetisnull(result, row, field) == 0, let bytes = PQgetvalue(result, row, field) else {
-                    values.append(.null)
-                    continue
-                }
-                let buffer = ByteBuffer(bytes: UnsafeRawBufferPointer(start: bytes, count: Int(PQgetlength(result, row, field))))
-                values.append(try PostgresValues.value(of: PostgresCell(bytes: buffer, dataType: types[Int(field)], format: .binary, columnName: names[Int(field)], columnIndex: Int(field))))
-            }
-            rows.append(values)
-        }
-        return rows
     }
 
     // MARK: - Prepared statements
@@ -530,8 +567,9 @@ final class PostgresPipeline {
         }
         if isInTransaction { throw lostInTransaction }
         close()
-        let made = try connect()
+        let made = try connector.connect()
         connection = made
+        generation += 1
         return made
     }
 
@@ -544,73 +582,10 @@ final class PostgresPipeline {
         return poll(&descriptor, 1, 0) != 0
     }
 
-    private func connect() throws -> OpaquePointer {
-        var options: [(String, String)] = [
-            ("host", endpoint.socketFolder ?? endpoint.host), ("port", String(endpoint.port)), ("user", endpoint.user), ("dbname", endpoint.database),
-            ("sslmode", endpoint.sslMode), ("gssencmode", "disable"), ("application_name", role), ("client_encoding", "UTF8"), ("connect_timeout", "10"),
-        ]
-        if let password = endpoint.password { options.append(("password", password)) }
-        let keywords = options.map { strdup($0.0) }
-        let values = options.map { strdup($0.1) }
-        defer { (keywords + values).forEach { free($0) } }
-        let made = (keywords.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { keywords in
-            (values.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { values in PQconnectdbParams(keywords.baseAddress, values.baseAddress, 0) }
-        }
-        guard let made else { throw StoreError(code: .engineFailure, message: "connecting to PostgreSQL at \(endpoint) failed: libpq is out of memory") }
-        guard PQstatus(made) == CONNECTION_OK, PQsetnonblocking(made, 1) == 0, PQenterPipelineMode(made) == 1 else {
-            let failure = ConnectionFailure(made)
-            PQfinish(made)
-            throw PostgresErrors.storeError(failure, endpoint: endpoint, doing: "connecting")
-        }
-        // The server's notices ("already exists, skipping") are nobody's business: libpq would
-        // print them on standard error.
-        PQsetNoticeProcessor(made, { _, _ in }, nil)
-        return made
-    }
-
     /// The connection's failure, in the store's terms; the connection is dropped.
     private func lost(_ connection: OpaquePointer, doing operation: String) -> StoreError {
         let error = PostgresErrors.storeError(ConnectionFailure(connection), endpoint: endpoint, doing: operation)
         close()
         return error
-    }
-
-    /// What libpq says went wrong with the connection.
-    struct ConnectionFailure: Error, CustomStringConvertible {
-        let description: String
-
-        init(_ connection: OpaquePointer) {
-            description = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-
-        /// Whether the server refused the credentials.
-        var isAuthentication: Bool { description.contains("authentication failed") || description.contains("no password supplied") }
-    }
-
-    /// What the server reported of a statement it refused.
-    struct ServerError: Error, CustomStringConvertible {
-        let sqlState: String
-        let message: String?
-        let detail: String?
-        let constraint: String?
-        /// The server function that raised it.
-        let routine: String?
-        /// Whether the error was FATAL (or PANIC): the server ends the connection.
-        let endsTheConnection: Bool
-
-        init(sqlState: String, message: String) {
-            (self.sqlState, self.message, detail, constraint, routine, endsTheConnection) = (sqlState, message, nil, nil, nil, false)
-        }
-
-        init?(_ result: OpaquePointer) {
-            func field(_ code: Character) -> String? {
-                PQresultErrorField(result, Int32(code.asciiValue!)).map { String(cString: $0) }
-            }
-            guard let state = field("C") else { return nil }
-            (sqlState, message, detail, constraint, routine) = (state, field("M"), field("D"), field("n"), field("R"))
-            endsTheConnection = ["FATAL", "PANIC"].contains(field("V"))
-        }
-
-        var description: String { "\(message ?? "error") (SQLSTATE \(sqlState))" }
     }
 }

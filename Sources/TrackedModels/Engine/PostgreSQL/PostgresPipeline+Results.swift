@@ -1,0 +1,69 @@
+import CLibpq
+import Foundation
+import NIOCore
+import PostgresNIO
+
+// What libpq hands back: a result's rows, a statement the server refused, a connection that
+// failed.
+extension PostgresPipeline {
+    /// A result's rows, each cell read from its binary form by its type.
+    static func rows(of result: OpaquePointer) throws -> [[SQLValue]] {
+        let count = PQntuples(result)
+        guard count > 0 else { return [] }
+        let fields = PQnfields(result)
+        let types = (0..<fields).map { PostgresDataType(UInt32(PQftype(result, $0))) }
+        let names = (0..<fields).map { String(cString: PQfname(result, $0)) }
+        var rows: [[SQLValue]] = []
+        rows.reserveCapacity(Int(count))
+        for row in 0..<count {
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(fields))
+            for field in 0..<fields {
+                guard PQgetisnull(result, row, field) == 0, let bytes = PQgetvalue(result, row, field) else {
+                    values.append(.null)
+                    continue
+                }
+                let buffer = ByteBuffer(bytes: UnsafeRawBufferPointer(start: bytes, count: Int(PQgetlength(result, row, field))))
+                values.append(try PostgresValues.value(of: PostgresCell(bytes: buffer, dataType: types[Int(field)], format: .binary, columnName: names[Int(field)], columnIndex: Int(field))))
+            }
+            rows.append(values)
+        }
+        return rows
+    }
+
+    /// What libpq says went wrong with the connection.
+    struct ConnectionFailure: Error, CustomStringConvertible {
+        let description: String
+
+        init(_ connection: OpaquePointer) {
+            description = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    /// What the server reported of a statement it refused.
+    struct ServerError: Error, CustomStringConvertible {
+        let sqlState: String
+        let message: String?
+        let detail: String?
+        let constraint: String?
+        /// The server function that raised it.
+        let routine: String?
+        /// Whether the error was FATAL (or PANIC): the server ends the connection.
+        let endsTheConnection: Bool
+
+        init(sqlState: String, message: String) {
+            (self.sqlState, self.message, detail, constraint, routine, endsTheConnection) = (sqlState, message, nil, nil, nil, false)
+        }
+
+        init?(_ result: OpaquePointer) {
+            func field(_ code: Character) -> String? {
+                PQresultErrorField(result, Int32(code.asciiValue!)).map { String(cString: $0) }
+            }
+            guard let state = field("C") else { return nil }
+            (sqlState, message, detail, constraint, routine) = (state, field("M"), field("D"), field("n"), field("R"))
+            endsTheConnection = ["FATAL", "PANIC"].contains(field("V"))
+        }
+
+        var description: String { "\(message ?? "error") (SQLSTATE \(sqlState))" }
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+@testable import TrackedModels
+
+/// The worker's pipelined connection (``PostgresPipeline``): a statement outside a transaction
+/// commits at the sync after it, a COMMIT after a refusal commits nothing, and a connection the
+/// server ended while idle is made again before anything is sent on it.
+@Suite(.enabled(if: PostgresServer.isEnabled, "no PostgreSQL server: set TRACKEDMODELS_POSTGRES_URL, or install PostgreSQL's server (apt-get install postgresql)"))
+struct PostgresPipelineTests {
+    /// A statement run alone whose commit fails (a deferred foreign key checked at the sync)
+    /// fails, and the statement after it runs as usual.
+    @Test func aStatementWhoseCommitFailsFailsItself() async throws {
+        let session = PostgresPipeline(endpoint: try PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test")
+        defer { session.close() }
+        _ = try session.rowsWaiting("CREATE TABLE parents (id bigint PRIMARY KEY)", doing: "creating parents")
+        _ = try session.rowsWaiting("CREATE TABLE children (id bigint, parent bigint REFERENCES parents DEFERRABLE INITIALLY DEFERRED)", doing: "creating children")
+        let refused = try #require(throws: StoreError.self) {
+            try session.rowsWaiting("INSERT INTO children VALUES (1, 5)", doing: "inserting a child")
+        }
+        #expect(refused.constraint == .foreignKey, "\(refused)")
+        #expect(try session.rowsWaiting("SELECT count(*) FROM children", doing: "counting") == [[.integer(0)]])
+    }
+
+    /// A COMMIT sent after a statement the server refused commits nothing: it fails with the
+    /// refusal, and the connection is back outside any transaction.
+    @Test func aCommitAfterARefusalCommitsNothing() async throws {
+        let session = PostgresPipeline(endpoint: try PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test")
+        defer { session.close() }
+        _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY)", doing: "creating cells")
+        try session.begin(doing: "beginning")
+        let inserted = try session.send("INSERT INTO cells VALUES (1)", doing: "inserting")
+        _ = try session.send("INSERT INTO cells VALUES (1)", doing: "inserting again")
+        _ = try session.send("INSERT INTO cells VALUES (2)", doing: "inserting after")
+        #expect(try inserted.rows() == [])
+        // The refusal and the statement after it are not taken before the COMMIT.
+        let error = try #require(throws: StoreError.self) { try session.end("COMMIT", doing: "committing") }
+        #expect(error.message.contains("aborted"), "\(error)")
+        #expect(!session.isInTransaction)
+        #expect(try session.rowsWaiting("SELECT count(*) FROM cells", doing: "counting") == [[.integer(0)]])
+        #expect { try session.end("COMMIT", doing: "committing again") } throws: { ($0 as? StoreError)?.code == .engineFailure }
+    }
+
+    /// The server ends the connection while it is idle (after statements run alone, whose
+    /// syncs are read): the next statement runs on a new connection instead of failing.
+    @Test func aConnectionTheServerEndedWhileIdleIsMadeAgain() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let session = PostgresPipeline(endpoint: try PostgresEndpoint(url: url), role: "pipeline test")
+        defer { session.close() }
+        guard case .integer(let pid)? = try session.rowsWaiting("SELECT pg_backend_pid()", doing: "asking").first?.first else {
+            Issue.record("no backend pid")
+            return
+        }
+        _ = try session.rowsWaiting("SELECT 1", doing: "running alone")
+        #expect(try await PostgresServer.psql(url, "SELECT pg_terminate_backend(\(pid))") == "t")
+        try await settle { try await PostgresServer.psql(url, "SELECT count(*) FROM pg_stat_activity WHERE pid = \(pid)") == "0" }
+        #expect(try session.rowsWaiting("SELECT pg_backend_pid() <> \(pid)", doing: "asking again") == [[.integer(1)]])
+    }
+}
