@@ -8,12 +8,12 @@ import PostgresNIO
 /// goes to the server at once, without waiting for the answers to the statements before it,
 /// and the worker waits only where it needs an answer, on its own thread (no event loop in
 /// between). A commit of one update takes three round trips: `BEGIN` with the look at the
-/// change log, the update, `COMMIT`.
+/// change log, the update, `COMMIT` (two where the store does not look).
 ///
 /// Outside a transaction each statement runs on its own: a sync follows it, so that it commits
 /// alone and its failure ends with it. Inside one, nothing syncs until `COMMIT` or `ROLLBACK`:
-/// a statement the server refuses makes it skip every later one (they fail with that refusal)
-/// until then, so that a write can never commit on its own after a failed `BEGIN`.
+/// a statement the server refuses makes it skip every later one (they fail, naming it) until
+/// then, so that a write can never commit on its own after a failed `BEGIN`.
 ///
 /// Parameters go as text with no type of their own (see ``PostgresValues``), results come back
 /// in binary and are read as the store's other connections read them. Statements run over and
@@ -289,11 +289,11 @@ final class PostgresPipeline {
                 name = made
             }
         }
-        let sent = Self.withParameters(arguments) { values, lengths, formats in
+        let sent = Self.withParameters(arguments) { values in
             if let name {
-                PQsendQueryPrepared(connection, name, Int32(arguments.count), values, lengths, formats, 1)
+                PQsendQueryPrepared(connection, name, Int32(arguments.count), values, nil, nil, 1)
             } else {
-                PQsendQueryParams(connection, sql, Int32(arguments.count), nil, values, lengths, formats, 1)
+                PQsendQueryParams(connection, sql, Int32(arguments.count), nil, values, nil, nil, 1)
             }
         }
         guard sent == 1 else { throw lost(connection, doing: operation) }
@@ -337,14 +337,13 @@ final class PostgresPipeline {
         }
     }
 
-    /// Calls `body` with the values as libpq takes them: each as text (nil for NULL), in text
-    /// format.
-    private static func withParameters(_ arguments: [SQLValue], _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> Int32) -> Int32 {
-        guard !arguments.isEmpty else { return body(nil, nil, nil) }
+    /// Calls `body` with the values as libpq takes them: each as a C string of its text (nil
+    /// for NULL). Results are asked for in binary (the `1` of each send).
+    private static func withParameters(_ arguments: [SQLValue], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> Int32) -> Int32 {
+        guard !arguments.isEmpty else { return body(nil) }
         let texts = arguments.map { PostgresValues.parameterText($0).map { strdup($0) } ?? nil }
         defer { texts.forEach { free($0) } }
-        let values = texts.map { UnsafePointer($0) }
-        return values.withUnsafeBufferPointer { body($0.baseAddress, nil, nil) }
+        return texts.map { UnsafePointer($0) }.withUnsafeBufferPointer { body($0.baseAddress) }
     }
 
     /// Whether a value is text holding U+0000, which a C string cannot carry (and PostgreSQL's
