@@ -360,7 +360,8 @@ final class PostgresPipeline {
             guard connection != nil, nextExpected < expected.count else {
                 throw StoreError(
                     code: .connectionLost,
-                    message: "the connection to PostgreSQL at \(endpoint) was closed before the statement was answered; the store tries again", mayPass: true
+                    message: "the statement on PostgreSQL at \(endpoint) has no answer to take: the connection closed, or its transaction ended, before it was taken; the store tries again",
+                    mayPass: true
                 )
             }
             readNext()
