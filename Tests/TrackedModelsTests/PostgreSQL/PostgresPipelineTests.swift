@@ -41,6 +41,27 @@ struct PostgresPipelineTests {
         #expect { try session.end("COMMIT", doing: "committing again") } throws: { ($0 as? StoreError)?.code == .engineFailure }
     }
 
+    /// Text holding U+0000 cannot travel as a C string: inside a transaction it is refused
+    /// before it is sent, as PostgreSQL would refuse it, the statements after it are not run,
+    /// and a COMMIT rolls back what came before.
+    @Test func textThatCannotTravelIsRefusedAndItsTransactionCommitsNothing() async throws {
+        let session = PostgresPipeline(endpoint: try PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test")
+        defer { session.close() }
+        _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY, t text)", doing: "creating cells")
+        try session.begin(doing: "beginning")
+        let before = try session.send("INSERT INTO cells VALUES (1, 'a')", doing: "inserting before")
+        let refused = try session.send("INSERT INTO cells VALUES ($1, $2)", [.integer(2), .text("a\u{0}b")], reused: true, doing: "inserting")
+        let after = try session.send("INSERT INTO cells VALUES (3, 'c')", doing: "inserting after")
+        #expect(try before.rows() == [])
+        let error = try #require(throws: StoreError.self) { try refused.rows() }
+        #expect(error.code == .valueNotStorable && error.message.contains("0x00"), "\(error)")
+        #expect { try after.rows() } throws: { ($0 as? StoreError)?.message.contains("0x00") == true }
+        #expect { try session.end("COMMIT", doing: "committing") } throws: { ($0 as? StoreError)?.code == .valueNotStorable }
+        #expect(try session.rowsWaiting("SELECT count(*) FROM cells", doing: "counting") == [[.integer(0)]])
+        // The statement stays prepared: its value was refused, not it.
+        #expect(try session.rowsWaiting("INSERT INTO cells VALUES ($1, $2)", [.integer(2), .text("ab")], reused: true, doing: "inserting") == [])
+    }
+
     /// The server ends the connection while it is idle (after statements run alone, whose
     /// syncs are read): the next statement runs on a new connection instead of failing.
     @Test func aConnectionTheServerEndedWhileIdleIsMadeAgain() async throws {
