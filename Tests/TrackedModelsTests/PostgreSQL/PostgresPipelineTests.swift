@@ -62,6 +62,24 @@ struct PostgresPipelineTests {
         #expect(try session.rowsWaiting("INSERT INTO cells VALUES ($1, $2)", [.integer(2), .text("ab")], reused: true, doing: "inserting") == [])
     }
 
+    /// A connection the server refuses fails as the store's other connections' would: bad
+    /// credentials, a missing database, no server there (which may pass).
+    @Test func aRefusedConnectionFailsNamingWhy() async throws {
+        let server = try PostgresServer.server.get()
+        var missing = server
+        missing.path = "/no_such_database"
+        let cases: [(url: String, code: StoreError.Code, mentions: String)] = [
+            (try PostgresServer.url(user: "tracked", password: "wrong"), .accessDenied, "credentials"),
+            (missing.string!, .cannotOpen, "no_such_database"),
+            ("postgres://tracked:tracked@127.0.0.1:1/tracked", .connectionLost, "127.0.0.1:1/tracked"),
+        ]
+        for (url, code, mentions) in cases {
+            let session = PostgresPipeline(endpoint: try PostgresEndpoint(url: url), role: "test")
+            let error = try #require(throws: StoreError.self) { try session.rowsWaiting("SELECT 1", doing: "reading") }
+            #expect(error.code == code && error.message.contains(mentions), "\(url): \(error)")
+        }
+    }
+
     /// The server ends the connection while it is idle (after statements run alone, whose
     /// syncs are read): the next statement runs on a new connection instead of failing.
     @Test func aConnectionTheServerEndedWhileIdleIsMadeAgain() async throws {

@@ -20,9 +20,11 @@ struct LibpqConnector {
     /// - Throws: A ``StoreError`` in the store's terms.
     func connect() throws -> OpaquePointer {
         do {
-            return try connect(sslMode: endpoint.sslMode == "disable" ? "disable" : "verify-full")
-        } catch let failure as PostgresPipeline.ConnectionFailure where endpoint.sslMode == "prefer" && failure.description.contains("does not support SSL") {
-            return try connect(sslMode: "disable")
+            do {
+                return try connect(sslMode: endpoint.sslMode == "disable" ? "disable" : "verify-full")
+            } catch let failure as PostgresPipeline.ConnectionFailure where endpoint.sslMode == "prefer" && failure.description.contains("does not support SSL") {
+                return try connect(sslMode: "disable")
+            }
         } catch let failure as PostgresPipeline.ConnectionFailure {
             throw classified(failure)
         }
