@@ -197,6 +197,9 @@ final class ModelRegistrar {
         // once it has one; the parents it moves between hear it now.
         if isKeyed {
             outbox.postUpdate(table: table, key: tracking.key, column: column, old: old, new: new, origin: .local)
+            // Pointed at a new object: the row shows NULL, so a transaction's net change can
+            // show none (NULL, a key, NULL again), though what the row reaches changed.
+            if stored != nil { outbox.postReevaluation(table: table, key: tracking.key) }
         } else {
             relationships.childChanged(table: table, column: column, old: { _ in old }, new: { _ in new })
             unkeyedRowChanged(table: table, request: tracking.insertRequest)

@@ -132,6 +132,15 @@ import Testing
         ])
     }
 
+    /// Found by a full run at stop 53: inside a transaction, a to-one pointed at a row, then at
+    /// an object not yet inserted; its column's net change was none (NULL, a key, NULL again),
+    /// so a grouped aggregate by `link?.title` never judged the row again and kept it in the
+    /// NULL group.
+    @Test func aToOneRepointedAtANewObjectInATransactionIsJudgedAgain() async throws {
+        _ = try await TestEngine.sqlite.makeDatabase(in: TemporaryDirectory())
+        try await replay(on: .sqlite, [(38, 0, 0), (128, 0, 0), (83, 0, 1_048_577), (49, 108_940_568_948, 832_608_097_338)])
+    }
+
     /// Found at ten times CI's budget: a delete discarded while a flush was in flight read the
     /// row back after that batch had committed and before the store heard so, and laid the
     /// batch's increment over what it read once more (subscribers heard -26 for -33).
