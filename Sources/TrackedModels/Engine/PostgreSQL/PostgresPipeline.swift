@@ -117,9 +117,6 @@ final class PostgresPipeline {
         connection.map(PQfinish)
     }
 
-    /// Whether the connection is there (it may still break at the next statement).
-    var isConnected: Bool { connection.map { PQstatus($0) == CONNECTION_OK } ?? false }
-
     // MARK: - Statements
 
     /// Runs a statement and returns its rows, waiting for the server.

@@ -53,9 +53,6 @@ final class PostgresSession {
         }
     }
 
-    /// Whether the connection is there (it may still break at the next statement).
-    var isConnected: Bool { connection.map { !$0.isClosed } ?? false }
-
     // MARK: - Awaiting
 
     /// Runs a statement and returns its rows.
