@@ -8,10 +8,15 @@ import Testing
 /// server ended while idle is made again before anything is sent on it.
 @Suite(.enabled(if: PostgresServer.isEnabled, "no PostgreSQL server: set TRACKEDMODELS_POSTGRES_URL, or install PostgreSQL's server (apt-get install postgresql)"))
 struct PostgresPipelineTests {
+    /// A pipeline on a database of its own, connecting at its first statement.
+    static func pipelineOnANewDatabase() async throws -> PostgresPipeline {
+        PostgresPipeline(endpoint: try PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test")
+    }
+
     /// A statement run alone whose commit fails (a deferred foreign key checked at the sync)
     /// fails, and the statement after it runs as usual.
     @Test func aStatementWhoseCommitFailsFailsItself() async throws {
-        let session = PostgresPipeline(endpoint: try PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test")
+        let session = try await Self.pipelineOnANewDatabase()
         defer { session.close() }
         _ = try session.rowsWaiting("CREATE TABLE parents (id bigint PRIMARY KEY)", doing: "creating parents")
         _ = try session.rowsWaiting("CREATE TABLE children (id bigint, parent bigint REFERENCES parents DEFERRABLE INITIALLY DEFERRED)", doing: "creating children")
@@ -25,7 +30,7 @@ struct PostgresPipelineTests {
     /// A COMMIT sent after a statement the server refused commits nothing: it fails with the
     /// refusal, and the connection is back outside any transaction.
     @Test func aCommitAfterARefusalCommitsNothing() async throws {
-        let session = PostgresPipeline(endpoint: try PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test")
+        let session = try await Self.pipelineOnANewDatabase()
         defer { session.close() }
         _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY)", doing: "creating cells")
         try session.begin(doing: "beginning")
@@ -45,7 +50,7 @@ struct PostgresPipelineTests {
     /// before it is sent, as PostgreSQL would refuse it, the statements after it are not run,
     /// and a COMMIT rolls back what came before.
     @Test func textThatCannotTravelIsRefusedAndItsTransactionCommitsNothing() async throws {
-        let session = PostgresPipeline(endpoint: try PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test")
+        let session = try await Self.pipelineOnANewDatabase()
         defer { session.close() }
         _ = try session.rowsWaiting("CREATE TABLE cells (id bigint PRIMARY KEY, t text)", doing: "creating cells")
         try session.begin(doing: "beginning")
