@@ -104,7 +104,7 @@ extension Harness {
         if refused > 0 {
             await letStreamsCatchUp { writeErrorsHeard.count - publishedBefore >= refused }
             if writeErrorsHeard.count - publishedBefore < refused {
-                throw Divergence(message: "\(refused) changes the database refused, but writeErrors published \(writeErrorsHeard.count - publishedBefore) errors")
+                throw Divergence(message: "\(refused) changes the database refused (\(reference.units.compactMap(\.refusal).joined(separator: "; "))), but writeErrors published \(writeErrorsHeard.count - publishedBefore) errors")
             }
         }
         // The objects a delete rule made, which their pending changes keep alive: the program

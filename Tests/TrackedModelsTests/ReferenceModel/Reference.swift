@@ -516,8 +516,11 @@ struct Reference {
     /// - Parameter fileKeys: The keys the file holds after the store's commit.
     /// - Parameter keyOf: The key SQLite assigned to an insert, by its number, as the store's
     ///   object now shows it.
+    /// - Parameter retryingRefused: Whether units refused before are tried again (a flush's
+    ///   first commit does; the commit of the units made while it was in flight does not, and
+    ///   holds what links to their inserts).
     /// - Returns: Whether a refused unit stays, so that `flush()` throws.
-    mutating func flush(fileKeys: Set<Int64>, keyOf: (Int) -> Int64?) -> (refused: Bool, problems: [String]) {
+    mutating func flush(fileKeys: Set<Int64>, keyOf: (Int) -> Int64?, retryingRefused: Bool = true) -> (refused: Bool, problems: [String]) {
         if unitsInFlight > 0, unitsInFlight < units.count {
             // The units in flight commit in a transaction of their own, before the flush takes
             // the units made meanwhile: a transaction that fails whole (a full AUTOINCREMENT
@@ -526,12 +529,12 @@ struct Reference {
             units.removeSubrange(unitsInFlight...)
             let first = flush(fileKeys: fileKeys, keyOf: keyOf)
             units += later
-            let second = flush(fileKeys: fileKeys, keyOf: keyOf)
+            let second = flush(fileKeys: fileKeys, keyOf: keyOf, retryingRefused: false)
             return (second.refused, first.problems + second.problems)
         }
-        // Units held because they link to a row whose insert stays pending: found by a try,
-        // then the flush is made again without them.
-        var held: Set<Int> = []
+        // Units held because they link to a row whose insert stays pending: those the flush
+        // does not hand over, then those found by a try (the flush is made again without them).
+        var held = unitsLeftOut(retryingRefused: retryingRefused)
         while true {
             var staying: [(index: Int, unit: Unit)] = []
             var committed: [(index: Int, unit: Unit)] = []
@@ -540,7 +543,7 @@ struct Reference {
             var assigned: [Int: Int64] = [:]
             var problems: [String] = []
             for (index, var unit) in units.enumerated() {
-                if unit.isRefusedForGood || held.contains(index)
+                if held.contains(index)
                     || staying.contains(where: { $0.unit.overlaps(unit) || Self.references(unit, insertsOf: $0.unit) }) {
                     staying.append((index, unit))
                     continue
@@ -568,6 +571,27 @@ struct Reference {
             file = Self.resolvingLinks(rows) { assigned[$0] ?? keyOf($0) }
             largestKeyEver = largest
             return (hasRefusedUnits, problems)
+        }
+    }
+
+    /// The units a flush does not hand over, by index: those refused for good (or refused
+    /// before, where it does not try them again), the later ones that touch their rows, and
+    /// every one that links to a row one of these inserts.
+    private func unitsLeftOut(retryingRefused: Bool) -> Set<Int> {
+        var linking: Set<Int> = []
+        while true {
+            var staying: [(index: Int, unit: Unit)] = []
+            var handed: [(index: Int, unit: Unit)] = []
+            for (index, unit) in units.enumerated() {
+                if unit.isRefusedForGood || (unit.isRefused && !retryingRefused) || linking.contains(index) || staying.contains(where: { $0.unit.overlaps(unit) }) {
+                    staying.append((index, unit))
+                } else {
+                    handed.append((index, unit))
+                }
+            }
+            let late = handed.filter { entry in staying.contains { Self.references(entry.unit, insertsOf: $0.unit) } }.map(\.index)
+            guard !late.isEmpty else { return Set(staying.map(\.index)) }
+            linking.formUnion(late)
         }
     }
 
