@@ -58,6 +58,7 @@ extension Harness {
         case 150: try moveLiveWindow(step.a, step.b)
         case 151: try transaction(step.a, step.b, depth: 0, body: { try self.passThroughAFreshGroup(step.a, step.b) })
         case 152: try await copyTheDatabase(step.a)
+        case 153: try await (engine == .sqlite ? faultyFlush(step.a) : flushWhoseConnectionEnds(step.a))
         case 91..<93: try await (engine == .sqlite ? busyFlush() : flushAfterLostConnections())
         case 93..<95: try await bulkInsert(step.a, step.b)
         case 95..<100: try await faultyFlush(step.a)
@@ -913,10 +914,16 @@ extension Harness {
     }
 
     private func flush(failing failure: Failure?, by flushing: (ModelStore) async throws -> Void = { try await $0.flush() }) async throws {
+        try await flush(failingIf: { failure }, by: flushing)
+    }
+
+    /// A flush, and how it fails as `failure` says once it is made.
+    private func flush(failingIf failure: () async throws -> Failure?, by flushing: (ModelStore) async throws -> Void = { try await $0.flush() }) async throws {
         let store = try live
         let before = store.pendingChanges
         var thrown: (any Error)?
         do { try await flushing(store) } catch { thrown = error }
+        let failure = try await failure()
         // A change the flush committed can no longer be discarded: refused, saying so.
         if let committed = before.first(where: { change in !store.pendingChanges.contains { $0.id == change.id } }) {
             do {
@@ -1218,6 +1225,43 @@ extension Harness {
             """)
         guard ended.first?.first != .integer(0) else { throw Divergence(message: "the store had no connection to end") }
         try await flush(failing: nil)
+    }
+
+    /// PostgreSQL: a flush whose transaction loses its connection once, the server ending the
+    /// store writer's own backend from a trigger: at `COMMIT` (a deferred trigger, so that the
+    /// store must ask the server whether the transaction committed) or in the middle of a
+    /// statement. The server rolls the transaction back; the store tries it again on a new
+    /// connection, and the flush commits as any other: every change once (an increment made
+    /// twice would show), none lost.
+    func flushWhoseConnectionEnds(_ a: UInt64) async throws {
+        let atCommit = a % 2 == 0
+        note("the server ends the store writer's connection once, \(atCommit ? "at COMMIT" : "in a statement"); flush")
+        let fires = atCommit ? "CONSTRAINT TRIGGER ending_the_writers_connection AFTER INSERT OR UPDATE OR DELETE ON items DEFERRABLE INITIALLY DEFERRED"
+            : "TRIGGER ending_the_writers_connection AFTER INSERT OR UPDATE OR DELETE ON items"
+        try await other.commit([
+            ("CREATE SEQUENCE IF NOT EXISTS ending_once", []),
+            ("SELECT setval('ending_once', 1, false)", []),
+            ("""
+            CREATE OR REPLACE FUNCTION end_the_writers_connection() RETURNS trigger LANGUAGE plpgsql AS $f$
+            BEGIN
+                IF current_setting('application_name') = 'trackedmodels writer' AND nextval('ending_once') = 1 THEN
+                    PERFORM pg_terminate_backend(pg_backend_pid());
+                END IF;
+                RETURN NULL;
+            END $f$
+            """, []),
+            ("CREATE \(fires) FOR EACH ROW EXECUTE FUNCTION end_the_writers_connection()", []),
+        ])
+        // Where the trigger fired, nothing committed: the flush fails as one failing at its
+        // commit does (the harness's store does not retry at once), every change pending.
+        try await flush(failingIf: {
+            guard await self.other.commits("DROP TRIGGER ending_the_writers_connection ON items", []) else {
+                throw Divergence(message: "the other connection could not drop the trigger that ends the writer's connection")
+            }
+            let ended = try await self.other.rows("SELECT is_called::int FROM ending_once").first?.first == .integer(1)
+            if Self.tracing { print("    the connection was \(ended ? "" : "not ")ended") }
+            return ended ? .atCommit : nil
+        })
     }
 
     /// A flush whose commit fails just before it commits (a full disk, an I/O error, a busy
