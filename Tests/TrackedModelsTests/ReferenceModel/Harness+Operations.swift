@@ -907,7 +907,8 @@ extension Harness {
 
     /// Where a flush's commit fails, if it does.
     private enum Failure {
-        /// At its start: the write lock is another connection's.
+        /// At its start: the write lock is another connection's (or, on PostgreSQL, its
+        /// connection ends before the database refused anything).
         case atBegin
         /// At its end, after its writes (a fault injected just before COMMIT).
         case atCommit
@@ -1252,15 +1253,29 @@ extension Harness {
             """, []),
             ("CREATE \(fires) FOR EACH ROW EXECUTE FUNCTION end_the_writers_connection()", []),
         ])
-        // Where the trigger fired, nothing committed: the flush fails as one failing at its
-        // commit does (the harness's store does not retry at once), every change pending.
+        // Where the trigger fired, nothing committed and the flush throws the lost connection
+        // (the harness's store does not retry at once), every change pending. At COMMIT, as a
+        // commit failing at its end; in a statement, the writes after it never ran, so no
+        // refusal is learned either, as when a commit cannot begin.
+        var thrown: StoreError.Code?
         try await flush(failingIf: {
             guard await self.other.commits("DROP TRIGGER ending_the_writers_connection ON items", []) else {
                 throw Divergence(message: "the other connection could not drop the trigger that ends the writer's connection")
             }
             let ended = try await self.other.rows("SELECT is_called::int FROM ending_once").first?.first == .integer(1)
             if Self.tracing { print("    the connection was \(ended ? "" : "not ")ended") }
-            return ended ? .atCommit : nil
+            guard ended else { return nil }
+            guard thrown == .connectionLost else {
+                throw Divergence(message: "the server ended the writer's connection in the flush, which threw \(thrown.map { "\($0)" } ?? "nothing"); expected connectionLost")
+            }
+            return atCommit ? .atCommit : .atBegin
+        }, by: { store in
+            do {
+                try await store.flush()
+            } catch {
+                thrown = (error as? StoreError)?.code
+                throw error
+            }
         })
     }
 

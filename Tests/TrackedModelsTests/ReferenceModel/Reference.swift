@@ -519,18 +519,21 @@ struct Reference {
     /// - Parameter retryingRefused: Whether units refused before are tried again (a flush's
     ///   first commit does; the commit of the units made while it was in flight does not, and
     ///   holds what links to their inserts).
-    /// - Returns: Whether a refused unit stays, so that `flush()` throws.
-    mutating func flush(fileKeys: Set<Int64>, keyOf: (Int) -> Int64?, retryingRefused: Bool = true) -> (refused: Bool, problems: [String]) {
+    /// - Returns: Whether a refused unit stays, so that `flush()` throws; whether the commit
+    ///   failed whole (then nothing committed, and every unit stays pending).
+    mutating func flush(fileKeys: Set<Int64>, keyOf: (Int) -> Int64?, retryingRefused: Bool = true) -> (refused: Bool, problems: [String], failedWhole: Bool) {
         if unitsInFlight > 0, unitsInFlight < units.count {
             // The units in flight commit in a transaction of their own, before the flush takes
             // the units made meanwhile: a transaction that fails whole (a full AUTOINCREMENT
-            // table) in the second leaves the first committed.
+            // table) in the second leaves the first committed, and one that fails whole in the
+            // first hands every unit back (the flush throws).
             let later = units[unitsInFlight...]
             units.removeSubrange(unitsInFlight...)
             let first = flush(fileKeys: fileKeys, keyOf: keyOf)
             units += later
+            guard !first.failedWhole else { return first }
             let second = flush(fileKeys: fileKeys, keyOf: keyOf, retryingRefused: false)
-            return (second.refused, first.problems + second.problems)
+            return (second.refused, first.problems + second.problems, second.failedWhole)
         }
         // Units held because they link to a row whose insert stays pending: those the flush
         // does not hand over, then those found by a try (the flush is made again without them).
@@ -552,7 +555,7 @@ struct Reference {
                     if refusal == Self.full {
                         // The transaction fails whole: every unit stays pending, none in flight.
                         unitsInFlight = 0
-                        return (true, [])
+                        return (true, [], true)
                     }
                     if refusal.hasPrefix("no key") { problems.append(refusal) }
                     unit.refuse(refusal)
@@ -570,7 +573,7 @@ struct Reference {
             unitsInFlight = 0
             file = Self.resolvingLinks(rows) { assigned[$0] ?? keyOf($0) }
             largestKeyEver = largest
-            return (hasRefusedUnits, problems)
+            return (hasRefusedUnits, problems, false)
         }
     }
 
