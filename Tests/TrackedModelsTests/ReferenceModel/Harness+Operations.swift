@@ -1231,9 +1231,9 @@ extension Harness {
     /// PostgreSQL: a flush whose transaction loses its connection once, the server ending the
     /// store writer's own backend from a trigger: at `COMMIT` (a deferred trigger, so that the
     /// store must ask the server whether the transaction committed) or in the middle of a
-    /// statement. The server rolls the transaction back; the store tries it again on a new
-    /// connection, and the flush commits as any other: every change once (an increment made
-    /// twice would show), none lost.
+    /// statement. The server rolls the transaction back: the flush throws the lost connection,
+    /// every change stays pending in order, and a later flush commits each once, on a new
+    /// connection (an increment made twice would show), none lost.
     func flushWhoseConnectionEnds(_ a: UInt64) async throws {
         let atCommit = a % 2 == 0
         note("the server ends the store writer's connection once, \(atCommit ? "at COMMIT" : "in a statement"); flush")
