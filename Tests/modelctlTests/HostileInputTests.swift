@@ -74,10 +74,10 @@ import Testing
         let small = try await peakMemoryOfSeed(rows: 100_000, in: workspace)
         let large = try await peakMemoryOfSeed(rows: 1_000_000, in: workspace)
         // Holding every row took 1.3 GB for a million; streamed, the peak stays where it was.
-        #expect(small > 0 && large > 0, "no memory figure was read from /proc")
-        // Seen: about 31 MB for both alone; up to 33 MB apart with the whole suite running
-        // (the shorter seed's peak can fall after its last sample).
-        #expect(large - small < 60_000, "a million rows peaked at \(large) kB, a hundred thousand at \(small) kB")
+        #expect(small > 0 && large > 0, "the kernel reported no peak memory")
+        // Seen: 47.9 and 48.3 MB (the kernel's count; sampling /proc while the whole suite ran
+        // saw them up to 33 MB apart, when the shorter seed's peak fell between samples).
+        #expect(large - small < 12_000, "a million rows peaked at \(large) kB, a hundred thousand at \(small) kB")
         let count = try await workspace.modelctl.run("query", "SELECT count(*) FROM rows", "--format", "csv", "--db", "seed-1000000.sqlite")
         #expect(count.stdout == "count(*)\r\n1000000\r\n")
     }

@@ -103,21 +103,30 @@ struct ModelCtlProcess {
         return (mask("SigIgn") | mask("SigCgt")) & wanted == wanted
     }
 
-    /// Runs modelctl to its end and returns its peak resident memory, read from `/proc` while
-    /// it runs (in kB), expecting it to succeed.
+    /// Runs modelctl to its end and returns its peak resident memory in kB, expecting it to
+    /// succeed, as GNU time (`apt-get install time`) reports it: the kernel's count, handed
+    /// over when the process exits, so that no sampler stalled behind other tests can miss the
+    /// peak.
+    ///
+    /// Through `time`, because the kernel carries the peak of the memory a child shares or
+    /// copies before its `exec` over into the child's count: a child started by this test
+    /// process would report this process's own peak whenever that is the larger. `time`'s
+    /// child starts from `time`'s few hundred kB.
+    ///
+    /// ```swift
+    /// let peak = try await workspace.modelctl.peakMemory(["seed", "--rows", "1000", "--db", "demo.sqlite"])
+    /// ```
     func peakMemory(_ arguments: [String]) async throws -> Int {
-        let process = try start(arguments)
-        var peak = 0
-        while process.isRunning {
-            if let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
-               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-               let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") {
-                peak = max(peak, kilobytes)
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(process.terminationStatus == 0, "modelctl \(arguments.joined(separator: " ")) failed")
-        return peak
+        let time = URL(fileURLWithPath: "/usr/bin/time")
+        try #require(FileManager.default.isExecutableFile(atPath: time.path), "GNU time is not installed; apt-get install time")
+        let report = path("peak-memory.txt")
+        let errors = Pipe()
+        let process = try start(time, ["--format", "%M", "--output", report, Self.executable.path] + arguments, stdout: Pipe(), stderr: errors)
+        let status = await process.exitStatus()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(status == 0, "modelctl \(arguments.joined(separator: " ")) failed: \(message)")
+        let figure = try String(contentsOfFile: report, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        return try #require(Int(figure), "time reported no peak memory but \(figure)")
     }
 
     func path(_ name: String) -> String {
