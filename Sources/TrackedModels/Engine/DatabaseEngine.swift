@@ -135,9 +135,15 @@ protocol EngineWriter: AnyObject {
     func readChangeLog() throws -> ExternalChangeBatch?
 
     /// Calls `wake` on `queue` when another connection may have committed, sooner than the
-    /// worker's polling would notice (SQLite: a write to the WAL file). Does nothing for an
-    /// engine with no such signal; stops at ``close()``.
+    /// worker's polling would notice (SQLite: a write to the WAL file; PostgreSQL: the change
+    /// log's notification). Does nothing for an engine with no such signal; stops at ``close()``.
     func watchForCommits(on queue: DispatchQueue, wake: @escaping @Sendable () -> Void)
+
+    /// Whether every commit ``watchForCommits(on:wake:)`` signals can be read by the look the
+    /// signal brings: true for PostgreSQL, which notifies listeners only once the transaction
+    /// is visible to new snapshots; false for SQLite, whose WAL is written before the commit is
+    /// published. Where false, a look after a signal that finds nothing is made again shortly.
+    var signalsReadableCommits: Bool { get }
 
     /// Releases the connection. No call follows.
     func close()

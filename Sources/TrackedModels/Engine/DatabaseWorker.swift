@@ -191,26 +191,43 @@ final class DatabaseWorker: @unchecked Sendable {
     // MARK: - On the queue
 
     /// The engine's signal that someone may have committed: look now, and again shortly if the
-    /// commit was not visible yet (a signal may come before the commit can be read: SQLite
-    /// writes the WAL frames before it publishes the commit, and a writer on a loaded machine
-    /// may be descheduled between the two for a long while). A look costs one cheap check.
+    /// look failed, or found nothing where a signal may come before its commit can be read
+    /// (SQLite writes the WAL frames before it publishes the commit, and a writer on a loaded
+    /// machine may be descheduled between the two for a long while). Where every signal follows
+    /// a commit the look can read (``EngineWriter/signalsReadableCommits``), a look that finds
+    /// nothing means an earlier look read it.
     private func wake() {
-        guard !poll() else { return }
+        switch poll() {
+        case .found: return
+        case .nothingNew where engine?.signalsReadableCommits == true: return
+        case .nothingNew, .failed: break
+        }
         for delay in [1, 10, 100, 1_000] {
             queue.asyncAfter(deadline: .now() + .milliseconds(delay)) { [weak self] in self?.poll() }
         }
     }
 
+    /// What a look for other connections' commits found.
+    private enum Look {
+        case found
+        case nothingNew
+        /// The read failed: it is made again at the next look.
+        case failed
+    }
+
     /// Reports other connections' commits, if any.
-    ///
-    /// - Returns: Whether anyone else had committed.
     @discardableResult
-    private func poll() -> Bool {
-        guard let engine, watchesChanges else { return false }
-        // A failed read is retried on the next look.
-        guard let batch = try? engine.readChangeLog() else { return false }
+    private func poll() -> Look {
+        guard let engine, watchesChanges else { return .nothingNew }
+        let batch: ExternalChangeBatch?
+        do {
+            batch = try engine.readChangeLog()
+        } catch {
+            return .failed
+        }
+        guard let batch else { return .nothingNew }
         if !batch.isEmpty { report(.externalChanges(batch)) }
-        return true
+        return .found
     }
 
     private func run(_ batch: WriteBatch) -> BatchOutcome.Result {

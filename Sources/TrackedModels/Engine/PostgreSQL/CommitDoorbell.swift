@@ -36,12 +36,17 @@ final class CommitDoorbell: Sendable {
                         PostgresSession.close(connection)
                     }
                     guard !Task.isCancelled else { return }
-                    try await connection.listen(on: PostgreSQLChangeLog.channel) { notifications in
-                        // Whatever was committed while nobody listened.
-                        ring()
-                        pause = .milliseconds(50)
-                        for try await _ in notifications { ring() }
-                    }
+                    // A notification rings on the connection's event loop as it arrives, with no
+                    // task to hand it on (each thread woken costs the most on a busy machine).
+                    connection.addListener(channel: PostgreSQLChangeLog.channel) { _, _ in ring() }
+                    // The listener sends `LISTEN` on its own, without an answer to await; this one
+                    // (the same again, which changes nothing) is answered after it: no commit goes
+                    // unheard from here.
+                    _ = try await connection.query("LISTEN \(unescaped: quoteIdentifier(PostgreSQLChangeLog.channel))", logger: logger).collect()
+                    // Whatever was committed while nobody listened.
+                    ring()
+                    pause = .milliseconds(50)
+                    try await connection.closeFuture.get()
                 } catch {
                     guard !Task.isCancelled else { return }
                     logger.debug("the change log's doorbell lost its connection; listening again", metadata: ["error": "\(error)"])

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Logging
+import Synchronization
 
 /// The writing half of the PostgreSQL engine: the writer's own connection (a
 /// ``PostgresPipeline``), waited on from the database worker's queue; the change log; and the
@@ -436,9 +437,28 @@ final class PostgreSQLWriter: EngineWriter {
         }
     }
 
+    /// Wakes the worker once for the rings that come while a wake is waiting on its queue: the
+    /// look it makes reads their commits too. The wait ends as the wake begins, before its look,
+    /// so a commit rung after that brings a look of its own.
     func watchForCommits(on queue: DispatchQueue, wake: @escaping @Sendable () -> Void) {
         guard changeLog != nil, listensForCommits, doorbell == nil, !isClosed else { return }
-        doorbell = CommitDoorbell(endpoint: session.endpoint, logger: logger) { queue.async(execute: wake) }
+        let waiting = WaitingWake()
+        doorbell = CommitDoorbell(endpoint: session.endpoint, logger: logger) {
+            guard !waiting.isWaiting.exchange(true, ordering: .sequentiallyConsistent) else { return }
+            queue.async {
+                waiting.isWaiting.store(false, ordering: .sequentiallyConsistent)
+                wake()
+            }
+        }
+    }
+
+    /// True: PostgreSQL notifies listeners once the committing transaction is visible to new
+    /// snapshots (after it leaves the running transactions).
+    var signalsReadableCommits: Bool { true }
+
+    /// Whether a wake is on the worker's queue and has not begun.
+    private final class WaitingWake: Sendable {
+        let isWaiting = Atomic(false)
     }
 
     func close() {

@@ -6,7 +6,9 @@ import PostgresNIO
 // What libpq hands back: a result's rows, a statement the server refused, a connection that
 // failed.
 extension PostgresPipeline {
-    /// A result's rows, each cell read from its binary form by its type.
+    /// A result's rows, each cell read from its binary form by its type: integers, reals,
+    /// booleans and text in place in libpq's buffer (``valueInPlace(_:type:)``), every other
+    /// type through ``PostgresValues/value(of:)``.
     static func rows(of result: OpaquePointer) throws -> [[SQLValue]] {
         let count = PQntuples(result)
         guard count > 0 else { return [] }
@@ -23,12 +25,36 @@ extension PostgresPipeline {
                     values.append(.null)
                     continue
                 }
-                let buffer = ByteBuffer(bytes: UnsafeRawBufferPointer(start: bytes, count: Int(PQgetlength(result, row, field))))
-                values.append(try PostgresValues.value(of: PostgresCell(bytes: buffer, dataType: types[Int(field)], format: .binary, columnName: names[Int(field)], columnIndex: Int(field))))
+                let cell = UnsafeRawBufferPointer(start: bytes, count: Int(PQgetlength(result, row, field)))
+                if let value = valueInPlace(cell, type: types[Int(field)]) {
+                    values.append(value)
+                    continue
+                }
+                values.append(try PostgresValues.value(of: PostgresCell(bytes: ByteBuffer(bytes: cell), dataType: types[Int(field)], format: .binary, columnName: names[Int(field)], columnIndex: Int(field))))
             }
             rows.append(values)
         }
         return rows
+    }
+
+    /// A cell of the types a store's rows and the change log are made of, read where libpq
+    /// holds it (a watcher reads every changed row: a copy of each cell into a buffer of its
+    /// own cost more than the rest of the read); nil for any other type, or a length the type
+    /// does not have, which ``PostgresValues/value(of:)`` reads or reports.
+    ///
+    /// ```swift
+    /// valueInPlace(UnsafeRawBufferPointer(start: bytes, count: 8), type: .int8)   // .integer(...)
+    /// ```
+    static func valueInPlace(_ cell: UnsafeRawBufferPointer, type: PostgresDataType) -> SQLValue? {
+        switch type {
+        case .int8 where cell.count == 8: .integer(Int64(bigEndian: cell.loadUnaligned(as: Int64.self)))
+        case .int4 where cell.count == 4: .integer(Int64(Int32(bigEndian: cell.loadUnaligned(as: Int32.self))))
+        case .int2 where cell.count == 2: .integer(Int64(Int16(bigEndian: cell.loadUnaligned(as: Int16.self))))
+        case .float8 where cell.count == 8: .real(Double(bitPattern: UInt64(bigEndian: cell.loadUnaligned(as: UInt64.self))))
+        case .bool where cell.count == 1 && cell[0] <= 1: .integer(Int64(cell[0]))
+        case .text, .varchar: .text(String(decoding: cell, as: UTF8.self))
+        default: nil
+        }
     }
 
     /// What libpq says went wrong with the connection.

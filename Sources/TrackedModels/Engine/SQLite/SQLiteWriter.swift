@@ -203,6 +203,10 @@ final class SQLiteWriter: EngineWriter {
         walSignal = FileChangeSignal(path: walFile, queue: queue, handler: wake)
     }
 
+    /// False: SQLite writes a commit's WAL frames, which wake a watcher, before it publishes
+    /// the commit.
+    var signalsReadableCommits: Bool { false }
+
     func close() {
         walSignal?.cancel()
         walSignal = nil
