@@ -38,7 +38,13 @@ final class CommitDoorbell: Sendable {
                     guard !Task.isCancelled else { return }
                     // A notification rings on the connection's event loop as it arrives, with no
                     // task to hand it on (each thread woken costs the most on a busy machine).
-                    connection.addListener(channel: PostgreSQLChangeLog.channel) { _, _ in ring() }
+                    // The listener is added on that loop while the connection is open: added to a
+                    // connection closed meanwhile (by `stop()`, or the server), it would be
+                    // dropped unused, which postgres-nio traps on.
+                    try await connection.eventLoop.submit {
+                        guard !connection.isClosed else { throw ListeningEnded() }
+                        connection.addListener(channel: PostgreSQLChangeLog.channel) { _, _ in ring() }
+                    }.get()
                     // The listener sends `LISTEN` on its own, without an answer to await; this one
                     // (the same again, which changes nothing) is answered after it: no commit goes
                     // unheard from here.
@@ -56,6 +62,9 @@ final class CommitDoorbell: Sendable {
             }
         }
     }
+
+    /// The connection closed before the doorbell listened on it.
+    private struct ListeningEnded: Error {}
 
     /// Stops listening and closes the connection.
     func stop() {

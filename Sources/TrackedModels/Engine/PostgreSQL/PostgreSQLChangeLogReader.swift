@@ -280,7 +280,8 @@ final class PostgreSQLChangeLogReader {
         ownTransactions = ownTransactions.filter { $0 >= now.xmin }
     }
 
-    /// The current rows of a table by key, in model column order.
+    /// The current rows of a table by key, in model column order: one statement a table,
+    /// prepared once (a watcher runs it after nearly every look).
     static func rows(of schema: TableSchema, keys: [SQLValue], on session: PostgresPipeline) throws -> [SQLValue: [SQLValue]] {
         guard !keys.isEmpty else { return [:] }
         let keyIndex = schema.primaryKeyIndex
@@ -288,7 +289,7 @@ final class PostgreSQLChangeLogReader {
         let sql = "\(schema.selectSQL) WHERE \(quoteIdentifier(schema.primaryKey.name)) = ANY($1)"
         for start in stride(from: 0, to: keys.count, by: 1000) {
             let chunk = Array(keys[start..<min(start + 1000, keys.count)])
-            for row in try session.rowsWaiting(sql, [PostgresValues.arrayLiteral(chunk)], doing: "reading rows of \(schema.name)") {
+            for row in try session.rowsWaiting(sql, [PostgresValues.arrayLiteral(chunk)], reused: true, doing: "reading rows of \(schema.name)") {
                 found[row[keyIndex]] = row
             }
         }
