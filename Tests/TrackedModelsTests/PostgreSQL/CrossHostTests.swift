@@ -36,17 +36,22 @@ import Testing
             if let count = event.change(of: \Row.count)?.new { heard.withLock { $0.append(count) } }
         }
         func count() async throws -> String { try await PostgresServer.psql(url, "SELECT count FROM rows WHERE id = 1") }
+        // What a settle that gives up says: what the store shows, what it heard, what the server holds.
+        func state() async -> String {
+            let heardLast = heard.withLock { $0.suffix(3) }
+            return "the store shows \(row.count) (last heard \(heardLast)), the server holds \((try? await count()) ?? "?")"
+        }
 
         // Four processes at once: exact.
         let bumpers = try (0..<4).map { _ in try Helper.start(["increment", url, "1", "50", "5"]) }
         for bumper in bumpers { #expect(await bumper.exitStatus() == 0) }
         #expect(try await count() == "200")
-        try await settle(store) { row.count == 200 }
+        try await settle(store, until: { row.count == 200 }, state: state)
 
         // The server ends the doorbell's connection: the next commit is still heard.
         #expect(try await PostgresServer.psql(url, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'trackedmodels doorbell'") != "0")
         #expect(try await Helper.start(["increment", url, "1", "10"]).exitStatus() == 0)
-        try await settle(store) { row.count == 210 }
+        try await settle(store, until: { row.count == 210 }, state: state)
 
         // The server restarts while a process commits bump after bump.
         let restarted = try Helper.start(["increment-through", url, "1", "100"])
@@ -54,7 +59,7 @@ import Testing
         try await host.restartServer()
         #expect(await restarted.exitStatus() == 0)
         #expect(try await count() == "310")
-        try await settle(store) { row.count == 310 }
+        try await settle(store, until: { row.count == 310 }, state: state)
 
         // The link goes down for three seconds while a process commits.
         let partitioned = try Helper.start(["increment-through", url, "1", "100"])
@@ -64,7 +69,7 @@ import Testing
         try await host.setLink(up: true)
         #expect(await partitioned.exitStatus() == 0)
         #expect(try await count() == "410")
-        try await settle(store) { row.count == 410 }
+        try await settle(store, until: { row.count == 410 }, state: state)
 
         // What the watcher heard only ever went up, and ended at the final count.
         let values = heard.withLock { $0 }

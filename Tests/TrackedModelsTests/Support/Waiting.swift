@@ -9,14 +9,20 @@ import TrackedModels
 /// refresh covers for it. (A condition that holds returns at once; the deadline is long so that
 /// a machine busy with other test processes does not fail it: a full run beside a soak took
 /// over 10 s to place a PostgreSQL read.)
+///
+/// - Parameter state: What to say of the state when the condition does not hold in time (what
+///   the store shows, what the database holds), so that a failure tells a store that heard
+///   nothing from one that heard a stale value.
 @MainActor
 func settle(
-    _ stores: ModelStore..., until condition: () async throws -> Bool, sourceLocation: SourceLocation = #_sourceLocation
+    _ stores: ModelStore..., until condition: () async throws -> Bool, state: () async -> String = { "" },
+    sourceLocation: SourceLocation = #_sourceLocation
 ) async throws {
     let deadline = ContinuousClock.now + .seconds(60)
     while try await !condition() {
         guard ContinuousClock.now < deadline else {
-            Issue.record("the awaited condition did not hold within 60 s", sourceLocation: sourceLocation)
+            let said = await state()
+            Issue.record("the awaited condition did not hold within 60 s\(said.isEmpty ? "" : ": \(said)")", sourceLocation: sourceLocation)
             return
         }
         try await Task.sleep(for: .milliseconds(5))
