@@ -14,7 +14,6 @@ extension PostgresPipeline {
         guard count > 0 else { return [] }
         let fields = PQnfields(result)
         let types = (0..<fields).map { PostgresDataType(UInt32(PQftype(result, $0))) }
-        let names = (0..<fields).map { String(cString: PQfname(result, $0)) }
         var rows: [[SQLValue]] = []
         rows.reserveCapacity(Int(count))
         for row in 0..<count {
@@ -30,7 +29,7 @@ extension PostgresPipeline {
                     values.append(value)
                     continue
                 }
-                values.append(try PostgresValues.value(of: PostgresCell(bytes: ByteBuffer(bytes: cell), dataType: types[Int(field)], format: .binary, columnName: names[Int(field)], columnIndex: Int(field))))
+                values.append(try PostgresValues.value(of: PostgresCell(bytes: ByteBuffer(bytes: cell), dataType: types[Int(field)], format: .binary, columnName: String(cString: PQfname(result, field)), columnIndex: Int(field))))
             }
             rows.append(values)
         }
