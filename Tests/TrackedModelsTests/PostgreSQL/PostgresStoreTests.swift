@@ -72,6 +72,66 @@ struct PostgresStoreTests {
         try await store.close()
     }
 
+    /// Hearing another connection's commit takes one round trip: the look reads the rows its
+    /// entries name in the same statement. A table altered under the store fails that
+    /// statement; the store still hears the other tables, and once the table fits again (and
+    /// the log is repaired), it hears in one round trip again.
+    @Test func anotherConnectionsCommitIsHeardInOneRoundTrip() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        var configuration = Stores.configuration()
+        configuration.createsMissingTables = true
+        configuration.externalChangePollInterval = .seconds(3_600)
+        configuration.wakesOnFileChanges = false
+        let store = try await ModelStore.open(.postgres(url), models: [Row.self, ClubMember.self], configuration: configuration)
+        let member = ClubMember(id: 1, email: "m1@club", name: "One", code: nil, team: nil)
+        try store.insert(member)
+        try store.insert(contentsOf: (1...3).map { Row(id: $0, title: "Row \($0)", count: 0) })
+        try await store.flush()
+        let rows = try await store.async.fetch(FetchDescriptor<Row>(sortBy: [SortDescriptor(\.id)]))
+        func counts() throws -> (waits: Int, rowReads: Int)? {
+            try store.worker.withEngine { engine in
+                let writer = engine as! PostgreSQLWriter
+                // Recording the store's place in the log, once a second, is a round trip of its own.
+                let waits = writer.roundTrips - writer.statementsSent["recording the change log position", default: 0]
+                return (waits, writer.statementsSent.filter { $0.key.hasPrefix("reading rows of") }.values.reduce(0, +))
+            }
+        }
+        /// The round trips and separate row reads of the looks that hear `sql`'s commit.
+        func hear(_ sql: String) async throws -> (waits: Int, rowReads: Int) {
+            let before = try #require(try counts())
+            try await PostgresServer.psql(url, sql)
+            try await store.refreshExternalChanges()
+            let after = try #require(try counts())
+            return (after.waits - before.waits, after.rowReads - before.rowReads)
+        }
+        var looks: [(waits: Int, rowReads: Int)] = []
+        for round in 1...3 {
+            looks.append(try await hear("UPDATE rows SET count = \(round) WHERE id = 2; INSERT INTO rows (id, title, count) VALUES (\(10 + round), 'New', 0); DELETE FROM rows WHERE id = 3"))
+            #expect(rows[1].count == Int64(round))
+        }
+        #expect(try await store.async.find(Row.self, key: 13)?.title == "New")
+        #expect(try await store.async.find(Row.self, key: 3) == nil)
+        #expect(looks.map(\.waits) == [1, 1, 1], "round trips per look: \(looks)")
+        #expect(looks.map(\.rowReads) == [0, 0, 0], "rows read on their own: \(looks)")
+
+        var errors = store.writeErrors.makeAsyncIterator()
+        try await PostgresServer.psql(url, "ALTER TABLE rows RENAME COLUMN title TO name")
+        try await store.refreshExternalChanges()
+        #expect(try #require(await errors.next()).code == .schemaMismatch)
+        _ = try await hear("UPDATE members SET name = 'Uno' WHERE id = 1")
+        #expect(member.name == "Uno")
+        try await PostgresServer.psql(url, "ALTER TABLE rows RENAME COLUMN name TO title")
+        try await store.refreshExternalChanges()
+        looks = []
+        for round in 4...6 {
+            looks.append(try await hear("UPDATE rows SET count = \(round) WHERE id = 2"))
+            #expect(rows[1].count == Int64(round))
+        }
+        #expect(looks.map(\.waits) == [1, 1, 1], "round trips per look after the table fits again: \(looks)")
+        #expect(looks.map(\.rowReads) == [0, 0, 0], "rows read on their own after the table fits again: \(looks)")
+        try await store.close()
+    }
+
     /// Updates of many rows that set and add the same columns go as one statement; a row
     /// another connection deleted meanwhile is still refused alone, naming it, and the rest
     /// commit.

@@ -15,11 +15,19 @@ final class PostgreSQLChangeLogReader {
     /// The log as last installed or repaired.
     private var installation: PostgreSQLChangeLog.Installation
     private let tableIndexByName: [String: Int]
-    /// The statement of a look, with the fingerprint.
-    private let lookSQL: String
-    /// The statement of a look inside a commit: it also gives the transaction its id (see
-    /// ``lookTransaction``), which would otherwise cost the commit a round trip of its own.
-    private let committingLookSQL: String
+    /// Each table's columns' types, as PostgreSQL names them (see ``PostgreSQLChangeLogLook``).
+    private let columnTypes: [[String]]
+    /// A look that reads no rows, alone (after a look that failed) or as the first statement
+    /// of a commit, where it also gives the transaction its id (see ``lookTransaction``),
+    /// which would otherwise cost the commit a round trip of its own.
+    private let plainLook: PostgreSQLChangeLogLook
+    private let committingLook: PostgreSQLChangeLogLook
+    /// A look that also reads the changed rows of the tables that fit, made for `unfit`.
+    private var readingLook: (unfit: Set<Int>, look: PostgreSQLChangeLogLook)?
+    /// Whether a look outside a commit reads the changed rows in its own statement: until one
+    /// fails for another reason than a lost connection (and is made again without them), and
+    /// again after the next repair.
+    private var readsRowsInLook = true
     /// The id the last look inside a commit gave its transaction: the commit's own (its log
     /// entries are the store's, and a connection lost at `COMMIT` asks the server about it).
     /// Nil after a look outside a commit.
@@ -44,31 +52,16 @@ final class PostgreSQLChangeLogReader {
     private let staleAfter: Duration
     private let recordEvery: Duration = .seconds(1)
 
-    init(schemas: [TableSchema], installation: PostgreSQLChangeLog.Installation, seen: Snapshot, staleAfter: Duration) {
+    /// - Parameter columnTypes: Each table's columns' types, as PostgreSQL names them.
+    init(schemas: [TableSchema], columnTypes: [[String]], installation: PostgreSQLChangeLog.Installation, seen: Snapshot, staleAfter: Duration) {
         self.schemas = schemas
+        self.columnTypes = columnTypes
         self.installation = installation
         self.seen = seen
         self.staleAfter = staleAfter
         tableIndexByName = Dictionary(schemas.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
-        // One statement, so one snapshot: the transactions it shows ended, how far the log was
-        // pruned, the entries it sees and the catalog agree (a pruning either shows in both or
-        // in neither). `now` is materialized: inlined, the snapshot's text and the catalog's
-        // digest were made again for every entry (some 50 µs an entry with 20 connections open).
-        func look(assigning: Bool) -> String {
-            """
-            WITH now AS MATERIALIZED (
-                SELECT pg_current_snapshot()::text AS snapshot, (SELECT pruned_below FROM \(PostgreSQLChangeLog.stateTable) WHERE id = 1) AS pruned,
-                    \(PostgreSQLChangeLog.fingerprintExpression(schemas)) AS fingerprint\(assigning ? ", pg_current_xact_id()::text AS transaction" : "")
-            )
-            SELECT now.snapshot, now.pruned::text, c.xid::text, c.tbl, c.row_key, c.kind, c.mask, now.fingerprint\(assigning ? ", now.transaction" : "")
-            FROM now LEFT JOIN \(PostgreSQLChangeLog.table) AS c ON c.xid >= $1::text::xid8 OR c.xid = ANY($2::text::xid8[])
-            ORDER BY c.seq
-            """
-        }
-        // The snapshot is the statement's, taken before the id is assigned: as in a commit
-        // whose first write assigns it, the id is past every transaction the snapshot shows.
-        lookSQL = look(assigning: false)
-        committingLookSQL = look(assigning: true)
+        plainLook = PostgreSQLChangeLogLook(schemas: schemas, columnTypes: columnTypes, readingRowsOf: [], assigning: false)
+        committingLook = PostgreSQLChangeLogLook(schemas: schemas, columnTypes: columnTypes, readingRowsOf: [], assigning: true)
     }
 
     /// Every entry of a transaction below this id has been read: the oldest transaction that
@@ -128,6 +121,9 @@ final class PostgreSQLChangeLogReader {
     /// the last look could not see", so that a commit is heard at the next look whatever else
     /// is still running, and once only.
     ///
+    /// A look outside a commit reads the rows its entries name in the same statement: one
+    /// round trip and one snapshot for both (see ``readsRowsInLook``).
+    ///
     /// - Returns: What others committed; nil when no transaction ended since the last look.
     ///
     /// A look at a log whose tables are gone fails (``isLogGone(_:)``); one that finds the log's
@@ -139,15 +135,12 @@ final class PostgreSQLChangeLogReader {
     func collect(on session: PostgresPipeline, inCommit: Bool = false) throws -> ExternalChangeBatch? {
         var batch = ExternalChangeBatch()
         lookTransaction = nil
-        let rows = try session.rowsWaiting(
-            inCommit ? committingLookSQL : lookSQL, [.text(String(seen.xmax)), .text("{\(seen.inProgress.map(String.init).joined(separator: ","))}")], reused: true,
-            doing: "reading the change log"
-        )
-        if inCommit, case .text(let text)? = rows.first?.last { lookTransaction = UInt64(text) }
-        guard case .text(let snapshotText) = rows.first?[0], let now = Snapshot(snapshotText) else { return nil }
-        needsRepair = rows.first?[7] != installation.catalog.fingerprint
+        let answer = try look(inCommit: inCommit, on: session)
+        lookTransaction = answer.transaction
+        guard let now = answer.snapshot else { return nil }
+        needsRepair = answer.fingerprint != installation.catalog.fingerprint
         guard !needsRepair else { return nil }
-        if case .text(let prunedText) = rows.first?[1], let pruned = UInt64(prunedText), pruned > horizon {
+        if let pruned = answer.prunedBelow, pruned > horizon {
             // Entries this reader had not read were pruned: it was away too long.
             batch.resetTables = schemas.indices.filter { !unfit.contains($0) }
             move(to: now)
@@ -158,22 +151,34 @@ final class PostgreSQLChangeLogReader {
             try recordIfDue(on: session)
             return nil
         }
-        let entries = rows.compactMap { row -> ChangeLogEntries.Entry? in
-            guard case .text(let xidText) = row[2], let xid = UInt64(xidText), !ownTransactions.contains(xid),
-                  case .text(let name) = row[3], let table = tableIndexByName[name],
-                  case .integer(let kind) = row[5], case .integer(let mask) = row[6]
-            else { return nil }
-            let key: SQLValue = if case .text(let keyText) = row[4] {
-                PostgreSQLChangeLog.key(keyText, type: schemas[table].primaryKey.type)
-            } else {
-                .null
-            }
-            return ChangeLogEntries.Entry(table: table, key: key, kind: kind, mask: mask)
-        }
-        try merge(entries, into: &batch, on: session)
+        try merge(answer.entries, into: &batch, on: session, read: answer.rows)
         move(to: now)
         try recordIfDue(on: session)
         return batch
+    }
+
+    /// Runs a look: outside a commit, one that reads the changed rows too, while
+    /// ``readsRowsInLook``.
+    private func look(inCommit: Bool, on session: PostgresPipeline) throws -> PostgreSQLChangeLogLook.Answer {
+        guard !inCommit else { return try committingLook.read(seen: seen, ownTransactions: ownTransactions, on: session) }
+        guard readsRowsInLook else { return try plainLook.read(seen: seen, ownTransactions: ownTransactions, on: session) }
+        do {
+            return try lookReadingRows().read(seen: seen, ownTransactions: ownTransactions, on: session)
+        } catch let error as StoreError where error.code != .connectionLost {
+            // A table altered under the store (a column renamed or dropped, its key's type
+            // changed) fails the statement before the look can see that the catalog changed.
+            // Outside a transaction, nothing else failed with it.
+            readsRowsInLook = false
+            return try plainLook.read(seen: seen, ownTransactions: ownTransactions, on: session)
+        }
+    }
+
+    /// The look that reads the rows of every table that fits.
+    private func lookReadingRows() -> PostgreSQLChangeLogLook {
+        if let readingLook, readingLook.unfit == unfit { return readingLook.look }
+        let look = PostgreSQLChangeLogLook(schemas: schemas, columnTypes: columnTypes, readingRowsOf: schemas.indices.filter { !unfit.contains($0) }, assigning: false)
+        readingLook = (unfit, look)
+        return look
     }
 
     /// Whether a look failed because the log's tables are gone (dropped by hand, or by a tool
@@ -257,16 +262,18 @@ final class PostgreSQLChangeLogReader {
         unfit = nowUnfit
         reported = differences
         needsRepair = false
+        readsRowsInLook = true
         return batch
     }
 
-    /// Merges entries per row and reloads the rows that are still there.
+    /// Merges entries per row and reloads the rows that are still there (those of a table in
+    /// `read` as it holds them: read with the entries).
     /// The entries of a table that does not fit its model are left out: its rows cannot be read
     /// as the model's.
-    func merge(_ entries: [ChangeLogEntries.Entry], into batch: inout ExternalChangeBatch, on session: PostgresPipeline) throws {
+    func merge(_ entries: [ChangeLogEntries.Entry], into batch: inout ExternalChangeBatch, on session: PostgresPipeline, read: [Int: [SQLValue: [SQLValue]]] = [:]) throws {
         let entries = entries.filter { !unfit.contains($0.table) }
         try ChangeLogEntries.merge(entries, schemas: schemas, layouts: installation.layouts, into: &batch) { table, keys in
-            try Self.rows(of: schemas[table], keys: keys, on: session)
+            try read[table] ?? Self.rows(of: schemas[table], keys: keys, on: session)
         }
     }
 
