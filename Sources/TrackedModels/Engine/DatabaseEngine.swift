@@ -131,8 +131,13 @@ protocol EngineWriter: AnyObject {
     func readRows(table: Int, keys: [SQLValue]) throws -> [[SQLValue]?]
 
     /// What other connections committed since the last look, row by row; `nil` when nobody
-    /// did. Prunes the change log when it has grown past its retention, whoever wrote it.
+    /// did.
     func readChangeLog() throws -> ExternalChangeBatch?
+
+    /// Keeps the change log, when due: records where this store's reading stands (PostgreSQL)
+    /// and prunes what every reader has read. The worker calls it after reporting what a look
+    /// found, so that the report never waits for it; a failure is left to the next call.
+    func tidyChangeLog()
 
     /// Calls `wake` on `queue` when another connection may have committed, sooner than the
     /// worker's polling would notice (SQLite: a write to the WAL file; PostgreSQL: the change

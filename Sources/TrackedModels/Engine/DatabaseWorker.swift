@@ -225,6 +225,7 @@ final class DatabaseWorker: @unchecked Sendable {
         } catch {
             return .failed
         }
+        defer { engine.tidyChangeLog() }
         guard let batch else { return .nothingNew }
         if !batch.isEmpty { report(.externalChanges(batch)) }
         return .found

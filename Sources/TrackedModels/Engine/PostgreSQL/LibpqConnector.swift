@@ -44,7 +44,7 @@ struct LibpqConnector {
             (values.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { values in PQconnectdbParams(keywords.baseAddress, values.baseAddress, 0) }
         }
         guard let made else { throw StoreError(code: .engineFailure, message: "connecting to PostgreSQL at \(endpoint) failed: libpq is out of memory") }
-        guard PQstatus(made) == CONNECTION_OK, Self.keepsGenericPlans(made), PQsetnonblocking(made, 1) == 0, PQenterPipelineMode(made) == 1 else {
+        guard PQstatus(made) == CONNECTION_OK, PQsetnonblocking(made, 1) == 0, PQenterPipelineMode(made) == 1 else {
             let failure = PostgresPipeline.ConnectionFailure(made)
             PQfinish(made)
             throw failure
@@ -53,18 +53,6 @@ struct LibpqConnector {
         // print them on standard error.
         PQsetNoticeProcessor(made, { _, _ in }, nil)
         return made
-    }
-
-    /// Has the connection plan each prepared statement once, for every set of values: the
-    /// statements it runs over and over are the store's own, by key, and their generic plans
-    /// are the plans a run would get anyway. Left to choose, PostgreSQL plans a look at the change
-    /// log that reads the changed rows anew at every run (its generic plan is costed for a third
-    /// of the log), which takes longer than running it: 1.3 ms of planning against 0.4 ms.
-    /// Set with a statement rather than the connection's `options`, which poolers refuse.
-    private static func keepsGenericPlans(_ connection: OpaquePointer) -> Bool {
-        let result = PQexec(connection, "SET plan_cache_mode = force_generic_plan")
-        defer { PQclear(result) }
-        return PQresultStatus(result) == PGRES_COMMAND_OK
     }
 
     /// The system's bundle of trusted root certificates (Debian's, Red Hat's, Alpine's), as

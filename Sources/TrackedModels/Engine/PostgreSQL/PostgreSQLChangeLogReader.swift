@@ -15,19 +15,11 @@ final class PostgreSQLChangeLogReader {
     /// The log as last installed or repaired.
     private var installation: PostgreSQLChangeLog.Installation
     private let tableIndexByName: [String: Int]
-    /// Each table's columns' types, as PostgreSQL names them (see ``PostgreSQLChangeLogLook``).
-    private let columnTypes: [[String]]
-    /// A look that reads no rows, alone (after a look that failed) or as the first statement
-    /// of a commit, where it also gives the transaction its id (see ``lookTransaction``),
-    /// which would otherwise cost the commit a round trip of its own.
-    private let plainLook: PostgreSQLChangeLogLook
+    /// A look alone, and one as the first statement of a commit, where it also gives the
+    /// transaction its id (see ``lookTransaction``), which would otherwise cost the commit a
+    /// round trip of its own.
+    private let look: PostgreSQLChangeLogLook
     private let committingLook: PostgreSQLChangeLogLook
-    /// A look that also reads the changed rows of the tables that fit, made for `unfit`.
-    private var readingLook: (unfit: Set<Int>, look: PostgreSQLChangeLogLook)?
-    /// Whether a look outside a commit reads the changed rows in its own statement: until one
-    /// fails for another reason than a lost connection (and is made again without them), and
-    /// again after the next repair.
-    private var readsRowsInLook = true
     /// The id the last look inside a commit gave its transaction: the commit's own (its log
     /// entries are the store's, and a connection lost at `COMMIT` asks the server about it).
     /// Nil after a look outside a commit.
@@ -48,20 +40,20 @@ final class PostgreSQLChangeLogReader {
     private var ownTransactions: Set<UInt64> = []
     /// When this reader last recorded its horizon and pruned.
     private var lastRecorded = ContinuousClock.now - .seconds(3600)
+    /// Whether the horizon is to be recorded at once (a look found the log pruned past it).
+    private var recordsNow = false
     /// How long a reader may be away before the log is pruned past it.
     private let staleAfter: Duration
     private let recordEvery: Duration = .seconds(1)
 
-    /// - Parameter columnTypes: Each table's columns' types, as PostgreSQL names them.
-    init(schemas: [TableSchema], columnTypes: [[String]], installation: PostgreSQLChangeLog.Installation, seen: Snapshot, staleAfter: Duration) {
+    init(schemas: [TableSchema], installation: PostgreSQLChangeLog.Installation, seen: Snapshot, staleAfter: Duration) {
         self.schemas = schemas
-        self.columnTypes = columnTypes
         self.installation = installation
         self.seen = seen
         self.staleAfter = staleAfter
         tableIndexByName = Dictionary(schemas.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
-        plainLook = PostgreSQLChangeLogLook(schemas: schemas, columnTypes: columnTypes, readingRowsOf: [], assigning: false)
-        committingLook = PostgreSQLChangeLogLook(schemas: schemas, columnTypes: columnTypes, readingRowsOf: [], assigning: true)
+        look = PostgreSQLChangeLogLook(schemas: schemas, tableIndexByName: tableIndexByName, assigning: false)
+        committingLook = PostgreSQLChangeLogLook(schemas: schemas, tableIndexByName: tableIndexByName, assigning: true)
     }
 
     /// Every entry of a transaction below this id has been read: the oldest transaction that
@@ -121,9 +113,6 @@ final class PostgreSQLChangeLogReader {
     /// the last look could not see", so that a commit is heard at the next look whatever else
     /// is still running, and once only.
     ///
-    /// A look outside a commit reads the rows its entries name in the same statement: one
-    /// round trip and one snapshot for both (see ``readsRowsInLook``).
-    ///
     /// - Returns: What others committed; nil when no transaction ended since the last look.
     ///
     /// A look at a log whose tables are gone fails (``isLogGone(_:)``); one that finds the log's
@@ -135,7 +124,7 @@ final class PostgreSQLChangeLogReader {
     func collect(on session: PostgresPipeline, inCommit: Bool = false) throws -> ExternalChangeBatch? {
         var batch = ExternalChangeBatch()
         lookTransaction = nil
-        let answer = try look(inCommit: inCommit, on: session)
+        let answer = try (inCommit ? committingLook : look).read(seen: seen, ownTransactions: ownTransactions, on: session)
         lookTransaction = answer.transaction
         guard let now = answer.snapshot else { return nil }
         needsRepair = answer.fingerprint != installation.catalog.fingerprint
@@ -144,41 +133,13 @@ final class PostgreSQLChangeLogReader {
             // Entries this reader had not read were pruned: it was away too long.
             batch.resetTables = schemas.indices.filter { !unfit.contains($0) }
             move(to: now)
-            try recordIfDue(on: session, force: true)
+            recordsNow = true
             return batch
         }
-        guard now != seen else {
-            try recordIfDue(on: session)
-            return nil
-        }
-        try merge(answer.entries, into: &batch, on: session, read: answer.rows)
+        guard now != seen else { return nil }
+        try merge(answer.entries, into: &batch, on: session)
         move(to: now)
-        try recordIfDue(on: session)
         return batch
-    }
-
-    /// Runs a look: outside a commit, one that reads the changed rows too, while
-    /// ``readsRowsInLook``.
-    private func look(inCommit: Bool, on session: PostgresPipeline) throws -> PostgreSQLChangeLogLook.Answer {
-        guard !inCommit else { return try committingLook.read(seen: seen, ownTransactions: ownTransactions, on: session) }
-        guard readsRowsInLook else { return try plainLook.read(seen: seen, ownTransactions: ownTransactions, on: session) }
-        do {
-            return try lookReadingRows().read(seen: seen, ownTransactions: ownTransactions, on: session)
-        } catch let error as StoreError where error.code != .connectionLost {
-            // A table altered under the store (a column renamed or dropped, its key's type
-            // changed) fails the statement before the look can see that the catalog changed.
-            // Outside a transaction, nothing else failed with it.
-            readsRowsInLook = false
-            return try plainLook.read(seen: seen, ownTransactions: ownTransactions, on: session)
-        }
-    }
-
-    /// The look that reads the rows of every table that fits.
-    private func lookReadingRows() -> PostgreSQLChangeLogLook {
-        if let readingLook, readingLook.unfit == unfit { return readingLook.look }
-        let look = PostgreSQLChangeLogLook(schemas: schemas, columnTypes: columnTypes, readingRowsOf: schemas.indices.filter { !unfit.contains($0) }, assigning: false)
-        readingLook = (unfit, look)
-        return look
     }
 
     /// Whether a look failed because the log's tables are gone (dropped by hand, or by a tool
@@ -262,18 +223,16 @@ final class PostgreSQLChangeLogReader {
         unfit = nowUnfit
         reported = differences
         needsRepair = false
-        readsRowsInLook = true
         return batch
     }
 
-    /// Merges entries per row and reloads the rows that are still there (those of a table in
-    /// `read` as it holds them: read with the entries).
+    /// Merges entries per row and reloads the rows that are still there.
     /// The entries of a table that does not fit its model are left out: its rows cannot be read
     /// as the model's.
-    func merge(_ entries: [ChangeLogEntries.Entry], into batch: inout ExternalChangeBatch, on session: PostgresPipeline, read: [Int: [SQLValue: [SQLValue]]] = [:]) throws {
+    func merge(_ entries: [ChangeLogEntries.Entry], into batch: inout ExternalChangeBatch, on session: PostgresPipeline) throws {
         let entries = entries.filter { !unfit.contains($0.table) }
         try ChangeLogEntries.merge(entries, schemas: schemas, layouts: installation.layouts, into: &batch) { table, keys in
-            try read[table] ?? Self.rows(of: schemas[table], keys: keys, on: session)
+            try Self.rows(of: schemas[table], keys: keys, on: session)
         }
     }
 
@@ -304,11 +263,13 @@ final class PostgreSQLChangeLogReader {
     }
 
     /// Records the horizon in the readers table and prunes the log below the slowest reader seen
-    /// lately, at most once a second unless forced.
-    private func recordIfDue(on session: PostgresPipeline, force: Bool = false) throws {
+    /// lately: at most once a second, or at once after a look found the log pruned past it. Not
+    /// part of a look, so that what a look found reaches the store without waiting for it.
+    func recordIfDue(on session: PostgresPipeline) throws {
         let now = ContinuousClock.now
-        guard force || now - lastRecorded >= recordEvery else { return }
+        guard recordsNow || now - lastRecorded >= recordEvery else { return }
         lastRecorded = now
+        recordsNow = false
         let stale = "\(Int(staleAfter.components.seconds)) seconds"
         _ = try session.rowsWaiting(
             """

@@ -47,7 +47,7 @@ enum PostgreSQLEngine {
                 guard case .text(let text) = snapshot.first?.first, let seen = PostgreSQLChangeLogReader.Snapshot(text) else {
                     throw StoreError(code: .engineFailure, message: "PostgreSQL at \(endpoint) gave no snapshot; the change log cannot be read")
                 }
-                let log = PostgreSQLChangeLogReader(schemas: schemas, columnTypes: castTypes, installation: installation, seen: seen, staleAfter: configuration.changeLogReaderTimeout)
+                let log = PostgreSQLChangeLogReader(schemas: schemas, installation: installation, seen: seen, staleAfter: configuration.changeLogReaderTimeout)
                 // Recorded at once, so that no store prunes what this one has yet to read.
                 _ = try await reader.rows(
                     "INSERT INTO \(PostgreSQLChangeLog.readersTable) (id, horizon) VALUES ($1, $2::text::xid8)", [.text(log.id), .text(String(seen.xmin))],

@@ -382,6 +382,11 @@ final class PostgreSQLWriter: EngineWriter {
         }
     }
 
+    func tidyChangeLog() {
+        guard !isClosed, let changeLog else { return }
+        try? changeLog.recordIfDue(on: session)
+    }
+
     /// Reads what others committed since the last look (as the first statement of the
     /// commit's transaction, or alone).
     ///

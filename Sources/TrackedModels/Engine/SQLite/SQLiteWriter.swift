@@ -164,22 +164,25 @@ final class SQLiteWriter: EngineWriter {
             // Triggers found gone are installed again in the same transaction, before their
             // tables' reset is applied: every commit after it is logged, every one before it
             // shows in its reload.
-            let batch = try connection.withTransaction(changeLog.schemaChanged(on: connection) ? .immediate : .deferred) {
+            return try connection.withTransaction(changeLog.schemaChanged(on: connection) ? .immediate : .deferred) {
                 let batch = try changeLog.collect(on: connection)
                 repair(changeLog, on: connection)
                 return batch
             }
-            // A store that only reads prunes too, so the log cannot grow without bound when
-            // other processes do the writing. Busy is fine: the next look tries again.
-            if changeLog.needsPruning, let pruned = try? connection.withTransaction(.immediate, { try changeLog.prune(on: connection) }) {
-                logPruning(pruned)
-            }
-            return batch
         } catch {
             // A failed read is retried on the next look: the position only moves on success.
             changeLog.rewind(to: position)
             throw error
         }
+    }
+
+    /// A store that only reads prunes too, so that the log cannot grow without bound when other
+    /// processes do the writing. Busy is fine: the next look tries again.
+    func tidyChangeLog() {
+        guard let changeLog, changeLog.needsPruning, let connection = try? open(),
+              let pruned = try? connection.withTransaction(.immediate, { try changeLog.prune(on: connection) })
+        else { return }
+        logPruning(pruned)
     }
 
     /// Installs again what a look found gone from the change log. A failure (busy, a model
