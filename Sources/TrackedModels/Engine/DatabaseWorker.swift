@@ -101,6 +101,8 @@ final class DatabaseWorker: @unchecked Sendable {
         queue.async { [self] in
             let result = run(batch)
             report(.batchFinished(BatchOutcome(sequence: batch.sequence, result: result)))
+            // A store that commits and seldom polls keeps its place in the log too.
+            engine?.tidyChangeLog()
         }
     }
 

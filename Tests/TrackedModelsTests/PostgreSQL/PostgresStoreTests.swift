@@ -110,6 +110,35 @@ struct PostgresStoreTests {
         try await store.close()
     }
 
+    /// A store that commits and does not poll (for an hour here) still records its place in the
+    /// log after its commits, so that other stores do not take it for gone and prune past it.
+    @Test func aStoreThatOnlyCommitsKeepsItsPlaceInTheLog() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        var configuration = Stores.configuration()
+        configuration.externalChangePollInterval = .seconds(3_600)
+        configuration.wakesOnFileChanges = false
+        let store = try await ModelStore.open(.postgres(url), models: [Row.self], configuration: configuration)
+        let row = Row(id: 1, title: "Row 1", count: 0)
+        try store.insert(row)
+        try await store.flush()
+        func lastSeen() async throws -> Double {
+            try #require(Double(try await PostgresServer.psql(url, "SELECT extract(epoch FROM max(seen)) FROM trackedmodels_readers").trimmingCharacters(in: .whitespacesAndNewlines)))
+        }
+        let first = try await lastSeen()
+        // Recording is due again.
+        try await Task.sleep(for: .milliseconds(1_100))
+        row.count += 1
+        try await store.flush()
+        let deadline = ContinuousClock.now + .seconds(10)
+        var seen = try await lastSeen()
+        while seen <= first, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            seen = try await lastSeen()
+        }
+        #expect(seen > first, "the store's place in the log was not recorded after its commit")
+        try await store.close()
+    }
+
     /// Updates of many rows that set and add the same columns go as one statement; a row
     /// another connection deleted meanwhile is still refused alone, naming it, and the rest
     /// commit.

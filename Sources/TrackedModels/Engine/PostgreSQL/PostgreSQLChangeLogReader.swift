@@ -123,7 +123,7 @@ final class PostgreSQLChangeLogReader {
 
     /// Reads the entries of the transactions that ended since the last look (those the last
     /// snapshot showed running or not yet begun, which this statement sees committed) and
-    /// reloads their rows. Records the horizon and prunes the log now and then.
+    /// reloads their rows. Recording the horizon is left to ``recordIfDue(on:)``.
     ///
     /// Transactions commit in any order: one that began before another may end after it. The
     /// window is therefore not "entries past the last one read" but "entries of transactions
@@ -300,8 +300,6 @@ final class PostgreSQLChangeLogReader {
     func recordIfDue(on session: PostgresPipeline) throws {
         let now = ContinuousClock.now
         guard recordsNow || now - lastRecorded >= recordEvery else { return }
-        lastRecorded = now
-        recordsNow = false
         let stale = "\(Int(staleAfter.components.seconds)) seconds"
         _ = try session.rowsWaiting(
             """
@@ -320,6 +318,8 @@ final class PostgreSQLChangeLogReader {
             """,
             [.text(id), .text(String(horizon)), .text(stale)], doing: "recording the change log position"
         )
+        lastRecorded = now
+        recordsNow = false
     }
 
     /// Forgets this reader, so that the log is not kept for it (at close).

@@ -382,8 +382,10 @@ final class PostgreSQLWriter: EngineWriter {
         }
     }
 
+    /// Records the store's place in the log when due; not while the log needs a repair that
+    /// failed (the horizon would hold the log for a store that reads nothing of it).
     func tidyChangeLog() {
-        guard !isClosed, let changeLog else { return }
+        guard !isClosed, let changeLog, !changeLog.needsRepair else { return }
         try? changeLog.recordIfDue(on: session)
     }
 
@@ -406,7 +408,7 @@ final class PostgreSQLWriter: EngineWriter {
             let batch = try changeLog.collect(on: session, inCommit: inCommit)
             guard changeLog.needsRepair else { return (batch, changeLog.lookTransaction) }
         } catch let error as StoreError where PostgreSQLChangeLogReader.isLogGone(error) {
-            // A look may fail after it moved on (recording its position): it is made again.
+            // The look is made again once the log is mended, from where it was.
             changeLog.rewind(to: position)
         }
         let inTransaction = session.isInTransaction

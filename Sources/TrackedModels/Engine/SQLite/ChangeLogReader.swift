@@ -156,6 +156,12 @@ final class ChangeLogReader {
         return try prune(on: connection, last: sequence)
     }
 
+    /// Leaves pruning to the next look that reads new entries (a prune that failed: the file
+    /// was busy).
+    func postponePruning() {
+        needsPruning = false
+    }
+
     /// Deletes entries older than the newest `retention`, inside a write transaction, when the
     /// log holds more than twice that. Readers that had not read them yet reset.
     ///

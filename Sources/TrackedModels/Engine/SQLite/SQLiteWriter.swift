@@ -177,11 +177,14 @@ final class SQLiteWriter: EngineWriter {
     }
 
     /// A store that only reads prunes too, so that the log cannot grow without bound when other
-    /// processes do the writing. Busy is fine: the next look tries again.
+    /// processes do the writing. Busy is fine: the next look that reads new commits tries again
+    /// (not every poll, which would wait for the lock each time).
     func tidyChangeLog() {
-        guard let changeLog, changeLog.needsPruning, let connection = try? open(),
-              let pruned = try? connection.withTransaction(.immediate, { try changeLog.prune(on: connection) })
-        else { return }
+        guard let changeLog, changeLog.needsPruning, let connection = try? open() else { return }
+        guard let pruned = try? connection.withTransaction(.immediate, { try changeLog.prune(on: connection) }) else {
+            changeLog.postponePruning()
+            return
+        }
         logPruning(pruned)
     }
 
