@@ -136,7 +136,8 @@ protocol EngineWriter: AnyObject {
 
     /// Keeps the change log, when due: records where this store's reading stands (PostgreSQL)
     /// and prunes what every reader has read. The worker calls it after reporting what a look
-    /// found, so that the report never waits for it; a failure is left to the next call.
+    /// found or a batch did, so that the report never waits for it; a failure is left to the
+    /// next call.
     func tidyChangeLog()
 
     /// Calls `wake` on `queue` when another connection may have committed, sooner than the
