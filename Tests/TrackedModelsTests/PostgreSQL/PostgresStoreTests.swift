@@ -14,6 +14,14 @@ struct PostgresStoreTests {
         try await ModelStore.open(.postgres(url), models: models, configuration: Stores.configuration())
     }
 
+    /// A store that looks at the change log only when a test asks: no doorbell, a poll an hour apart.
+    static func openWithoutLooking(_ url: String) async throws -> ModelStore {
+        var configuration = Stores.configuration()
+        configuration.externalChangePollInterval = .seconds(3_600)
+        configuration.wakesOnFileChanges = false
+        return try await ModelStore.open(.postgres(url), models: [Row.self], configuration: configuration)
+    }
+
     @Test func whatAStoreFlushesIsInTheServerAndAnotherStoreFetchesIt() async throws {
         let url = try await PostgresServer.makeDatabase()
         let store = try await Self.open(url)
@@ -78,10 +86,7 @@ struct PostgresStoreTests {
     /// comes after, when the worker tidies the log.
     @Test func recordingThePlaceInTheLogIsNotPartOfALook() async throws {
         let url = try await PostgresServer.makeDatabase()
-        var configuration = Stores.configuration()
-        configuration.externalChangePollInterval = .seconds(3_600)
-        configuration.wakesOnFileChanges = false
-        let store = try await ModelStore.open(.postgres(url), models: [Row.self], configuration: configuration)
+        let store = try await Self.openWithoutLooking(url)
         try store.insert(contentsOf: (1...3).map { Row(id: $0, title: "Row \($0)", count: 0) })
         try await store.flush()
         func counts() throws -> (waits: Int, records: Int)? {
@@ -114,10 +119,7 @@ struct PostgresStoreTests {
     /// log after its commits, so that other stores do not take it for gone and prune past it.
     @Test func aStoreThatOnlyCommitsKeepsItsPlaceInTheLog() async throws {
         let url = try await PostgresServer.makeDatabase()
-        var configuration = Stores.configuration()
-        configuration.externalChangePollInterval = .seconds(3_600)
-        configuration.wakesOnFileChanges = false
-        let store = try await ModelStore.open(.postgres(url), models: [Row.self], configuration: configuration)
+        let store = try await Self.openWithoutLooking(url)
         let row = Row(id: 1, title: "Row 1", count: 0)
         try store.insert(row)
         try await store.flush()
