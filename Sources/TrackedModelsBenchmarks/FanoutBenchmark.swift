@@ -3,13 +3,18 @@ import Synchronization
 import TrackedModels
 
 /// Many app servers watching one database: `watchers` processes, each a store of its own that
-/// hears every change to the `rows` table, while `writers` processes commit row updates as fast
-/// as they can for `duration` (see ``FanoutWatcher`` and ``FanoutWriter``).
+/// hears every change to the `rows` table, while `writers` processes commit row updates for
+/// `duration`, as fast as they can or together at a set rate (see ``FanoutWatcher`` and
+/// ``FanoutWriter``).
 ///
-/// Reported: the rows committed per second; the latency from the writer's clock before each
-/// change to a watcher hearing it (so it includes the commit), over every watcher's samples; and
-/// the rows whose final count some watcher does not show, once every watcher has had up to 30 s
-/// to catch up with what the database holds at the end.
+/// Reported: the rows committed per second; commit → event, the latency from the writer's
+/// `flush()` returning (the commit acknowledged) to a watcher hearing the change, over every
+/// watcher's samples (a watcher that heard before the acknowledgement reached the writer counts
+/// 0); the same from the writer's clock before the change (so it includes making and committing
+/// the whole commit); and the rows whose final count some watcher does not show, once every
+/// watcher has had up to 30 s to catch up with what the database holds at the end. Also the
+/// CPU time a watcher process spends per row it hears (from ready to showing every commit, the
+/// subscriber's own work included): what each watcher more costs, whatever the load.
 @MainActor
 public struct FanoutBenchmark {
     public var watchers: Int
@@ -17,6 +22,9 @@ public struct FanoutBenchmark {
     /// Rows each commit changes (distinct rows, each its count incremented).
     public var rowsPerCommit = 100
     public var duration: Duration = .seconds(10)
+    /// The rows a second all writers together commit, on a fixed schedule; nil: as fast as they
+    /// can. A system that cannot keep up commits fewer (``Report/rowsPerSecond``).
+    public var targetRowsPerSecond: Double?
 
     public init(watchers: Int) {
         self.watchers = watchers
@@ -26,6 +34,8 @@ public struct FanoutBenchmark {
         public var watchers: Int
         public var writers: Int
         public var rowsPerCommit: Int
+        /// The rows a second the writers were asked for; nil when they wrote as fast as they could.
+        public var targetRowsPerSecond: Double?
         public var seconds: Double
         /// Rows committed per second by all writers together.
         public var rowsPerSecond: Double
@@ -33,22 +43,33 @@ public struct FanoutBenchmark {
         /// Changes heard, over every watcher (a row changed twice before a watcher looked is
         /// heard once, at its last value).
         public var samples: Int
+        /// Commit → event: from the writer's `flush()` returning to a watcher hearing it.
         public var p50Milliseconds: Double
         public var p99Milliseconds: Double
+        /// From the writer's clock before the change to a watcher hearing it.
+        public var p50FromChangeMilliseconds: Double
+        public var p99FromChangeMilliseconds: Double
         /// Rows whose final count some watcher does not show.
         public var lost: Int
+        /// The watchers' CPU time (user and system) per row committed and each watcher, in µs.
+        public var watcherCPUMicrosecondsPerRow: Double
 
         public var json: String {
-            "{\"watchers\": \(watchers), \"writers\": \(writers), \"rows_per_commit\": \(rowsPerCommit), \"seconds\": \(Figures.format(seconds, digits: 2)), "
+            "{\"watchers\": \(watchers), \"writers\": \(writers), \"rows_per_commit\": \(rowsPerCommit), "
+                + "\"target_rows_per_s\": \(targetRowsPerSecond.map { Figures.format($0, digits: 0) } ?? "null"), \"seconds\": \(Figures.format(seconds, digits: 2)), "
                 + "\"rows_per_s\": \(Figures.format(rowsPerSecond, digits: 0)), \"commits\": \(commits), \"samples\": \(samples), "
-                + "\"p50_ms\": \(Figures.format(p50Milliseconds, digits: 2)), \"p99_ms\": \(Figures.format(p99Milliseconds, digits: 2)), \"lost\": \(lost)}"
+                + "\"p50_ms\": \(Figures.format(p50Milliseconds, digits: 2)), \"p99_ms\": \(Figures.format(p99Milliseconds, digits: 2)), "
+                + "\"p50_from_change_ms\": \(Figures.format(p50FromChangeMilliseconds, digits: 2)), \"p99_from_change_ms\": \(Figures.format(p99FromChangeMilliseconds, digits: 2)), "
+                + "\"watcher_cpu_us_per_row\": \(Figures.format(watcherCPUMicrosecondsPerRow, digits: 2)), \"lost\": \(lost)}"
         }
 
         public var table: String {
             """
-              fan-out: \(watchers) watcher processes, \(writers) writers committing \(rowsPerCommit) rows at a time for \(Figures.format(seconds, digits: 1)) s
+              fan-out: \(watchers) watcher processes, \(writers) writers committing \(rowsPerCommit) rows at a time \(targetRowsPerSecond.map { "at \(Figures.format($0, digits: 0)) rows/s" } ?? "as fast as they can") for \(Figures.format(seconds, digits: 1)) s
                 \(Figures.format(rowsPerSecond, digits: 0)) rows/s committed (\(commits) commits), each heard by every watcher
-                commit → event at the watchers (from before the change): p50 \(Figures.format(p50Milliseconds, digits: 2)) ms, p99 \(Figures.format(p99Milliseconds, digits: 2)) ms over \(samples) events
+                commit → event at the watchers (from the writer's flush returning): p50 \(Figures.format(p50Milliseconds, digits: 2)) ms, p99 \(Figures.format(p99Milliseconds, digits: 2)) ms over \(samples) events
+                the same from before the change: p50 \(Figures.format(p50FromChangeMilliseconds, digits: 2)) ms, p99 \(Figures.format(p99FromChangeMilliseconds, digits: 2)) ms
+                a watcher's CPU time per row it hears: \(Figures.format(watcherCPUMicrosecondsPerRow, digits: 2)) µs
                 lost: \(lost) rows whose final count some watcher does not show
             """
         }
@@ -71,13 +92,12 @@ public struct FanoutBenchmark {
     ///
     /// - Parameters:
     ///   - startWatcher: Starts a watcher process (``FanoutWatcher/run(url:)``) on the URL.
-    ///   - startWriter: Starts a writer process (``FanoutWriter``) on the URL, with the rows per
-    ///     commit, the duration in milliseconds, its index and the number of writers.
+    ///   - startWriter: Starts a writer process (``FanoutWriter/run(_:)``) with its plan.
     ///   - sum: The database's sum of counts, read once the writers are done.
     ///   - counts: The database's counts in key order, read then too.
     public func run(
         url: String, startWatcher: (_ url: String) throws -> Started,
-        startWriter: (_ url: String, _ perCommit: Int, _ milliseconds: Int, _ index: Int, _ writers: Int) throws -> Started,
+        startWriter: (FanoutWriter.Plan) throws -> Started,
         counts: () async throws -> [Int64]
     ) async throws -> Report {
         var started: [Started] = []
@@ -98,23 +118,31 @@ public struct FanoutBenchmark {
         }
         var writing: [(Started, ProcessOutput)] = []
         for index in 0..<writers {
-            let writer = try startWriter(url, rowsPerCommit, Int(duration.timeInterval * 1_000), index, writers)
+            let interval = targetRowsPerSecond.map { Duration.seconds(Double(rowsPerCommit * writers) / $0) }
+            let writer = try startWriter(FanoutWriter.Plan(url: url, perCommit: rowsPerCommit, duration: duration, index: index, writers: writers, interval: interval))
             started.append(writer)
             writing.append((writer, ProcessOutput(writer.output)))
         }
         var rowsPerSecond = 0.0
         var commits = 0
+        var committedRows = 0
         var seconds = 0.0
+        // When each writer's commits were acknowledged, by writer and commit.
+        var returned: [[UInt64]] = []
         for (writer, output) in writing {
             await Self.exit(of: writer.process)
-            let words = await output.whole().split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-            guard writer.process.terminationStatus == 0, words.count == 4, words[0] == "committed", let rows = Int(words[1]), let count = Int(words[2]),
-                  let took = Double(words[3]), took > 0
+            let lines = await output.whole().split(separator: "\n")
+            let words = lines.first { $0.hasPrefix("committed ") }?.split(separator: " ") ?? []
+            let times = lines.first { $0.hasPrefix("returned") }?.split(separator: " ").dropFirst().compactMap { UInt64($0) }
+            guard writer.process.terminationStatus == 0, words.count == 4, let rows = Int(words[1]), let count = Int(words[2]),
+                  let took = Double(words[3]), took > 0, let times, times.count == count
             else {
-                throw BenchmarkError("a fan-out writer failed (status \(writer.process.terminationStatus)): \(output.text)")
+                throw BenchmarkError("a fan-out writer failed (status \(writer.process.terminationStatus)): \(output.text.suffix(2_000))")
             }
+            returned.append(times)
             // Each over the time its own commits took (not its start-up and its store's opening).
             rowsPerSecond += Double(rows) / took
+            committedRows += rows
             commits += count
             seconds = max(seconds, took)
         }
@@ -123,29 +151,44 @@ public struct FanoutBenchmark {
         for watcher in started.prefix(watchers) {
             watcher.input.fileHandleForWriting.write(Data("stop \(sum)\n".utf8))
         }
-        var samples: [UInt64] = []
+        var fromCommit: [UInt64] = []
+        var fromChange: [UInt64] = []
         var lostRows = Set<Int>()
+        var watcherCPU: UInt64 = 0
         for (watcher, output) in zip(started.prefix(watchers), watching) {
             await Self.exit(of: watcher.process)
             let lines = await output.whole().split(separator: "\n")
             guard watcher.process.terminationStatus == 0,
-                  let heard = lines.first(where: { $0.hasPrefix("samples") }), let final = lines.first(where: { $0.hasPrefix("final") })
+                  let heard = lines.first(where: { $0.hasPrefix("samples") }), let final = lines.first(where: { $0.hasPrefix("final") }),
+                  let cpu = lines.first(where: { $0.hasPrefix("cpu ") }).flatMap({ UInt64($0.dropFirst(4)) })
             else {
                 throw BenchmarkError("a fan-out watcher failed (status \(watcher.process.terminationStatus)): \(output.text.suffix(2_000))")
             }
-            samples += heard.split(separator: " ").dropFirst().compactMap { UInt64($0) }
+            watcherCPU += cpu
+            for sample in heard.split(separator: " ").dropFirst() {
+                let parts = sample.split(separator: ".").compactMap { UInt64($0) }
+                guard parts.count == 4, returned.indices.contains(Int(parts[0])), returned[Int(parts[0])].indices.contains(Int(parts[1])) else {
+                    throw BenchmarkError("a fan-out watcher heard a change no writer committed: \(sample)")
+                }
+                let (acknowledged, before, at) = (returned[Int(parts[0])][Int(parts[1])], parts[2], parts[3])
+                fromCommit.append(at > acknowledged ? at - acknowledged : 0)
+                fromChange.append(at - min(at, before))
+            }
             let shown = final.split(separator: " ").dropFirst().map { Int64($0) }
             for (index, count) in expected.enumerated() where index >= shown.count || shown[index] != count {
                 lostRows.insert(index)
             }
         }
-        samples.sort()
-        func percentile(_ fraction: Double) -> Double {
-            samples.isEmpty ? .nan : Double(samples[min(samples.count - 1, Int(Double(samples.count) * fraction))]) / 1_000
+        fromCommit.sort()
+        fromChange.sort()
+        func percentile(_ samples: [UInt64], _ fraction: Double) -> Double {
+            samples.isEmpty ? .nan : Double(samples[min(samples.count - 1, Int(Double(samples.count) * fraction))]) / 1_000_000
         }
         return Report(
-            watchers: watchers, writers: writers, rowsPerCommit: rowsPerCommit, seconds: seconds, rowsPerSecond: rowsPerSecond,
-            commits: commits, samples: samples.count, p50Milliseconds: percentile(0.5), p99Milliseconds: percentile(0.99), lost: lostRows.count
+            watchers: watchers, writers: writers, rowsPerCommit: rowsPerCommit, targetRowsPerSecond: targetRowsPerSecond, seconds: seconds, rowsPerSecond: rowsPerSecond,
+            commits: commits, samples: fromCommit.count, p50Milliseconds: percentile(fromCommit, 0.5), p99Milliseconds: percentile(fromCommit, 0.99),
+            p50FromChangeMilliseconds: percentile(fromChange, 0.5), p99FromChangeMilliseconds: percentile(fromChange, 0.99), lost: lostRows.count,
+            watcherCPUMicrosecondsPerRow: Double(watcherCPU) / Double(max(1, committedRows * watchers))
         )
     }
 

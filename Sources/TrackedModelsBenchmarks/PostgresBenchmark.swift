@@ -19,7 +19,7 @@ public struct PostgresBenchmark {
     public var rounds = 5
     /// The fan-out measurement, when asked for (`--watchers N`), with how it starts its processes.
     public var fanout: (benchmark: FanoutBenchmark, startWatcher: (String) throws -> FanoutBenchmark.Started,
-                        startWriter: (String, Int, Int, Int, Int) throws -> FanoutBenchmark.Started)?
+                        startWriter: (FanoutWriter.Plan) throws -> FanoutBenchmark.Started)?
 
     public init(serverURL: String) {
         self.serverURL = serverURL

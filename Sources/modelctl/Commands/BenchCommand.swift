@@ -42,7 +42,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "With --db: also measure fan-out to this many watcher processes, each a store of its own (0 skips it).")
     var watchers = 0
 
-    @Option(parsing: .unconditional, help: "With --watchers: the writer processes committing row updates as fast as they can.")
+    @Option(parsing: .unconditional, help: "With --watchers: the writer processes committing row updates, as fast as they can unless --rate.")
     var writers = 2
 
     @Option(parsing: .unconditional, help: "With --watchers: how long the writers write, in seconds.")
@@ -50,6 +50,9 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Option(parsing: .unconditional, help: "With --watchers: the rows each commit changes.")
     var perCommit = 100
+
+    @Option(parsing: .unconditional, help: "With --watchers: the rows a second all writers together commit, on a fixed schedule (0: as fast as they can).")
+    var rate = 0
 
     func validate() throws {
         guard (1...10_000_000).contains(rows) else { throw ValidationError("--rows must be from 1 to 10,000,000, not \(rows)") }
@@ -61,6 +64,7 @@ struct BenchCommand: AsyncParsableCommand {
         guard (1...16).contains(writers) else { throw ValidationError("--writers must be from 1 to 16, not \(writers)") }
         guard (1...3_600).contains(seconds) else { throw ValidationError("--seconds must be from 1 to 3,600, not \(seconds)") }
         guard (1...10_000).contains(perCommit) else { throw ValidationError("--per-commit must be from 1 to 10,000, not \(perCommit)") }
+        guard (0...10_000_000).contains(rate) else { throw ValidationError("--rate must be from 0 to 10,000,000 rows a second, not \(rate)") }
         guard perCommit <= rows else { throw ValidationError("--per-commit \(perCommit) needs at least as many --rows") }
         guard database != nil || watchers == 0 else { throw ValidationError("--watchers measures fan-out on PostgreSQL; pass --db postgres://...") }
         let isSelected = only.parts.count < BenchPart.allCases.count
@@ -119,8 +123,9 @@ struct BenchCommand: AsyncParsableCommand {
                 fanout.writers = writers
                 fanout.duration = .seconds(seconds)
                 fanout.rowsPerCommit = perCommit
-                benchmark.fanout = (fanout, { try Self.start(["_fanout-watch", "--db", $0]) }, { url, perCommit, milliseconds, index, writers in
-                    try Self.start(["_fanout-write", "--db", url, "--per-commit", String(perCommit), "--milliseconds", String(milliseconds), "--index", String(index), "--writers", String(writers)])
+                fanout.targetRowsPerSecond = rate > 0 ? Double(rate) : nil
+                benchmark.fanout = (fanout, { try Self.start(["_fanout-watch", "--db", $0]) }, { plan in
+                    try Self.start(FanoutWriteCommand.arguments(plan))
                 })
             }
             let report = try await benchmark.run(startCommitter: Self.startCommitter)

@@ -62,10 +62,24 @@ struct FanoutWriteCommand: AsyncParsableCommand {
     @Option var milliseconds: Int
     @Option var index: Int
     @Option var writers: Int
+    /// Microseconds from one commit's start to the next's; 0: as fast as it can.
+    @Option var intervalMicroseconds = 0
+
+    /// The arguments that start this command with a plan.
+    static func arguments(_ plan: FanoutWriter.Plan) -> [String] {
+        let milliseconds = Int(plan.duration.timeInterval * 1_000)
+        let interval = plan.interval.map { Int($0.timeInterval * 1_000_000) } ?? 0
+        return ["_fanout-write", "--db", plan.url, "--per-commit", String(plan.perCommit), "--milliseconds", String(milliseconds),
+                "--index", String(plan.index), "--writers", String(plan.writers), "--interval-microseconds", String(interval)]
+    }
 
     func run() async throws {
         try await reportingErrors(operation: "bench", path: DatabaseLocation.postgres(url).description) {
-            try await FanoutWriter.run(url: url, perCommit: perCommit, duration: .milliseconds(milliseconds), index: index, writers: writers)
+            let plan = FanoutWriter.Plan(
+                url: url, perCommit: perCommit, duration: .milliseconds(milliseconds), index: index, writers: writers,
+                interval: intervalMicroseconds > 0 ? .microseconds(intervalMicroseconds) : nil
+            )
+            try await FanoutWriter.run(plan)
         }
     }
 }
