@@ -51,11 +51,21 @@ enum ChangeLogEntries {
         _ entries: [Entry], schemas: [TableSchema], layouts: [Layout], into batch: inout ExternalChangeBatch,
         reload: (_ table: Int, _ keys: [SQLValue]) throws -> [SQLValue: [SQLValue]]
     ) throws {
-        var order: [RowReference] = []
+        // Each row's merged entries, in the order rows first appear, and where each row's are:
+        // one lookup for each entry.
         // `replaced`: the row was deleted and inserted again, so it is another row now.
         // `lookedAgain`: a statement may have replaced it (an insert of its key after that
         // could only succeed if it went).
-        var merged: [RowReference: (kind: Kind, mask: Int64, replaced: Bool, lookedAgain: Bool)] = [:]
+        struct Merged {
+            var row: RowReference
+            var kind: Kind
+            var mask: Int64
+            var replaced = false
+            var lookedAgain: Bool
+        }
+        var merged: [Merged] = []
+        var mergedIndex: [RowReference: Int] = [:]
+        mergedIndex.reserveCapacity(entries.count)
         for entry in entries {
             if entry.kind == tableReset {
                 if !batch.resetTables.contains(entry.table) { batch.resetTables.append(entry.table) }
@@ -63,7 +73,8 @@ enum ChangeLogEntries {
             }
             guard let logged = Kind(rawValue: entry.kind) else { continue }
             let row = RowReference(table: entry.table, key: entry.key)
-            if let previous = merged[row] {
+            if let index = mergedIndex[row] {
+                let previous = merged[index]
                 let kind: Kind = switch (previous.kind, logged) {
                 case (_, .delete): .delete
                 case (.insert, .update): .insert
@@ -71,29 +82,43 @@ enum ChangeLogEntries {
                 default: logged
                 }
                 let replaced = previous.replaced || ((previous.kind == .delete || previous.lookedAgain) && logged == .insert)
-                merged[row] = (kind, previous.mask | entry.mask, replaced, previous.lookedAgain || logged == .lookAgain)
+                merged[index] = Merged(row: row, kind: kind, mask: previous.mask | entry.mask, replaced: replaced, lookedAgain: previous.lookedAgain || logged == .lookAgain)
             } else {
-                order.append(row)
-                merged[row] = (logged, entry.mask, false, logged == .lookAgain)
+                mergedIndex[row] = merged.count
+                merged.append(Merged(row: row, kind: logged, mask: entry.mask, lookedAgain: logged == .lookAgain))
             }
         }
         // A table known only as a whole is reloaded as a whole: the inserts and updates its
         // entries tell of, the reset's reload tells of again (an insert of a row it shows, say,
         // where a TRUNCATE went unlogged row by row). A row they delete, or delete and insert
         // again, is told as that: it is another row now, and the reload cannot tell.
-        order.removeAll { row in batch.resetTables.contains(row.table) && merged[row]!.kind != .delete && !merged[row]!.replaced }
+        if !batch.resetTables.isEmpty {
+            merged.removeAll { batch.resetTables.contains($0.row.table) && $0.kind != .delete && !$0.replaced }
+        }
         var present: [Int: [SQLValue: [SQLValue]]] = [:]
-        let reloaded = Dictionary(grouping: order.filter { merged[$0]!.kind != .delete }, by: \.table)
+        let reloaded = Dictionary(grouping: merged.lazy.filter { $0.kind != .delete }.map(\.row), by: \.table)
         for (table, rows) in reloaded {
             present[table] = try reload(table, rows.map(\.key))
         }
-        for row in order {
-            let (kind, mask, replaced, _) = merged[row]!
-            let schema = schemas[row.table]
+        // Rows of a table mostly change the same columns: each mask's columns are made once.
+        struct TableMask: Hashable {
+            var table: Int
+            var mask: Int64
+        }
+        var columnsOfMask: [TableMask: [Int]] = [:]
+        for item in merged {
+            let (row, kind) = (item.row, item.kind)
             let values = kind == .delete ? nil : present[row.table]?[row.key]
             // A row only looked at again is heard only if it went.
             if kind == .lookAgain, values != nil { continue }
-            let columns = layouts[row.table].columns(in: kind == .lookAgain ? -1 : mask, modelColumnCount: schema.columns.count)
+            let shown = TableMask(table: row.table, mask: kind == .lookAgain ? -1 : item.mask)
+            let columns: [Int]
+            if let known = columnsOfMask[shown] {
+                columns = known
+            } else {
+                columns = layouts[row.table].columns(in: shown.mask, modelColumnCount: schemas[row.table].columns.count)
+                columnsOfMask[shown] = columns
+            }
             let rowKind: ExternalChangeBatch.Row.Kind = switch (kind, values) {
             case (.delete, _), (.lookAgain, _), (_, nil): .delete
             case (.insert, _): .insert
@@ -101,7 +126,7 @@ enum ChangeLogEntries {
             }
             // A row deleted and inserted again is told as that: the store's changes to the old
             // row do not carry over to the new one.
-            if replaced, rowKind == .insert {
+            if item.replaced, rowKind == .insert {
                 batch.rows.append(.init(table: row.table, key: row.key, kind: .delete, columns: columns, values: nil))
             }
             batch.rows.append(.init(table: row.table, key: row.key, kind: rowKind, columns: columns, values: values))

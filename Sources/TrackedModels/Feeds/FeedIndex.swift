@@ -142,9 +142,11 @@ final class FeedIndex {
     /// The subscriptions a change of these columns of a row reaches, each once.
     func subscriptions(table: Int, key: SQLValue, columns: some Collection<Int>, membership: Bool) -> [Subscription] {
         let row = RowReference(table: table, key: key)
+        let inUse = keysInUse[table]
         var found: [Subscription] = []
+        // Keys of a kind nobody subscribed to on this table are not looked up.
         func collect(_ key: Key) {
-            if let bucket = buckets[key] { found.append(contentsOf: bucket.subscriptions) }
+            if inUse[key.kind] > 0, let bucket = buckets[key] { found.append(contentsOf: bucket.subscriptions) }
         }
         for column in columns {
             collect(.cell(CellReference(row: row, column: column)))

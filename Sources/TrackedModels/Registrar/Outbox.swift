@@ -261,7 +261,8 @@ final class Outbox {
     /// so is a row to judge again.
     private func netEvents(_ log: [LoggedChange]) -> [Entry] {
         enum Item {
-            case row(RowReference)
+            /// The row whose net change is `nets[index]`.
+            case row(Int)
             case reset(table: Int, origin: ChangeOrigin)
             case children(RowReference, relationship: Int, origin: ChangeOrigin)
             case reevaluation(RowReference, origin: ChangeOrigin)
@@ -273,12 +274,14 @@ final class Outbox {
         }
         var childrenTold: Set<Relationship> = []
         struct Net {
+            var row: RowReference
             /// Whether the row was there before the group: the first change logged says so.
             var existed: Bool
             /// Whether the row is there now.
             var exists: Bool
-            /// Changed columns of a row that stayed, with their values before the group, if known.
-            var columns: [Int: (old: SQLValue?, new: SQLValue)] = [:]
+            /// Changed columns of a row that stayed, with their values before the group, if
+            /// known, in the order first changed (a row changes a few columns at a time).
+            var columns: [(column: Int, old: SQLValue?, new: SQLValue)] = []
             /// The row's values before the group, once a delete told them all (nil where the
             /// store did not know them).
             var before: [SQLValue?]?
@@ -287,24 +290,31 @@ final class Outbox {
             var origin: ChangeOrigin
         }
         var order: [Item] = []
-        var rows: [RowReference: Net] = [:]
-        func touch(_ row: RowReference, existed: Bool, origin: ChangeOrigin) {
-            if rows[row] == nil {
-                order.append(.row(row))
-                rows[row] = Net(existed: existed, exists: existed, origin: origin)
+        // Each row's net change, and where it is: one lookup for each change logged.
+        var nets: [Net] = []
+        var netIndex: [RowReference: Int] = [:]
+        netIndex.reserveCapacity(log.count)
+        func touch(_ row: RowReference, existed: Bool, origin: ChangeOrigin) -> Int {
+            if let index = netIndex[row] {
+                nets[index].origin = origin
+                return index
             }
-            rows[row]!.origin = origin
+            netIndex[row] = nets.count
+            order.append(.row(nets.count))
+            nets.append(Net(row: row, existed: existed, exists: existed, origin: origin))
+            return nets.count - 1
         }
         for change in log {
             switch change {
             case .reset(let table, let origin):
                 order.removeAll {
                     switch $0 {
-                    case .row(let row), .children(let row, _, _), .reevaluation(let row, _): row.table == table
+                    case .row(let index): nets[index].row.table == table
+                    case .children(let row, _, _), .reevaluation(let row, _): row.table == table
                     case .reset: false
                     }
                 }
-                rows = rows.filter { $0.key.table != table }
+                netIndex = netIndex.filter { $0.key.table != table }
                 childrenTold = childrenTold.filter { $0.parent.table != table }
                 reevaluated = reevaluated.filter { $0.table != table }
                 order.append(.reset(table: table, origin: origin))
@@ -317,47 +327,45 @@ final class Outbox {
                 let row = RowReference(table: table, key: key)
                 if reevaluated.insert(row).inserted { order.append(.reevaluation(row, origin: origin)) }
             case .update(let table, let key, let column, let old, let new, let origin, let isOldKnown):
-                let row = RowReference(table: table, key: key)
-                touch(row, existed: true, origin: origin)
-                if rows[row]!.after != nil {
-                    rows[row]!.after![column] = new
+                let index = touch(RowReference(table: table, key: key), existed: true, origin: origin)
+                if nets[index].after != nil {
+                    nets[index].after![column] = new
+                } else if let earlier = nets[index].columns.firstIndex(where: { $0.column == column }) {
+                    nets[index].columns[earlier].new = new
                 } else {
                     // (SQLValue is ExpressibleByNilLiteral: a bare `nil` here would be `.null`.)
-                    let first = rows[row]!.columns[column].map(\.old) ?? (isOldKnown ? old : SQLValue?.none)
-                    rows[row]!.columns[column] = (first, new)
+                    nets[index].columns.append((column, isOldKnown ? old : SQLValue?.none, new))
                 }
             case .insert(let table, let key, let values, let origin):
-                let row = RowReference(table: table, key: key)
-                touch(row, existed: false, origin: origin)
-                rows[row]!.exists = true
-                rows[row]!.after = values
+                let index = touch(RowReference(table: table, key: key), existed: false, origin: origin)
+                nets[index].exists = true
+                nets[index].after = values
             case .delete(let table, let key, let values, let origin, let isOldKnown):
-                let row = RowReference(table: table, key: key)
-                touch(row, existed: true, origin: origin)
-                var net = rows[row]!
+                let index = touch(RowReference(table: table, key: key), existed: true, origin: origin)
+                var net = nets[index]
                 if net.existed, net.before == nil {
                     net.before = values.indices.map { column -> SQLValue? in
-                        if let changed = net.columns[column] { return changed.old }
+                        if let changed = net.columns.first(where: { $0.column == column }) { return changed.old }
                         return isOldKnown ? values[column] : SQLValue?.none
                     }
                 }
                 net.exists = false
                 net.after = nil
-                net.columns = [:]
-                rows[row] = net
+                net.columns = []
+                nets[index] = net
             }
         }
         return order.compactMap { item -> Entry? in
-            let row: RowReference
+            let net: Net
             switch item {
-            case .row(let changed): row = changed
+            case .row(let index): net = nets[index]
             case .reset(let table, let origin): return .reset(table: table, origin: origin)
             case .children(let parent, let relationship, let origin):
                 return .children(table: parent.table, key: parent.key, relationship: relationship, origin: origin)
             case .reevaluation(let row, let origin):
                 return .reevaluation(table: row.table, key: row.key, origin: origin)
             }
-            let net = rows[row]!
+            let row = net.row
             switch (net.existed, net.exists) {
             case (false, false):
                 return nil
@@ -368,16 +376,17 @@ final class Outbox {
             case (true, true):
                 var columns = net.columns
                 if let before = net.before, let after = net.after {
-                    for index in before.indices { columns[index] = (before[index], after[index]) }
+                    columns = before.indices.map { ($0, before[$0], after[$0]) }
                 }
                 let schema = feeds.schemas[row.table]
-                let changes = columns.sorted { $0.key < $1.key }.compactMap { index, values in
-                    values.old == values.new || (values.old.map { $0.isSameNumber(as: values.new) } ?? false) ? nil
-                        : ColumnChange(column: schema.columns[index].name, index: index, old: values.old ?? .null, new: values.new)
+                let changes = columns.sorted { $0.column < $1.column }.compactMap { index, old, new in
+                    old == new || (old.map { $0.isSameNumber(as: new) } ?? false) ? nil
+                        : ColumnChange(column: schema.columns[index].name, index: index, old: old ?? .null, new: new)
                 }
                 guard !changes.isEmpty else { return nil }
                 return .event(table: row.table, ChangeEvent(table: schema.name, key: row.key, kind: .update, changes: changes, origin: net.origin))
             }
         }
+
     }
 }

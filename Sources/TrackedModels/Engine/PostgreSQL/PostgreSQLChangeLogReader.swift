@@ -56,15 +56,20 @@ final class PostgreSQLChangeLogReader {
         // pruned, the entries it sees and the catalog agree (a pruning either shows in both or
         // in neither). `now` is materialized: inlined, the snapshot's text and the catalog's
         // digest were made again for every entry (some 50 µs an entry with 20 connections open).
+        // Its first row, whose `seq` is NULL, says what `now` holds; each entry follows in a row
+        // of its own, without `now`'s texts again (a watcher reads every entry of every commit).
         func look(assigning: Bool) -> String {
             """
             WITH now AS MATERIALIZED (
                 SELECT pg_current_snapshot()::text AS snapshot, (SELECT pruned_below FROM \(PostgreSQLChangeLog.stateTable) WHERE id = 1) AS pruned,
                     \(PostgreSQLChangeLog.fingerprintExpression(schemas)) AS fingerprint\(assigning ? ", pg_current_xact_id()::text AS transaction" : "")
             )
-            SELECT now.snapshot, now.pruned::text, c.xid::text, c.tbl, c.row_key, c.kind, c.mask, now.fingerprint\(assigning ? ", now.transaction" : "")
-            FROM now LEFT JOIN \(PostgreSQLChangeLog.table) AS c ON c.xid >= $1::text::xid8 OR c.xid = ANY($2::text::xid8[])
-            ORDER BY c.seq
+            SELECT NULL::bigint AS seq, now.snapshot, now.pruned::text, now.fingerprint, NULL::text, NULL::text, NULL::text, NULL::smallint, NULL::bigint\(assigning ? ", now.transaction" : "")
+            FROM now
+            UNION ALL
+            SELECT c.seq, NULL, NULL, NULL, c.xid::text, c.tbl, c.row_key, c.kind, c.mask\(assigning ? ", NULL" : "")
+            FROM \(PostgreSQLChangeLog.table) AS c WHERE c.xid >= $1::text::xid8 OR c.xid = ANY($2::text::xid8[])
+            ORDER BY 1 NULLS FIRST
             """
         }
         // The snapshot is the statement's, taken before the id is assigned: as in a commit
@@ -146,10 +151,10 @@ final class PostgreSQLChangeLogReader {
             doing: "reading the change log"
         )
         if inCommit, case .text(let text)? = rows.first?.last { lookTransaction = UInt64(text) }
-        guard case .text(let snapshotText) = rows.first?[0], let now = Snapshot(snapshotText) else { return nil }
-        needsRepair = rows.first?[7] != installation.catalog.fingerprint
+        guard case .text(let snapshotText) = rows.first?[1], let now = Snapshot(snapshotText) else { return nil }
+        needsRepair = rows.first?[3] != installation.catalog.fingerprint
         guard !needsRepair else { return nil }
-        if case .text(let prunedText) = rows.first?[1], let pruned = UInt64(prunedText), pruned > horizon {
+        if case .text(let prunedText) = rows.first?[2], let pruned = UInt64(prunedText), pruned > horizon {
             // Entries this reader had not read were pruned: it was away too long.
             batch.resetTables = schemas.indices.filter { !unfit.contains($0) }
             move(to: now)
@@ -157,12 +162,12 @@ final class PostgreSQLChangeLogReader {
             return batch
         }
         guard now != seen else { return nil }
-        let entries = rows.compactMap { row -> ChangeLogEntries.Entry? in
-            guard case .text(let xidText) = row[2], let xid = UInt64(xidText), !ownTransactions.contains(xid),
-                  case .text(let name) = row[3], let table = tableIndexByName[name],
-                  case .integer(let kind) = row[5], case .integer(let mask) = row[6]
+        let entries = rows.dropFirst().compactMap { row -> ChangeLogEntries.Entry? in
+            guard case .text(let xidText) = row[4], let xid = UInt64(xidText), !ownTransactions.contains(xid),
+                  case .text(let name) = row[5], let table = tableIndexByName[name],
+                  case .integer(let kind) = row[7], case .integer(let mask) = row[8]
             else { return nil }
-            let key: SQLValue = if case .text(let keyText) = row[4] {
+            let key: SQLValue = if case .text(let keyText) = row[6] {
                 PostgreSQLChangeLog.key(keyText, type: schemas[table].primaryKey.type)
             } else {
                 .null
