@@ -144,6 +144,14 @@ extension TrackedMacro: MemberMacro {
             }
             """,
             """
+            \(raw: access)func _$value(ofColumn index: Swift.Int) -> \(raw: module).SQLValue {
+                switch index {
+                \(raw: values.enumerated().map { "case \($0): \($1)" }.joined(separator: "\n"))
+                default: .null
+                }
+            }
+            """,
+            """
             \(raw: access)func _$assign(_ value: \(raw: module).SQLValue, toColumn index: Swift.Int) throws {
                 switch index {
                 \(raw: assigns.joined(separator: "\n"))

@@ -21,7 +21,8 @@
 /// The macro generates:
 /// - accessors for each column property, backed by a `_name` stored property;
 /// - `static let _$schema`, the ``TableSchema`` (columns in declaration order);
-/// - `init(_$row:)` to decode a row, `_$values()` to encode one, `_$assign(_:toColumn:)` to set
+/// - `init(_$row:)` to decode a row, `_$values()` to encode one (`_$value(ofColumn:)` one of its
+///   values), `_$assign(_:toColumn:)` to set
 ///   a value from the database (observed, never written back), and `_$columnIndex(of:)` to map
 ///   key paths to columns;
 /// - `typealias PrimaryKeyValue`, the key's type without optionality;
@@ -37,7 +38,7 @@
 @attached(
     member,
     names: named(_$observationRegistrar), named(_$tracking), named(_$schema), named(init(_$row:)),
-    named(_$values), named(_$assign), named(_$columnIndex), named(_$columnKeyPaths), named(_$chainedKeyPaths), named(_$relatedObject), named(_$setRelatedObject), named(_$primaryKey), named(_$childrenChanged), named(_$pendingChildren), named(PrimaryKeyValue), named(access),
+    named(_$values), named(_$value(ofColumn:)), named(_$assign), named(_$columnIndex), named(_$columnKeyPaths), named(_$chainedKeyPaths), named(_$relatedObject), named(_$setRelatedObject), named(_$primaryKey), named(_$childrenChanged), named(_$pendingChildren), named(PrimaryKeyValue), named(access),
     named(withMutation), named(init)
 )
 @attached(memberAttribute)

@@ -45,6 +45,19 @@ import Testing
                     [TrackedModels._$storedValue(self._id, column: 0, tracking: self._$tracking), TrackedModels._$storedValue(self._title, column: 1, tracking: self._$tracking), TrackedModels._$storedValue(self._count, column: 2, tracking: self._$tracking)]
                 }
 
+                public func _$value(ofColumn index: Swift.Int) -> TrackedModels.SQLValue {
+                    switch index {
+                    case 0:
+                        TrackedModels._$storedValue(self._id, column: 0, tracking: self._$tracking)
+                    case 1:
+                        TrackedModels._$storedValue(self._title, column: 1, tracking: self._$tracking)
+                    case 2:
+                        TrackedModels._$storedValue(self._count, column: 2, tracking: self._$tracking)
+                    default:
+                        .null
+                    }
+                }
+
                 public func _$assign(_ value: TrackedModels.SQLValue, toColumn index: Swift.Int) throws {
                     switch index {
                     case 0:

@@ -144,9 +144,12 @@ final class FeedIndex {
         let row = RowReference(table: table, key: key)
         let inUse = keysInUse[table]
         var found: [Subscription] = []
+        var bucketsFound = 0
         // Keys of a kind nobody subscribed to on this table are not looked up.
         func collect(_ key: Key) {
-            if inUse[key.kind] > 0, let bucket = buckets[key] { found.append(contentsOf: bucket.subscriptions) }
+            guard inUse[key.kind] > 0, let bucket = buckets[key] else { return }
+            found.append(contentsOf: bucket.subscriptions)
+            bucketsFound += 1
         }
         for column in columns {
             collect(.cell(CellReference(row: row, column: column)))
@@ -155,7 +158,8 @@ final class FeedIndex {
         collect(.row(row))
         collect(.table(table))
         if membership { collect(.membership(table)) }
-        guard columns.count > 1 || membership else { return found }
+        // A subscription is in one bucket per key it has: only several buckets can repeat one.
+        guard bucketsFound > 1 else { return found }
         var seen = Set<UInt64>()
         return found.filter { seen.insert($0.id).inserted }
     }

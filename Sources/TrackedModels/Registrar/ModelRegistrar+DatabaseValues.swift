@@ -352,7 +352,7 @@ extension ModelRegistrar {
     /// into the property's type leaves the object as it is, and so does the same number stored
     /// as the other kind (a column of NUMERIC affinity keeps the real 0.0 as the integer 0).
     private func assign(_ value: SQLValue, to object: any TrackedModel, cell: CellReference, origin: ChangeOrigin) {
-        let old = object._$values()[cell.column]
+        let old = object._$value(ofColumn: cell.column)
         guard old != value, !old.isSameNumber(as: value), (try? object._$assign(value, toColumn: cell.column)) != nil else { return }
         outbox.postUpdate(table: cell.row.table, key: cell.row.key, column: cell.column, old: old, new: value, origin: origin)
     }

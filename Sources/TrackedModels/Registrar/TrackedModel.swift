@@ -16,6 +16,8 @@ public protocol TrackedModel: AnyObject, Observable {
     var _$tracking: ModelTracking { get }
     /// The stored values, in column order, read without reporting access.
     func _$values() -> [SQLValue]
+    /// One stored value, read without reporting access (`.null` for an index past the columns).
+    func _$value(ofColumn index: Int) -> SQLValue
     /// Sets a column's property to a value that comes from the database (or from the store's own
     /// bookkeeping: an increment, an undone transaction). It goes through Observation's
     /// `withMutation` and nothing else: it is never reported to the store as a write.
