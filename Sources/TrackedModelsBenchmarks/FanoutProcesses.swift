@@ -90,6 +90,7 @@ public enum FanoutWriter {
         var next = start
         while ContinuousClock.now < end {
             if let interval = plan.interval {
+                guard next < end else { break }
                 try await Task.sleep(until: next, clock: .continuous)
                 next += interval
             }

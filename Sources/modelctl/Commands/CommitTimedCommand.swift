@@ -68,7 +68,8 @@ struct FanoutWriteCommand: AsyncParsableCommand {
     /// The arguments that start this command with a plan.
     static func arguments(_ plan: FanoutWriter.Plan) -> [String] {
         let milliseconds = Int(plan.duration.timeInterval * 1_000)
-        let interval = plan.interval.map { Int($0.timeInterval * 1_000_000) } ?? 0
+        // At least 1 µs: 0 says "as fast as it can".
+        let interval = plan.interval.map { max(1, Int($0.timeInterval * 1_000_000)) } ?? 0
         return ["_fanout-write", "--db", plan.url, "--per-commit", String(plan.perCommit), "--milliseconds", String(milliseconds),
                 "--index", String(plan.index), "--writers", String(plan.writers), "--interval-microseconds", String(interval)]
     }
