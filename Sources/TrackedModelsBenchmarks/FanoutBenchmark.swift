@@ -117,8 +117,9 @@ public struct FanoutBenchmark {
             }
         }
         var writing: [(Started, ProcessOutput)] = []
+        // Each writer commits its share of the rate: one commit every `interval`.
+        let interval = targetRowsPerSecond.map { Duration.seconds(Double(rowsPerCommit * writers) / $0) }
         for index in 0..<writers {
-            let interval = targetRowsPerSecond.map { Duration.seconds(Double(rowsPerCommit * writers) / $0) }
             let writer = try startWriter(FanoutWriter.Plan(url: url, perCommit: rowsPerCommit, duration: duration, index: index, writers: writers, interval: interval))
             started.append(writer)
             writing.append((writer, ProcessOutput(writer.output)))
