@@ -64,6 +64,7 @@ enum ChangeLogEntries {
             var lookedAgain: Bool
         }
         var merged: [Merged] = []
+        merged.reserveCapacity(entries.count)
         var mergedIndex: [RowReference: Int] = [:]
         mergedIndex.reserveCapacity(entries.count)
         for entry in entries {
@@ -106,6 +107,7 @@ enum ChangeLogEntries {
             var mask: Int64
         }
         var columnsOfMask: [TableMask: [Int]] = [:]
+        batch.rows.reserveCapacity(batch.rows.count + merged.count)
         for item in merged {
             let (row, kind) = (item.row, item.kind)
             let values = kind == .delete ? nil : present[row.table]?[row.key]

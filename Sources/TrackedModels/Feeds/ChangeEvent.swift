@@ -50,6 +50,7 @@ public struct ChangeEvent: Sendable, Hashable {
     /// ```swift
     /// event.change(of: \Row.count)  // (old: 0, new: 1)
     /// ```
+    @inlinable
     public func change<Model: TrackedModel, Value: ColumnValue>(of keyPath: KeyPath<Model, Value>) -> (old: Value, new: Value)? {
         guard Model._$schema.name == table,
               let index = Model._$columnIndex(of: keyPath),
@@ -61,6 +62,7 @@ public struct ChangeEvent: Sendable, Hashable {
     }
 
     /// Whether a column is among the changes.
+    @inlinable
     public func changed<Model: TrackedModel>(_ keyPath: PartialKeyPath<Model>) -> Bool {
         guard Model._$schema.name == table, let index = Model._$columnIndex(of: keyPath) else { return false }
         return changes.contains { $0.index == index }

@@ -145,10 +145,11 @@ final class FeedIndex {
         let inUse = keysInUse[table]
         var found: [Subscription] = []
         var bucketsFound = 0
-        // Keys of a kind nobody subscribed to on this table are not looked up.
+        // Keys of a kind nobody subscribed to on this table are not looked up. A single bucket's
+        // subscriptions are handed over as they are, not copied.
         func collect(_ key: Key) {
-            guard inUse[key.kind] > 0, let bucket = buckets[key] else { return }
-            found.append(contentsOf: bucket.subscriptions)
+            guard inUse[key.kind] > 0, let bucket = buckets[key], !bucket.subscriptions.isEmpty else { return }
+            if found.isEmpty { found = bucket.subscriptions } else { found.append(contentsOf: bucket.subscriptions) }
             bucketsFound += 1
         }
         for column in columns {
@@ -188,10 +189,15 @@ final class FeedIndex {
     /// Delivers a change of a whole row: one event per subscriber, its columns filtered to
     /// what the subscriber asked for.
     func deliver(_ event: ChangeEvent, table: Int) {
-        let columns = event.changes.map(\.index)
+        guard !event.changes.isEmpty || event.kind != .update else { return }
         let isMembership = event.kind == .insert || event.kind == .delete
-        for subscription in subscriptions(table: table, key: event.key, columns: columns, membership: isMembership) {
-            let changes = subscription.columns.map { wanted in event.changes.filter { wanted.contains($0.index) } } ?? event.changes
+        // A subscriber of every column changed hears the event as it is.
+        for subscription in subscriptions(table: table, key: event.key, columns: event.changes.lazy.map(\.index), membership: isMembership) {
+            guard let wanted = subscription.columns, !event.changes.allSatisfy({ wanted.contains($0.index) }) else {
+                deliver(event, to: subscription)
+                continue
+            }
+            let changes = event.changes.filter { wanted.contains($0.index) }
             guard !changes.isEmpty || event.kind != .update else { continue }
             deliver(ChangeEvent(table: event.table, key: event.key, kind: event.kind, changes: changes, origin: event.origin), to: subscription)
         }

@@ -184,9 +184,15 @@ final class Outbox {
         if !keeping { log.removeSubrange(mark...) }
         groupDepth -= 1
         guard groupDepth == 0 else { return }
-        let logged = log
-        log.removeAll()
+        // The log's storage is kept for the next group (a batch of committed changes logs
+        // about as many as the last), unless it grew large.
+        var logged: [LoggedChange] = []
+        swap(&logged, &log)
         queue += netEvents(logged)
+        if logged.capacity <= 4_096 {
+            logged.removeAll(keepingCapacity: true)
+            log = logged
+        }
         drain()
     }
 
@@ -290,8 +296,10 @@ final class Outbox {
             var origin: ChangeOrigin
         }
         var order: [Item] = []
+        order.reserveCapacity(log.count)
         // Each row's net change, and where it is: one lookup for each change logged.
         var nets: [Net] = []
+        nets.reserveCapacity(log.count)
         var netIndex: [RowReference: Int] = [:]
         netIndex.reserveCapacity(log.count)
         func touch(_ row: RowReference, existed: Bool, origin: ChangeOrigin) -> Int {
@@ -355,7 +363,8 @@ final class Outbox {
                 nets[index] = net
             }
         }
-        return order.compactMap { item -> Entry? in
+        // The net change of each item, in order; nil where there is none.
+        func entry(of item: Item) -> Entry? {
             let net: Net
             switch item {
             case .row(let index): net = nets[index]
@@ -379,14 +388,21 @@ final class Outbox {
                     columns = before.indices.map { ($0, before[$0], after[$0]) }
                 }
                 let schema = feeds.schemas[row.table]
-                let changes = columns.sorted { $0.column < $1.column }.compactMap { index, old, new in
-                    old == new || (old.map { $0.isSameNumber(as: new) } ?? false) ? nil
-                        : ColumnChange(column: schema.columns[index].name, index: index, old: old ?? .null, new: new)
+                var changes: [ColumnChange] = []
+                changes.reserveCapacity(columns.count)
+                for (index, old, new) in columns where old != new && !(old.map { $0.isSameNumber(as: new) } ?? false) {
+                    changes.append(ColumnChange(column: schema.columns[index].name, index: index, old: old ?? .null, new: new))
                 }
                 guard !changes.isEmpty else { return nil }
+                if changes.count > 1 { changes.sort { $0.index < $1.index } }
                 return .event(table: row.table, ChangeEvent(table: schema.name, key: row.key, kind: .update, changes: changes, origin: net.origin))
             }
         }
-
+        var entries: [Entry] = []
+        entries.reserveCapacity(order.count)
+        for item in order {
+            if let entry = entry(of: item) { entries.append(entry) }
+        }
+        return entries
     }
 }

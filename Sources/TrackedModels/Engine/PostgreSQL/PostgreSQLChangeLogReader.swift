@@ -289,6 +289,7 @@ final class PostgreSQLChangeLogReader {
         guard !keys.isEmpty else { return [:] }
         let keyIndex = schema.primaryKeyIndex
         var found: [SQLValue: [SQLValue]] = [:]
+        found.reserveCapacity(keys.count)
         let sql = "\(schema.selectSQL) WHERE \(quoteIdentifier(schema.primaryKey.name)) = ANY($1)"
         for start in stride(from: 0, to: keys.count, by: 1000) {
             let chunk = Array(keys[start..<min(start + 1000, keys.count)])

@@ -126,14 +126,29 @@ extension PostgresValues {
         return data
     }
 
-    /// An array literal (`{"1","2"}`) of values, for `= ANY($1)`: every element quoted, with
-    /// its quotes and backslashes escaped, so that any text survives.
+    /// An array literal (`{1,"two"}`) of values, for `= ANY($1)`: integers as they are, every
+    /// other element quoted, with its quotes and backslashes escaped, so that any text survives.
     static func arrayLiteral(_ values: [SQLValue]) -> SQLValue {
-        let elements = values.map { value -> String in
-            // Each element as a parameter sends it: a NaN is NULL, an infinity `Infinity`.
-            guard let text = parameterText(value) else { return "NULL" }
-            return "\"" + text.replacingScalar("\\", with: "\\\\").replacingScalar("\"", with: "\\\"") + "\""
+        // Written into one string: a watcher sends one of these for every look that found rows.
+        var literal = "{"
+        literal.reserveCapacity(2 + values.count * 8)
+        for (index, value) in values.enumerated() {
+            if index > 0 { literal.append(",") }
+            switch value {
+            case .integer(let integer):
+                literal.append(String(integer))
+            default:
+                // Each element as a parameter sends it: a NaN is NULL, an infinity `Infinity`.
+                guard let text = parameterText(value) else {
+                    literal.append("NULL")
+                    continue
+                }
+                literal.append("\"")
+                literal.append(text.replacingScalar("\\", with: "\\\\").replacingScalar("\"", with: "\\\""))
+                literal.append("\"")
+            }
         }
-        return .text("{" + elements.joined(separator: ",") + "}")
+        literal.append("}")
+        return .text(literal)
     }
 }
