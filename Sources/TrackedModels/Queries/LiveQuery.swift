@@ -256,10 +256,13 @@ final class LiveQuery<Form: LiveQueryForm> {
     private func beginChange() {
         guard !isPublishScheduled else { return }
         isPublishScheduled = true
-        store.afterDelivery { [weak self] in
-            guard let self else { return }
-            isPublishScheduled = false
-            form?.publish()
-        }
+        store.afterDelivery(publishOnceDelivered)
+    }
+
+    /// Publishes the form's change: made once, since nearly every change schedules it.
+    private lazy var publishOnceDelivered: () -> Void = { [weak self] in
+        guard let self else { return }
+        isPublishScheduled = false
+        form?.publish()
     }
 }

@@ -223,16 +223,31 @@ final class Outbox {
             queue.removeAll(keepingCapacity: queue.count < 1_024)
             head = 0
             if !whenDelivered.isEmpty {
-                let delivered = whenDelivered
-                whenDelivered.removeAll()
+                var delivered = Self.take(&whenDelivered)
                 for work in delivered { work() }
+                Self.giveBack(&delivered, to: &whenDelivered)
                 continue
             }
             // What runs when idle may post more (a handler of the list's change writes).
-            let idle = whenIdle
-            whenIdle.removeAll()
+            var idle = Self.take(&whenIdle)
             for work in idle { work() }
+            Self.giveBack(&idle, to: &whenIdle)
         } while head < queue.count || !whenDelivered.isEmpty || !whenIdle.isEmpty
+    }
+
+    /// The work waiting in `list`, which is left empty for the work it adds when it runs.
+    private static func take(_ list: inout [() -> Void]) -> [() -> Void] {
+        var taken: [() -> Void] = []
+        swap(&taken, &list)
+        return taken
+    }
+
+    /// Gives the storage of work that ran back to its list, when that work added none (work
+    /// waits after nearly every change: its list is not made anew each time).
+    private static func giveBack(_ ran: inout [() -> Void], to list: inout [() -> Void]) {
+        guard list.isEmpty, ran.capacity <= 1_024 else { return }
+        ran.removeAll(keepingCapacity: true)
+        swap(&ran, &list)
     }
 
     private func send(_ entry: Entry) {
