@@ -256,11 +256,11 @@ final class LiveQuery<Form: LiveQueryForm> {
     private func beginChange() {
         guard !isPublishScheduled else { return }
         isPublishScheduled = true
-        store.afterDelivery(publishOnceDelivered)
+        store.afterDelivery(publishAfterDelivery)
     }
 
     /// Publishes the form's change: made once, since nearly every change schedules it.
-    private lazy var publishOnceDelivered: () -> Void = { [weak self] in
+    private lazy var publishAfterDelivery: () -> Void = { [weak self] in
         guard let self else { return }
         isPublishScheduled = false
         form?.publish()

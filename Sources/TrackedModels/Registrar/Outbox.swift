@@ -225,13 +225,15 @@ final class Outbox {
             if !whenDelivered.isEmpty {
                 var delivered = Self.take(&whenDelivered)
                 for work in delivered { work() }
-                Self.giveBack(&delivered, to: &whenDelivered)
+                delivered.removeAll(keepingCapacity: true)
+                Self.giveBack(delivered, to: &whenDelivered)
                 continue
             }
             // What runs when idle may post more (a handler of the list's change writes).
             var idle = Self.take(&whenIdle)
             for work in idle { work() }
-            Self.giveBack(&idle, to: &whenIdle)
+            idle.removeAll(keepingCapacity: true)
+            Self.giveBack(idle, to: &whenIdle)
         } while head < queue.count || !whenDelivered.isEmpty || !whenIdle.isEmpty
     }
 
@@ -242,12 +244,13 @@ final class Outbox {
         return taken
     }
 
-    /// Gives the storage of work that ran back to its list, when that work added none (work
-    /// waits after nearly every change: its list is not made anew each time).
-    private static func giveBack(_ ran: inout [() -> Void], to list: inout [() -> Void]) {
-        guard list.isEmpty, ran.capacity <= 1_024 else { return }
-        ran.removeAll(keepingCapacity: true)
-        swap(&ran, &list)
+    /// Gives the emptied storage of work that ran back to its list, when that work added none
+    /// (work waits after nearly every change: its list is not made anew each time). The work
+    /// is released before, outside any access to the list: releasing it may run a `deinit`
+    /// that adds work.
+    private static func giveBack(_ storage: [() -> Void], to list: inout [() -> Void]) {
+        guard list.isEmpty, storage.isEmpty, storage.capacity <= 1_024 else { return }
+        list = storage
     }
 
     private func send(_ entry: Entry) {

@@ -35,23 +35,37 @@ import Testing
         let token = try store.subscribe(to: .object(row, \Row.count)) { event in
             if let count = event.change(of: \Row.count)?.new { heard.withLock { $0.append(count) } }
         }
+        // The test's processes (four app processes, the server, its restarts) share the machine
+        // with every other test of a full run, in which this test took 222 s against 8 s alone:
+        // past 60 s, a settle prints where it stands, and fails at three minutes.
+        let patience = Duration.seconds(180)
         func count() async throws -> String { try await PostgresServer.psql(url, "SELECT count FROM rows WHERE id = 1") }
-        // What a settle that gives up says: what the store shows, what it heard, what the server holds.
+        // What a settle that gives up says: what the store shows, what it heard, what the server
+        // holds, what each connection to the database is doing there, and this host's TCP
+        // connections to the server (retransmissions, timers): a store that stopped looking
+        // told from a connection stuck on the link.
         func state() async -> String {
             let heardLast = heard.withLock { $0.suffix(3) }
-            return "the store shows \(row.count) (last heard \(heardLast)), the server holds \((try? await count()) ?? "?")"
+            let activity = (try? await PostgresServer.psql(url, """
+                SELECT string_agg(format('%s (pid %s) %s, waiting %s/%s, for %s: %s', application_name, pid, state, \
+                wait_event_type, wait_event, now() - state_change, left(query, 60)), E'\\n' ORDER BY pid) \
+                FROM pg_stat_activity WHERE datname = current_database()
+                """)) ?? "?"
+            let sockets = (try? await ServerHost.shell("ss -tino dst \(host.address)")) ?? "?"
+            return "the store shows \(row.count) (last heard \(heardLast)), the server holds \((try? await count()) ?? "?")\n"
+                + "connections at the server:\n\(activity)\nTCP here:\n\(sockets)"
         }
 
         // Four processes at once: exact.
         let bumpers = try (0..<4).map { _ in try Helper.start(["increment", url, "1", "50", "5"]) }
         for bumper in bumpers { #expect(await bumper.exitStatus() == 0) }
         #expect(try await count() == "200")
-        try await settle(store, until: { row.count == 200 }, state: state)
+        try await settle(store, within: patience, until: { row.count == 200 }, state: state)
 
         // The server ends the doorbell's connection: the next commit is still heard.
         #expect(try await PostgresServer.psql(url, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'trackedmodels doorbell'") != "0")
         #expect(try await Helper.start(["increment", url, "1", "10"]).exitStatus() == 0)
-        try await settle(store, until: { row.count == 210 }, state: state)
+        try await settle(store, within: patience, until: { row.count == 210 }, state: state)
 
         // The server restarts while a process commits bump after bump.
         let restarted = try Helper.start(["increment-through", url, "1", "100"])
@@ -59,7 +73,7 @@ import Testing
         try await host.restartServer()
         #expect(await restarted.exitStatus() == 0)
         #expect(try await count() == "310")
-        try await settle(store, until: { row.count == 310 }, state: state)
+        try await settle(store, within: patience, until: { row.count == 310 }, state: state)
 
         // The link goes down for three seconds while a process commits.
         let partitioned = try Helper.start(["increment-through", url, "1", "100"])
@@ -69,7 +83,7 @@ import Testing
         try await host.setLink(up: true)
         #expect(await partitioned.exitStatus() == 0)
         #expect(try await count() == "410")
-        try await settle(store, until: { row.count == 410 }, state: state)
+        try await settle(store, within: patience, until: { row.count == 410 }, state: state)
 
         // What the watcher heard only ever went up, and ended at the final count.
         let values = heard.withLock { $0 }
@@ -86,6 +100,8 @@ struct ServerHost {
     let namespace: String
     /// This side's end of the veth pair.
     let link: String
+    /// The server's address, on the namespace's end.
+    let address: String
     let directory: String
     let url: String
 
@@ -102,7 +118,7 @@ struct ServerHost {
             try Test.cancel("a network namespace cannot be made here (\(error)); the cross-host test needs root and iproute2 (apt-get install iproute2)")
         }
         let directory = FileManager.default.temporaryDirectory.appending(path: "trackedmodels-crosshost-\(tag)").path
-        let host = ServerHost(namespace: namespace, link: link, directory: directory, url: "")
+        let host = ServerHost(namespace: namespace, link: link, address: "\(subnet).2", directory: directory, url: "")
         do {
             try await shell("""
                 ip link add \(link) type veth peer name tmd\(tag) && ip link set tmd\(tag) netns \(namespace) && \
@@ -112,7 +128,7 @@ struct ServerHost {
                 """)
             let url = try await shell("ip netns exec \(namespace) bash '\(script)' start '\(directory)' \(subnet).2")
             guard url.hasPrefix("postgres://") else { throw ShellFailure(message: "no URL: \(url)") }
-            return ServerHost(namespace: namespace, link: link, directory: directory, url: url)
+            return ServerHost(namespace: namespace, link: link, address: host.address, directory: directory, url: url)
         } catch {
             await host.remove()
             if ProcessInfo.processInfo.environment["TRACKEDMODELS_REQUIRE_POSTGRES"] != "1" {

@@ -126,8 +126,9 @@ extension PostgresValues {
         return data
     }
 
-    /// An array literal (`{1,"two"}`) of values, for `= ANY($1)`: integers as they are, every
-    /// other element quoted, with its quotes and backslashes escaped, so that any text survives.
+    /// An array literal (`{1,"two",NULL}`) of values, for `= ANY($1)`: integers as they are,
+    /// NULL (and a NaN) bare, every other element quoted, with its quotes and backslashes
+    /// escaped, so that any text survives.
     static func arrayLiteral(_ values: [SQLValue]) -> SQLValue {
         // Written into one string: a watcher sends one of these for every look that found rows.
         var literal = "{"
