@@ -84,6 +84,7 @@ extension Harness {
         let object = held.isEmpty ? nil : objects[held[Int(b / 3 % UInt64(held.count))]]
         let scope: ScopedFeed.Scope
         let feedScope: FeedScope<Item>
+        var writes = false
         switch a % 8 {
         case 0:
             scope = .cells(key: key, columns: chosen)
@@ -99,6 +100,12 @@ extension Harness {
             guard let object, let id = object.id else { return }
             scope = b % 2 == 0 ? .row(id) : .cells(key: id, columns: [chosen[0]])
             feedScope = b % 2 == 0 ? .object(object) : .object(object, keyPaths[0])
+        case 3 where b >> 20 & 3 == 0:
+            // A quarter of the feeds of columns write while they are told (see
+            // ``titleHeard(_:)``): what they write is delivered after what they heard.
+            scope = .columns([Item.Column.count.rawValue])
+            feedScope = .column(\Item.count)
+            writes = true
         case 3:
             scope = .columns(chosen)
             feedScope = keyPaths.count == 1 ? .column(keyPaths[0]) : .column(keyPaths[0], keyPaths[1])
@@ -130,8 +137,8 @@ extension Harness {
         // A quarter as an AsyncStream (of any scope but children, whose check needs what was
         // heard by the check's start).
         let isChildren = if case .children = scope { true } else { false }
-        let asStream = b >> 16 & 3 == 0 && !isChildren
-        note("subscribe to \(feed.scope)\(asStream ? " as a stream" : "")")
+        let asStream = b >> 16 & 3 == 0 && !isChildren && !writes
+        note("subscribe to \(feed.scope)\(asStream ? " as a stream" : "")\(writes ? ", setting the title of each row whose count it hears of" : "")")
         let subscriptions = store.feedSubscriptionCount
         if asStream {
             let stream = try store.changes(feedScope)
@@ -144,12 +151,40 @@ extension Harness {
             feeds.append(feed)
             return
         }
-        let token = try store.subscribe(to: feedScope) { [weak feed] event in feed?.heard.append(event) }
+        let token = try store.subscribe(to: feedScope) { [weak feed, weak self] event in
+            feed?.heard.append(event)
+            if writes { self?.titleHeard(event) }
+        }
         guard token.isActive, store.feedSubscriptionCount == subscriptions + 1 else {
             throw Divergence(message: "a new feed is \(token.isActive ? "" : "not ")active and the store counts \(store.feedSubscriptionCount) feeds; it counted \(subscriptions) before")
         }
         feed.token = token
         feeds.append(feed)
+    }
+
+    /// What a writing feed's handler does with an event: a row whose count changed gets the
+    /// title "heard N" (N the new count), through its object, while the store is delivering.
+    /// The store takes the write as any other (it is delivered after the event being
+    /// delivered, and stored); the reference takes it once the program's step has recorded
+    /// its own change (``recordHandlerWrites()``), which came first.
+    func titleHeard(_ event: ChangeEvent) {
+        guard event.kind == .update, let count = event.change(of: \Item.count)?.new, case .integer(let key) = event.key,
+              let object = objects[key], let row = row(of: object)
+        else { return }
+        let title = "heard \(count)"
+        let before = object._$values()[Item.Column.title.rawValue]
+        let managed = isManaged(object)
+        note("  a handler sets \(row).title \"\(title)\"")
+        object.title = title
+        if managed, !Values.same(before, .text(title)) { handlerWrites.append((row, .text(title))) }
+    }
+
+    /// Records in the reference what handlers wrote while the store delivered the program's
+    /// last change, in the order they wrote it.
+    func recordHandlerWrites() {
+        let writes = handlerWrites
+        handlerWrites = []
+        for (row, value) in writes { reference.write(.set(value), column: Item.Column.title.rawValue, of: row) }
     }
 
     /// A scope with the columns the generated `FeedScope` names (at most three for a row, two

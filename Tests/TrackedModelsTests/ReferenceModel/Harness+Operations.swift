@@ -115,6 +115,7 @@ extension Harness {
         }
         keysToHold = []
         if let store { try await store.refreshExternalChanges() }
+        recordHandlerWrites()
     }
 
     // MARK: - The program's changes
@@ -149,6 +150,7 @@ extension Harness {
         if managed, let row, !Values.same(before, value) {
             reference.write(.set(value), column: column.rawValue, of: row)
         }
+        recordHandlerWrites()
     }
 
     /// A row passes through a section and group no row is in (a `count` or `note` of its own),
@@ -163,8 +165,10 @@ extension Harness {
         note("set \(row).\(column) \(fresh.describedExactly), then back to \(before.describedExactly)")
         object.assign(fresh, to: column)
         reference.write(.set(fresh), column: column.rawValue, of: row)
+        recordHandlerWrites()
         object.assign(before, to: column)
         reference.write(.set(before), column: column.rawValue, of: row)
+        recordHandlerWrites()
     }
 
     /// Sets a column of a managed object that is not its link (which may read the database to
@@ -178,6 +182,7 @@ extension Harness {
         let before = object._$values()[column.rawValue]
         object.assign(value, to: column)
         if !Values.same(before, value) { reference.write(.set(value), column: column.rawValue, of: row) }
+        recordHandlerWrites()
     }
 
     /// A row changed, then deleted; the program takes back the delete (the row shows again,
@@ -371,6 +376,7 @@ extension Harness {
                 throw Divergence(message: "increment of \(row.map { "\($0)" } ?? "a detached object") by \(delta) was accepted; expected \(overflow ? "an overflow error" : "notAttached")")
             }
             if delta != 0 { reference.write(.add(Int64(delta)), column: Item.Column.count.rawValue, of: row) }
+            recordHandlerWrites()
         } catch let error as StoreError {
             if managed, !overflow { throw Divergence(message: "increment threw \(error) for a managed object") }
         }
@@ -699,6 +705,7 @@ extension Harness {
                 if throwing { throw Abort() }
             }
             reference.endTransaction(succeeded: true, restoring: snapshot)
+            if depth == 0 { recordHandlerWrites() }
         } catch is Abort {
             reference.endTransaction(succeeded: false, restoring: snapshot)
             (objects, newObjects, detached) = saved
@@ -1206,6 +1213,7 @@ extension Harness {
         note("fix \(row).\(column) = \(value.describedExactly)")
         object.assign(value, to: column)
         reference.write(.set(value), column: column.rawValue, of: row)
+        recordHandlerWrites()
     }
 
     func busyFlush() async throws {
