@@ -22,6 +22,63 @@ import Testing
         await host.remove()
     }
 
+    /// The server's host falls silent (its end of the link down: nothing, not even an error,
+    /// comes back) while the store commits. The store's connection notices within seconds, as
+    /// the URL's liveness options say, instead of the kernel's fifteen minutes; the server ends
+    /// the session it left behind, so that its open transaction (and the row lock it holds) is
+    /// rolled back; once the link is back, the change commits, once.
+    @Test func aCommitToAServerThatFallsSilentFailsInSecondsAndLandsOnceAfter() async throws {
+        let host = try await ServerHost.make()
+        do {
+            try await commitThroughSilence(host)
+        } catch {
+            await host.remove()
+            throw error
+        }
+        await host.remove()
+    }
+
+    private func commitThroughSilence(_ host: ServerHost) async throws {
+        let url = host.url + "?keepalives_idle=1&keepalives_interval=1&keepalives_count=2&tcp_user_timeout=2000"
+        var configuration = Stores.configuration()
+        configuration.externalChangePollInterval = .seconds(3_600)
+        let store = try await ModelStore.open(.postgres(url), models: [Row.self], configuration: configuration)
+        try store.insert(Row(id: 1, title: "Row 1", count: 0))
+        try await store.flush()
+        let row = try #require(try await store.async.find(Row.self, key: 1))
+
+        try await host.setSilent(true)
+        row.count += 1
+        let start = ContinuousClock.now
+        let ended = Mutex<Duration?>(nil)
+        let flushing = Task {
+            defer { ended.withLock { $0 = ContinuousClock.now - start } }
+            try await store.flush()
+        }
+        // Without the checks, the flush would wait for the kernel to give up (some fifteen
+        // minutes): it is waited for a minute, then the link comes back.
+        while ended.withLock({ $0 }) == nil, ContinuousClock.now - start < .seconds(60) { try await Task.sleep(for: .milliseconds(100)) }
+        try await host.setSilent(false)
+        let outcome = await flushing.result
+        let waited = try #require(ended.withLock { $0 })
+        switch outcome {
+        case .success: Issue.record("a flush across a silent link succeeded after \(waited)")
+        case .failure(let error):
+            print("a flush across a silent link failed after \(waited): \(error)")
+            #expect(error is StoreError)
+            #expect(waited < .seconds(60), "the flush failed after \(waited), not within a minute")
+        }
+
+        // The server ended the session the store left (its keepalives went unanswered): no
+        // transaction of the store's is open there, and the change commits, once.
+        try await settle(within: .seconds(60)) {
+            try await PostgresServer.psql(host.url, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'") == "0"
+        }
+        try await store.flush()
+        #expect(try await PostgresServer.psql(host.url, "SELECT count FROM rows WHERE id = 1") == "1")
+        try await store.close()
+    }
+
     private func bumpAcross(_ host: ServerHost) async throws {
         let url = host.url
 
@@ -146,6 +203,15 @@ struct ServerHost {
     func setLink(up: Bool) async throws {
         try await Self.shell("ip link set \(link) \(up ? "up" : "down")")
     }
+
+    /// Takes the server's end of the link down or up again: this host's packets go out and
+    /// nothing comes back, not even an error (a host that vanished).
+    func setSilent(_ silent: Bool) async throws {
+        try await Self.shell("ip netns exec \(namespace) ip link set \(peer) \(silent ? "down" : "up")")
+    }
+
+    /// The server's end of the veth pair.
+    var peer: String { "tmd" + link.dropFirst(3) }
 
     func remove() async {
         _ = try? await Self.shell("ip netns exec \(namespace) bash '\(Self.script)' stop '\(directory)'")

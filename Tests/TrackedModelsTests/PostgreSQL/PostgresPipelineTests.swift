@@ -13,6 +13,24 @@ struct PostgresPipelineTests {
         PostgresPipeline(endpoint: try PostgresEndpoint(url: try await PostgresServer.makeDatabase()), role: "test")
     }
 
+    /// The URL's liveness options reach the server's end of the connection as well (a TCP
+    /// connection's: the server ignores them on a Unix socket); left out, the store's own
+    /// apply. A value that is not a positive whole number is refused, naming it.
+    @Test func livenessOptionsReachTheServerAndBadOnesAreRefused() async throws {
+        let url = try await PostgresServer.makeDatabase()
+        let settings = "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings WHERE name LIKE 'tcp_%'"
+        let tuned = PostgresPipeline(endpoint: try PostgresEndpoint(url: url + "?keepalives_idle=7&keepalives_count=4&tcp_user_timeout=4000"), role: "test")
+        defer { tuned.close() }
+        #expect(try tuned.rowsWaiting(settings, doing: "reading settings") == [[.text("tcp_keepalives_count=4 tcp_keepalives_idle=7 tcp_keepalives_interval=5 tcp_user_timeout=4000")]])
+        let plain = PostgresPipeline(endpoint: try PostgresEndpoint(url: url), role: "test")
+        defer { plain.close() }
+        #expect(try plain.rowsWaiting(settings, doing: "reading settings") == [[.text("tcp_keepalives_count=3 tcp_keepalives_idle=10 tcp_keepalives_interval=5 tcp_user_timeout=25000")]])
+        for option in ["keepalives_idle=0", "keepalives_interval=-1", "keepalives_count=x", "tcp_user_timeout=", "tcp_user_timeout=99999999999"] {
+            let refused = try #require(throws: StoreError.self) { try PostgresEndpoint(url: url + "?" + option) }
+            #expect(refused.code == .cannotOpen && refused.message.contains(option) && refused.message.contains("positive whole number"), "\(refused)")
+        }
+    }
+
     /// A statement run alone whose commit fails (a deferred foreign key checked at the sync)
     /// fails, and the statement after it runs as usual.
     @Test func aStatementWhoseCommitFailsFailsItself() async throws {

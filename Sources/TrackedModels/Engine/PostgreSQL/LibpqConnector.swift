@@ -35,6 +35,7 @@ struct LibpqConnector {
             ("host", endpoint.socketFolder ?? endpoint.host), ("port", String(endpoint.port)), ("user", endpoint.user), ("dbname", endpoint.database),
             ("sslmode", sslMode), ("gssencmode", "disable"), ("application_name", role), ("client_encoding", "UTF8"), ("connect_timeout", "10"),
         ]
+        options += endpoint.liveness.libpqOptions
         if let password = endpoint.password { options.append(("password", password)) }
         if sslMode == "verify-full", let roots = Self.trustedRoots { options.append(("sslrootcert", roots)) }
         let keywords = options.map { strdup($0.0) }
@@ -44,7 +45,9 @@ struct LibpqConnector {
             (values.map { UnsafePointer($0) } + [nil]).withUnsafeBufferPointer { values in PQconnectdbParams(keywords.baseAddress, values.baseAddress, 0) }
         }
         guard let made else { throw StoreError(code: .engineFailure, message: "connecting to PostgreSQL at \(endpoint) failed: libpq is out of memory") }
-        guard PQstatus(made) == CONNECTION_OK, PQsetnonblocking(made, 1) == 0, PQenterPipelineMode(made) == 1 else {
+        guard PQstatus(made) == CONNECTION_OK, Self.run(endpoint.liveness.serverSettings, on: made),
+              PQsetnonblocking(made, 1) == 0, PQenterPipelineMode(made) == 1
+        else {
             let failure = PostgresPipeline.ConnectionFailure(made)
             PQfinish(made)
             throw failure
@@ -53,6 +56,13 @@ struct LibpqConnector {
         // print them on standard error.
         PQsetNoticeProcessor(made, { _, _ in }, nil)
         return made
+    }
+
+    /// Runs statements on a new connection, before it enters pipeline mode; whether they ran.
+    private static func run(_ sql: String, on connection: OpaquePointer) -> Bool {
+        let result = PQexec(connection, sql)
+        defer { PQclear(result) }
+        return PQresultStatus(result) == PGRES_COMMAND_OK
     }
 
     /// The system's bundle of trusted root certificates (Debian's, Red Hat's, Alpine's), as

@@ -10,6 +10,11 @@ import PostgresNIO
 /// or `require`. A host that is a path (`postgres:///app?host=/var/run/postgresql`) is a Unix
 /// socket's folder.
 ///
+/// A server that stops answering without closing the connection (its host gone, the network
+/// between cut) is noticed in about 25 s on both ends (see ``LivenessChecks``); libpq's options
+/// `keepalives_idle`, `keepalives_interval`, `keepalives_count` (seconds, probes) and
+/// `tcp_user_timeout` (milliseconds) set it otherwise.
+///
 /// Related PostgreSQL documentation:
 /// <https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS>
 struct PostgresEndpoint: Sendable, CustomStringConvertible {
@@ -20,6 +25,35 @@ struct PostgresEndpoint: Sendable, CustomStringConvertible {
     var password: String?
     var database: String
     var sslMode: String
+    var liveness = LivenessChecks()
+
+    /// How a TCP connection notices that the other end stopped answering: after `idle` seconds
+    /// of silence, `count` keepalive probes `interval` seconds apart go unanswered; data sent
+    /// and not acknowledged for `userTimeout` milliseconds. Each end checks: the store's side
+    /// fails what waits on the connection instead of waiting for the kernel's own limits (two
+    /// hours idle, about fifteen minutes with data in flight), and the server's side ends a
+    /// session whose client vanished, rolling back its transaction (whose locks would hold the
+    /// store's next commit of the same rows).
+    struct LivenessChecks: Equatable {
+        var idle = 10
+        var interval = 5
+        var count = 3
+        var userTimeout = 25_000
+
+        /// The options libpq takes for the store's end.
+        var libpqOptions: [(String, String)] {
+            [
+                ("keepalives", "1"), ("keepalives_idle", "\(idle)"), ("keepalives_interval", "\(interval)"), ("keepalives_count", "\(count)"),
+                ("tcp_user_timeout", "\(userTimeout)"),
+            ]
+        }
+
+        /// The statements that set the server's end, once connected. (Not the startup packet's
+        /// `options`, which connection poolers such as PgBouncer refuse.)
+        var serverSettings: String {
+            "SET tcp_keepalives_idle = \(idle); SET tcp_keepalives_interval = \(interval); SET tcp_keepalives_count = \(count); SET tcp_user_timeout = \(userTimeout)"
+        }
+    }
 
     /// Reads a URL.
     ///
@@ -58,6 +92,17 @@ struct PostgresEndpoint: Sendable, CustomStringConvertible {
         guard ["disable", "prefer", "require"].contains(sslMode) else {
             throw invalid("sslmode \(sslMode) is not one of disable, prefer, require")
         }
+        func positive(_ name: String, _ value: inout Int, unit: String = "seconds") throws {
+            guard let text = options[name] else { return }
+            guard let number = Int(text), number > 0, number <= Int(Int32.max) else {
+                throw invalid("\(name)=\(text) is not a positive whole number of \(unit) (at most \(Int32.max))")
+            }
+            value = number
+        }
+        try positive("keepalives_idle", &liveness.idle)
+        try positive("keepalives_interval", &liveness.interval)
+        try positive("keepalives_count", &liveness.count, unit: "probes")
+        try positive("tcp_user_timeout", &liveness.userTimeout, unit: "milliseconds")
     }
 
     /// `user@host:port/database`, without the password: how messages and logs name it.
