@@ -15,10 +15,14 @@ public enum DatabaseLocation: Sendable, Hashable {
     /// `?sslmode=disable|prefer|require` (prefer by default) as libpq reads it. Open it with
     /// ``ModelStore/open(_:models:configuration:isolation:)``: connecting is a round trip.
     ///
-    /// A server whose host stops answering (gone, or cut off without a reset) fails what waits
-    /// on it in about 25 s, and the server ends a session whose store vanished the same way,
-    /// rolling back its transaction. libpq's `keepalives_idle`, `keepalives_interval` (seconds),
-    /// `keepalives_count` and `tcp_user_timeout` (milliseconds) set that otherwise, for both ends:
+    /// When the server's host stops answering (gone, or cut off without a reset), the store's
+    /// writing connection notices in about 25 s: a flush then fails within a minute or so,
+    /// unless its `COMMIT` was on the way (then the store waits until the server can say
+    /// whether it committed, so that nothing is written twice). The server ends the writer's
+    /// session the same way when the store vanishes, rolling back its open transaction and
+    /// releasing its locks. libpq's `keepalives_idle`, `keepalives_interval` (seconds),
+    /// `keepalives_count` and `tcp_user_timeout` (milliseconds; Linux only) set that otherwise,
+    /// for both ends:
     ///
     /// ```swift
     /// // Notice a silent server in about 5 s: idle 2 s, then 3 probes 1 s apart.

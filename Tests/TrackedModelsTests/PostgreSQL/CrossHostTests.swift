@@ -8,29 +8,28 @@ import Testing
 /// network namespace, reached over a veth pair), and app processes on this host bump one row
 /// while the server ends the watcher's doorbell, restarts, and is cut off for three seconds.
 /// Every bump is counted exactly once (none lost, none applied twice), and a watcher here hears
-/// the final count.
+/// the final count. The server's host also falls silent under a store's commit, before it and
+/// while its `COMMIT` is answered: each commit counts once.
 @MainActor
 @Suite(.serialized) struct CrossHostTests {
     @Test func noAcknowledgedWriteIsLostAcrossALink() async throws {
-        let host = try await ServerHost.make()
-        do {
-            try await bumpAcross(host)
-        } catch {
-            await host.remove()
-            throw error
-        }
-        await host.remove()
+        try await onAHostOfItsOwn(bumpAcross)
     }
 
     /// The server's host falls silent (its end of the link down: nothing, not even an error,
-    /// comes back) while the store commits. The store's connection notices within seconds, as
-    /// the URL's liveness options say, instead of the kernel's fifteen minutes; the server ends
-    /// the session it left behind, so that its open transaction (and the row lock it holds) is
-    /// rolled back; once the link is back, the change commits, once.
+    /// comes back) as the store commits. The store's connection notices within seconds, as
+    /// the URL's liveness options say, and the flush fails (it waited for the link before, some
+    /// fifteen minutes for a host that never comes back); once the link is back, no transaction
+    /// of the store's is left open at the server, and the change commits, once.
     @Test func aCommitToAServerThatFallsSilentFailsInSecondsAndLandsOnceAfter() async throws {
+        try await onAHostOfItsOwn(commitThroughSilence)
+    }
+
+    /// Runs `body` with a server on a host of its own, removed after it.
+    private func onAHostOfItsOwn(_ body: (ServerHost) async throws -> Void) async throws {
         let host = try await ServerHost.make()
         do {
-            try await commitThroughSilence(host)
+            try await body(host)
         } catch {
             await host.remove()
             throw error
@@ -38,14 +37,20 @@ import Testing
         await host.remove()
     }
 
-    private func commitThroughSilence(_ host: ServerHost) async throws {
+    /// A store of the server's, which notices a silent server in about three seconds, and
+    /// the object of a row it committed.
+    private func storeWithARow(on host: ServerHost) async throws -> (ModelStore, Row) {
         let url = host.url + "?keepalives_idle=1&keepalives_interval=1&keepalives_count=2&tcp_user_timeout=2000"
         var configuration = Stores.configuration()
         configuration.externalChangePollInterval = .seconds(3_600)
         let store = try await ModelStore.open(.postgres(url), models: [Row.self], configuration: configuration)
         try store.insert(Row(id: 1, title: "Row 1", count: 0))
         try await store.flush()
-        let row = try #require(try await store.async.find(Row.self, key: 1))
+        return (store, try #require(try await store.async.find(Row.self, key: 1)))
+    }
+
+    private func commitThroughSilence(_ host: ServerHost) async throws {
+        let (store, row) = try await storeWithARow(on: host)
 
         try await host.setSilent(true)
         row.count += 1
@@ -76,6 +81,40 @@ import Testing
         }
         try await store.flush()
         #expect(try await PostgresServer.psql(host.url, "SELECT count FROM rows WHERE id = 1") == "1")
+        try await store.close()
+    }
+
+    /// The server's host falls silent while the store waits for its `COMMIT` (a deferred
+    /// trigger holds the commit for a few seconds): the commit went through, but its answer
+    /// never comes back. The store keeps asking whether it did for as long as the server
+    /// cannot be reached (here 45 s), and learns it did once the link is back: the bump counts
+    /// once, not again at a later flush.
+    @Test func aCommitWhoseAnswerIsLostToSilenceCountsOnce() async throws {
+        try await onAHostOfItsOwn(commitWhoseAnswerIsLost)
+    }
+
+    private func commitWhoseAnswerIsLost(_ host: ServerHost) async throws {
+        let (store, row) = try await storeWithARow(on: host)
+        try await PostgresServer.psql(host.url, """
+            CREATE FUNCTION holding_the_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(5); RETURN NULL; END $$;
+            CREATE CONSTRAINT TRIGGER holding_the_commit AFTER UPDATE ON rows DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION holding_the_commit();
+            """)
+
+        row.count += 1
+        let flushing = Task { try await store.flush() }
+        // The link falls silent once the commit is held at the server.
+        try await settle(within: .seconds(60)) {
+            try await PostgresServer.psql(host.url, "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'") == "1"
+        }
+        try await host.setSilent(true)
+        try await Task.sleep(for: .seconds(45))
+        try await host.setSilent(false)
+        let outcome = await flushing.result
+        print("a flush whose COMMIT's answer was lost to silence: \(outcome)")
+        if case .failure(let error) = outcome { Issue.record("the flush threw \(error); the commit went through") }
+        try await store.flush()
+        #expect(try await PostgresServer.psql(host.url, "SELECT count FROM rows WHERE id = 1") == "1")
+        #expect(row.count == 1)
         try await store.close()
     }
 

@@ -931,6 +931,9 @@ extension Harness {
         let before = store.pendingChanges
         var thrown: (any Error)?
         do { try await flushing(store) } catch { thrown = error }
+        // What handlers wrote while the flush ran (told of a discard made meanwhile, say) was
+        // taken by the flush's last commit, as the reference's flush takes it.
+        recordHandlerWrites()
         let failure = try await failure()
         // A change the flush committed can no longer be discarded: refused, saying so.
         if let committed = before.first(where: { change in !store.pendingChanges.contains { $0.id == change.id } }) {
@@ -1125,6 +1128,7 @@ extension Harness {
         note("discard \(refused)")
         try store.discard(refused)
         detachObjects(ofDiscarded: reference.discardFirstRefused())
+        recordHandlerWrites()
         // Rows a discarded deleteAll had taken away come back through a reset.
         mayReset = true
     }
@@ -1149,6 +1153,7 @@ extension Harness {
         note("discard every pending change")
         store.discardPendingChanges()
         detachObjects(ofDiscarded: reference.discardPending())
+        recordHandlerWrites()
         // Rows a discarded deleteAll had taken away come back through a reset.
         mayReset = true
     }
@@ -1175,6 +1180,7 @@ extension Harness {
         note("discard \(index == pending.count - 1 ? "the last" : "the \(index + 1). of \(pending.count)") pending change: \(pending[index])")
         try store.discard(pending[index])
         detachObjects(ofDiscarded: reference.discard(at: index))
+        recordHandlerWrites()
         mayReset = true
     }
 

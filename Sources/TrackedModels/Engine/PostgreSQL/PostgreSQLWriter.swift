@@ -13,8 +13,8 @@ import Synchronization
 /// waiting for each other's answers: three round trips for a commit of one statement (the
 /// look, the statement, `COMMIT`), two for a store that does not look (whose transaction id
 /// comes with the statement). A connection lost at `COMMIT` leaves the outcome
-/// unknown: the writer asks the server for the transaction's status once it reconnects, so
-/// that a commit that went through is not made twice (an increment would count double).
+/// unknown: the writer asks the server for the transaction's status, until it can reconnect,
+/// so that a commit that went through is not made twice (an increment would count double).
 ///
 /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/functions-info.html#FUNCTIONS-PG-SNAPSHOT>
 final class PostgreSQLWriter: EngineWriter {
@@ -286,33 +286,70 @@ final class PostgreSQLWriter: EngineWriter {
     }
 
     /// Commits; when the connection is lost on the way, asks new ones whether the transaction
-    /// committed (for up to ``outcomeWait``), and succeeds if it did: trying a commit that went
-    /// through again would count its increments twice.
+    /// committed, and succeeds if it did: trying a commit that went through again would count
+    /// its increments twice.
+    ///
+    /// While the server cannot be reached, it keeps asking (a warning each minute): nobody
+    /// else can tell, and the changes stay in flight meanwhile. A server that answers "in
+    /// progress" for longer than ``outcomeWait`` (its end of the lost connection not yet
+    /// ended) makes it give up.
     ///
     /// - Throws: The connection's loss when the transaction did not commit (the store tries
-    ///   again), or a failure that does not pass on its own when nobody could tell in time.
+    ///   again), or a failure that does not pass on its own when the server kept the
+    ///   transaction open.
     private func finishCommit(_ xid: UInt64?) throws {
         do {
             try session.end("COMMIT", doing: "committing")
         } catch let error as StoreError where error.code == .connectionLost {
             guard let xid else { throw error }
-            let deadline = ContinuousClock.now + Self.outcomeWait
+            let lost = ContinuousClock.now
+            var answeredOpen: ContinuousClock.Instant?
+            var warned = lost
             var pause = Duration.milliseconds(50)
-            while ContinuousClock.now < deadline {
-                let status = try? session.rowsWaiting("SELECT pg_xact_status($1::text::xid8)", [.text(String(xid))], doing: "checking a commit").first?.first
-                if status == .text("committed") {
+            while true {
+                // nil while the server cannot be reached; NULL for a transaction it does not know.
+                let status: SQLValue?
+                do {
+                    status = try session.rowsWaiting("SELECT pg_xact_status($1::text::xid8)", [.text(String(xid))], doing: "checking a commit").first?.first ?? .null
+                } catch let failure as StoreError where failure.code == .connectionLost {
+                    status = nil
+                    if ContinuousClock.now - warned >= .seconds(60) {
+                        warned = .now
+                        logger.warning(
+                            "the connection was lost at COMMIT; waiting for the server to say whether the transaction committed",
+                            metadata: ["xid": "\(xid)", "for": "\(ContinuousClock.now - lost)", "error": "\(failure)"]
+                        )
+                    }
+                } catch {
+                    throw StoreError(
+                        code: .engineFailure,
+                        message: "the connection to PostgreSQL at \(session.endpoint) was lost at COMMIT, and asking whether transaction \(xid) committed failed (\(error)); "
+                            + "the changes stay pending: check the data, then flush again or discard them",
+                        underlying: error
+                    )
+                }
+                switch status {
+                case .text("committed")?:
                     logger.debug("the connection was lost at COMMIT, which went through", metadata: ["xid": "\(xid)"])
                     return
+                case .text("aborted")?:
+                    throw error
+                case .some:
+                    let since = answeredOpen ?? .now
+                    answeredOpen = since
+                    if ContinuousClock.now - since >= outcomeWait {
+                        throw StoreError(
+                            code: .engineFailure,
+                            message: "the connection to PostgreSQL at \(session.endpoint) was lost at COMMIT, and the server still held transaction \(xid) open after \(outcomeWait); "
+                                + "the changes stay pending: check the data, then flush again or discard them"
+                        )
+                    }
+                case nil:
+                    answeredOpen = nil
                 }
-                if status == .text("aborted") { throw error }
                 Thread.sleep(forTimeInterval: pause.timeInterval)
                 pause = min(pause * 2, .seconds(1))
             }
-            throw StoreError(
-                code: .engineFailure,
-                message: "the connection to PostgreSQL at \(session.endpoint) was lost at COMMIT, and the server could not say within \(Self.outcomeWait) whether transaction \(xid) committed; "
-                    + "the changes stay pending: check the data, then flush again or discard them"
-            )
         }
     }
 
@@ -322,8 +359,13 @@ final class PostgreSQLWriter: EngineWriter {
     /// The writer's waits for the server, for tests (see ``PostgresPipeline/roundTrips``).
     var roundTrips: Int { session.roundTrips }
 
-    /// How long a commit whose outcome is unknown waits for the server to tell.
-    static let outcomeWait: Duration = .seconds(30)
+    /// How long a server that answers may keep a transaction whose connection was lost at
+    /// `COMMIT` open before the writer gives up: as long as the server's end takes to notice
+    /// the connection is gone (its keepalives unanswered), and 30 s more.
+    private var outcomeWait: Duration {
+        let liveness = session.endpoint.liveness
+        return .seconds(liveness.idle + liveness.interval * liveness.count + 30)
+    }
 
     /// The row (or, for a delete of every row, the table) an operation deletes, when the
     /// database acts on the deletion of that table's rows.

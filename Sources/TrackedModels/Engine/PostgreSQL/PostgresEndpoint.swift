@@ -11,9 +11,10 @@ import PostgresNIO
 /// socket's folder.
 ///
 /// A server that stops answering without closing the connection (its host gone, the network
-/// between cut) is noticed in about 25 s on both ends (see ``LivenessChecks``); libpq's options
-/// `keepalives_idle`, `keepalives_interval`, `keepalives_count` (seconds, probes) and
-/// `tcp_user_timeout` (milliseconds) set it otherwise.
+/// between cut) is noticed in about 25 s on both ends of the store's libpq connections (see
+/// ``LivenessChecks``); libpq's options `keepalives_idle`, `keepalives_interval`,
+/// `keepalives_count` (seconds, probes) and `tcp_user_timeout` (milliseconds) set it otherwise.
+/// (The postgres-nio connections, the doorbell's and the readers', keep the kernel's limits.)
 ///
 /// Related PostgreSQL documentation:
 /// <https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS>
