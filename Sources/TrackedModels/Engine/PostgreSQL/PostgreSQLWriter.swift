@@ -13,8 +13,9 @@ import Synchronization
 /// waiting for each other's answers: three round trips for a commit of one statement (the
 /// look, the statement, `COMMIT`), two for a store that does not look (whose transaction id
 /// comes with the statement). A connection lost at `COMMIT` leaves the outcome
-/// unknown: the writer asks the server for the transaction's status, until it can reconnect,
-/// so that a commit that went through is not made twice (an increment would count double).
+/// unknown: the writer asks the server for the transaction's status once it reconnects,
+/// however long that takes, so that a commit that went through is not made twice (an
+/// increment would count double).
 ///
 /// Related PostgreSQL documentation: <https://www.postgresql.org/docs/current/functions-info.html#FUNCTIONS-PG-SNAPSHOT>
 final class PostgreSQLWriter: EngineWriter {
@@ -296,18 +297,26 @@ final class PostgreSQLWriter: EngineWriter {
     ///
     /// - Throws: The connection's loss when the transaction did not commit (the store tries
     ///   again), or a failure that does not pass on its own when the server kept the
-    ///   transaction open.
+    ///   transaction open, no longer knows it, or refused to say (a person has to look).
     private func finishCommit(_ xid: UInt64?) throws {
         do {
             try session.end("COMMIT", doing: "committing")
         } catch let error as StoreError where error.code == .connectionLost {
             guard let xid else { throw error }
             let lost = ContinuousClock.now
+            logger.notice("the connection was lost at COMMIT; asking the server whether the transaction committed", metadata: ["xid": "\(xid)"])
             var answeredOpen: ContinuousClock.Instant?
             var warned = lost
             var pause = Duration.milliseconds(50)
+            func unknown(_ why: String, underlying: (any Error)? = nil) -> StoreError {
+                StoreError(
+                    code: .engineFailure,
+                    message: "the connection to PostgreSQL at \(session.endpoint) was lost at COMMIT, and \(why); the changes stay pending: check the data, then flush again or discard them",
+                    underlying: underlying
+                )
+            }
             while true {
-                // nil while the server cannot be reached; NULL for a transaction it does not know.
+                // nil while the server cannot be reached; NULL for an id too old to look up.
                 let status: SQLValue?
                 do {
                     status = try session.rowsWaiting("SELECT pg_xact_status($1::text::xid8)", [.text(String(xid))], doing: "checking a commit").first?.first ?? .null
@@ -321,28 +330,21 @@ final class PostgreSQLWriter: EngineWriter {
                         )
                     }
                 } catch {
-                    throw StoreError(
-                        code: .engineFailure,
-                        message: "the connection to PostgreSQL at \(session.endpoint) was lost at COMMIT, and asking whether transaction \(xid) committed failed (\(error)); "
-                            + "the changes stay pending: check the data, then flush again or discard them",
-                        underlying: error
-                    )
+                    throw unknown("asking whether transaction \(xid) committed failed (\(error))", underlying: error)
                 }
                 switch status {
                 case .text("committed")?:
-                    logger.debug("the connection was lost at COMMIT, which went through", metadata: ["xid": "\(xid)"])
+                    logger.notice("the transaction whose COMMIT lost its connection committed", metadata: ["xid": "\(xid)", "after": "\(ContinuousClock.now - lost)"])
                     return
                 case .text("aborted")?:
                     throw error
+                case .null?:
+                    throw unknown("the server no longer knows whether transaction \(xid) committed")
                 case .some:
                     let since = answeredOpen ?? .now
                     answeredOpen = since
                     if ContinuousClock.now - since >= outcomeWait {
-                        throw StoreError(
-                            code: .engineFailure,
-                            message: "the connection to PostgreSQL at \(session.endpoint) was lost at COMMIT, and the server still held transaction \(xid) open after \(outcomeWait); "
-                                + "the changes stay pending: check the data, then flush again or discard them"
-                        )
+                        throw unknown("the server still held transaction \(xid) open after \(outcomeWait)")
                     }
                 case nil:
                     answeredOpen = nil
@@ -361,10 +363,11 @@ final class PostgreSQLWriter: EngineWriter {
 
     /// How long a server that answers may keep a transaction whose connection was lost at
     /// `COMMIT` open before the writer gives up: as long as the server's end takes to notice
-    /// the connection is gone (its keepalives unanswered), and 30 s more.
+    /// the connection is gone (its keepalives unanswered, or its answer not acknowledged), and
+    /// 30 s more.
     private var outcomeWait: Duration {
         let liveness = session.endpoint.liveness
-        return .seconds(liveness.idle + liveness.interval * liveness.count + 30)
+        return .seconds(max(liveness.idle + liveness.interval * liveness.count, liveness.userTimeout / 1_000) + 30)
     }
 
     /// The row (or, for a delete of every row, the table) an operation deletes, when the
