@@ -85,7 +85,7 @@ import Testing
     }
 
     /// The server's host falls silent while the store waits for its `COMMIT` (a deferred
-    /// trigger holds the commit for a few seconds): the commit went through, but its answer
+    /// trigger holds the commit for ten seconds): the commit went through, but its answer
     /// never comes back. The store keeps asking whether it did for as long as the server
     /// cannot be reached (here 45 s), and learns it did once the link is back: the bump counts
     /// once, not again at a later flush.
@@ -96,7 +96,7 @@ import Testing
     private func commitWhoseAnswerIsLost(_ host: ServerHost) async throws {
         let (store, row) = try await storeWithARow(on: host)
         try await PostgresServer.psql(host.url, """
-            CREATE FUNCTION holding_the_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(5); RETURN NULL; END $$;
+            CREATE FUNCTION holding_the_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(10); RETURN NULL; END $$;
             CREATE CONSTRAINT TRIGGER holding_the_commit AFTER UPDATE ON rows DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION holding_the_commit();
             """)
 
