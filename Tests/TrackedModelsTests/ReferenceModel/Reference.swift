@@ -148,7 +148,8 @@ struct Reference {
     let declaration: TableDeclaration
     /// The rows the file holds, by key.
     private(set) var file: [Int64: [SQLValue]] = [:]
-    /// The largest key the table ever held (AUTOINCREMENT never reuses one).
+    /// The largest key an insert ever named, as SQLite's AUTOINCREMENT counter keeps it (it never
+    /// gives a key at or below it): a row's, or one an upsert updated or an insert skipped.
     private var largestKeyEver: Int64?
     private(set) var units: [Unit] = []
     /// How many of the first units are in flight (a flush took them and has yet to finish):
@@ -800,7 +801,8 @@ struct Reference {
     /// Another connection's committed change, applied to the file; false when the database
     /// refuses it (nothing changes then).
     ///
-    /// - Parameter inserting: The key of a row the change inserts (AUTOINCREMENT remembers it).
+    /// - Parameter inserting: The key an insert of the change names, whether it inserts the row,
+    ///   updates it (an upsert) or skips it (AUTOINCREMENT remembers it all the same).
     ///
     /// The program's updates and deletes of a row the change removes (deleted, or given another
     /// key) are dropped, unless their unit was refused: there is no row left for them, and a row
