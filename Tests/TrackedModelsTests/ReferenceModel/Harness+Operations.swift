@@ -59,6 +59,7 @@ extension Harness {
         case 151: try transaction(step.a, step.b, depth: 0, body: { try self.passThroughAFreshGroup(step.a, step.b) })
         case 152: try await copyTheDatabase(step.a)
         case 153: try await (engine == .sqlite ? faultyFlush(step.a) : flushWhoseConnectionEnds(step.a))
+        case 154: try await externalInsertThenChange(step.a, step.b)
         case 91..<93: try await (engine == .sqlite ? busyFlush() : flushAfterLostConnections())
         case 93..<95: try await bulkInsert(step.a, step.b)
         case 95..<100: try await faultyFlush(step.a)
@@ -1328,6 +1329,24 @@ extension Harness {
 
     func externalUpdate(_ a: UInt64, _ b: UInt64) async throws {
         try await externalUpdate(key: fileKey(a), b)
+    }
+
+    /// Another connection inserts a row, which the store hears of, and then changes or deletes
+    /// it before anything holds an object of it (no check ran between, no live form was read):
+    /// the store tells subscribers of a row it knows only by its key.
+    func externalInsertThenChange(_ a: UInt64, _ b: UInt64) async throws {
+        let key = insertedKey(seed: a)
+        guard reference.file[key] == nil, reference.shown(.key(key)) == nil, let store else { return }
+        try await externalInsert(a, b)
+        guard reference.file[key] != nil else { return }
+        try await store.refreshExternalChanges()
+        // Heard as two changes, which may undo each other.
+        madeSeveralChanges = true
+        if (a >> 20) % 3 == 0 {
+            try await externalDelete(key: key)
+        } else {
+            try await externalUpdate(key: key, b >> 8)
+        }
     }
 
     private func externalUpdate(key: Int64, _ b: UInt64) async throws {

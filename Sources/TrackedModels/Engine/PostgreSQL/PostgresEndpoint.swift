@@ -35,7 +35,7 @@ struct PostgresEndpoint: Sendable, CustomStringConvertible {
     /// hours idle, about fifteen minutes with data in flight), and the server's side ends a
     /// session whose client vanished, rolling back its transaction (whose locks would hold the
     /// store's next commit of the same rows).
-    struct LivenessChecks: Equatable {
+    struct LivenessChecks {
         var idle = 10
         var interval = 5
         var count = 3
