@@ -31,31 +31,73 @@ struct CompiledQuery: Hashable {
         var columnsRead: Set<Int> = []
     }
 
-    let table: Int
-    let schema: TableSchema
+    /// The query's parts, kept in one object: a query goes with every read of a row that a live
+    /// form makes at a change, and copying it then costs one retain, not one for each part.
+    private final class Parts: Hashable, Sendable {
+        let table: Int
+        let schema: TableSchema
+        let predicate: QueryExpression?
+        let sort: [SortTerm]
+        let columnsRead: Set<Int>
+        let joins: [Join]
+        let limit: Int?
+        let offset: Int
+
+        init(
+            table: Int, schema: TableSchema, predicate: QueryExpression?, sort: [SortTerm], columnsRead: Set<Int>,
+            joins: [Join], limit: Int?, offset: Int
+        ) {
+            self.table = table
+            self.schema = schema
+            self.predicate = predicate
+            self.sort = sort
+            self.columnsRead = columnsRead
+            self.joins = joins
+            self.limit = limit
+            self.offset = offset
+        }
+
+        static func == (a: Parts, b: Parts) -> Bool {
+            a === b
+                || (a.table == b.table && a.schema == b.schema && a.predicate == b.predicate && a.sort == b.sort
+                    && a.columnsRead == b.columnsRead && a.joins == b.joins && a.limit == b.limit && a.offset == b.offset)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(table)
+            hasher.combine(schema)
+            hasher.combine(predicate)
+            hasher.combine(sort)
+            hasher.combine(columnsRead)
+            hasher.combine(joins)
+            hasher.combine(limit)
+            hasher.combine(offset)
+        }
+    }
+
+    private let parts: Parts
+
+    var table: Int { parts.table }
+    var schema: TableSchema { parts.schema }
     /// The predicate, or nil for every row.
-    let predicate: QueryExpression?
+    var predicate: QueryExpression? { parts.predicate }
     /// The order: the descriptors' columns, then the primary key.
-    let sort: [SortTerm]
+    var sort: [SortTerm] { parts.sort }
     /// The table's columns the predicate or the order reads, with the column of each join: a
     /// change to any other column of a row cannot change the result.
-    let columnsRead: Set<Int>
-    let joins: [Join]
-    let limit: Int?
-    let offset: Int
+    var columnsRead: Set<Int> { parts.columnsRead }
+    var joins: [Join] { parts.joins }
+    var limit: Int? { parts.limit }
+    var offset: Int { parts.offset }
 
     init(
         table: Int, schema: TableSchema, predicate: QueryExpression?, sort: [SortTerm], columnsRead: Set<Int>,
         joins: [Join] = [], limit: Int?, offset: Int
     ) {
-        self.table = table
-        self.schema = schema
-        self.predicate = predicate
-        self.sort = sort
-        self.columnsRead = columnsRead
-        self.joins = joins
-        self.limit = limit
-        self.offset = offset
+        parts = Parts(
+            table: table, schema: schema, predicate: predicate, sort: sort, columnsRead: columnsRead, joins: joins,
+            limit: limit, offset: offset
+        )
     }
 
     /// The number of values in a row of the query.

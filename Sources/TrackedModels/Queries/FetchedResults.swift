@@ -193,7 +193,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
         let member = members.index(forKey: key)
         let old = member.map { members.values[$0] }
         guard old != new else { return }
-        window.willEdit(removing: old, inserting: new, rows: rows, changes: &changes)
+        window.willEdit(removing: old, inserting: new, changes: &changes) { rows }
         let removedAt = old.flatMap { rows.remove($0) }
         let insertedAt = new.map { rows.insert($0) }
         members.setValue(new, forKey: key, foundAt: member)
@@ -207,7 +207,7 @@ public final class FetchedResults<Model: TrackedModel>: Observable, RandomAccess
     /// Tells observers the net change of the burst, if the window moved or what it shows
     /// changed at all.
     func publish() {
-        let (recorded, moved) = window.takeChanges(changes, rows: rows)
+        let (recorded, moved) = window.takeChanges(changes) { rows }
         changes = ListChanges()
         guard moved || !recorded.isEmpty else { return }
         isPublishing = true

@@ -11,8 +11,12 @@
 /// ```swift
 /// var window = ResultsWindow(offset: 0, limit: 20)
 /// window.move(offset: 20, limit: 20, rows: rows, changes: &changes)
-/// let told = window.takeChanges(changes, rows: rows)   // rows 0-19 out, 20-39 in
+/// let told = window.takeChanges(changes) { rows }   // rows 0-19 out, 20-39 in
 /// ```
+///
+/// Edits and the end of a burst take the rows as a closure, called only where they are read
+/// (a window that is not the whole list, a burst compared whole): the rows are a live list's
+/// own, and handing them over as a value would retain their storage at every change.
 struct ResultsWindow {
     private(set) var offset: Int
     private(set) var limit: Int?
@@ -37,17 +41,18 @@ struct ResultsWindow {
         return start..<(start + Swift.min(limit ?? count, count - start))
     }
 
-    /// Call before an edit that removes `old` from `rows` and inserts `new`: where the edit can
-    /// change what the window shows, what it showed is kept in `changes`.
-    mutating func willEdit(removing old: SortedRows.Entry?, inserting new: SortedRows.Entry?, rows: SortedRows, changes: inout ListChanges) {
-        if movedFrom != nil { return keepShown(rows: rows, changes: &changes) }
+    /// Call before an edit that removes `old` from the rows and inserts `new`: where the edit
+    /// can change what the window shows, what it showed is kept in `changes`.
+    mutating func willEdit(removing old: SortedRows.Entry?, inserting new: SortedRows.Entry?, changes: inout ListChanges, rows: () -> SortedRows) {
+        if movedFrom != nil { return keepShown(rows: rows(), changes: &changes) }
         if isWhole {
-            if changes.isFull { keepShown(rows: rows, changes: &changes) }
+            if changes.isFull { keepShown(rows: rows(), changes: &changes) }
             return
         }
         guard !changes.isComparingWhole, limit != 0 else { return }
         // Rows before the end shift with an edit before it; those past it are not shown.
         let end = limit.map { offset.addingReportingOverflow($0).overflow ? Int.max : offset + $0 } ?? Int.max
+        let rows = rows()
         let first = Swift.min(old.map(rows.rank) ?? Int.max, new.map(rows.rank) ?? Int.max)
         if first < end { keepShown(rows: rows, changes: &changes) }
     }
@@ -71,12 +76,16 @@ struct ResultsWindow {
 
     /// Ends the burst: the change of what is shown, given the edits recorded in `changes`, and
     /// whether the window moved.
-    mutating func takeChanges(_ changes: ListChanges, rows: SortedRows) -> (changes: ListChanges, moved: Bool) {
+    mutating func takeChanges(_ changes: ListChanges, rows: () -> SortedRows) -> (changes: ListChanges, moved: Bool) {
         var told = changes
         if let before = movedFrom {
+            let rows = rows()
             told = ListChanges(movingWindow: before, to: positions(of: rows.count), keys: rows.keys(in:))
         } else {
-            told.settle { rows.keys(in: positions(of: rows.count)) }
+            told.settle {
+                let rows = rows()
+                return rows.keys(in: positions(of: rows.count))
+            }
         }
         defer {
             movedFrom = nil

@@ -45,7 +45,7 @@ struct SortedRows {
 
     subscript(position: Int) -> Entry {
         let (chunk, offset) = locate(position)
-        return order.entry(of: chunks[chunk][offset])
+        return order.entry(of: slot(at: offset, inChunk: chunk))
     }
 
     /// Inserts an entry and returns its position.
@@ -59,7 +59,7 @@ struct SortedRows {
             return 0
         }
         let chunk = chunkIndex(for: entry, slot.print) ?? chunks.count - 1
-        let offset = lowerBound(entry, slot.print, in: chunks[chunk])
+        let offset = lowerBound(entry, slot.print, inChunk: chunk)
         let position = prefix(chunk) + offset
         chunks[chunk].insert(slot, at: offset)
         count += 1
@@ -80,8 +80,8 @@ struct SortedRows {
     mutating func remove(_ entry: Entry) -> Int? {
         let print = order.fingerprint(of: entry)
         guard let chunk = chunkIndex(for: entry, print) else { return nil }
-        let offset = lowerBound(entry, print, in: chunks[chunk])
-        guard offset < chunks[chunk].count, order.slot(chunks[chunk][offset], holds: entry, print) else { return nil }
+        let offset = lowerBound(entry, print, inChunk: chunk)
+        guard offset < chunks[chunk].count, order.slot(slot(at: offset, inChunk: chunk), holds: entry, print) else { return nil }
         let position = prefix(chunk) + offset
         chunks[chunk].remove(at: offset)
         count -= 1
@@ -89,7 +89,7 @@ struct SortedRows {
             chunks.remove(at: chunk)
             rebuildIndex()
         } else {
-            if offset == chunks[chunk].count { lasts[chunk] = chunks[chunk][offset - 1] }
+            if offset == chunks[chunk].count { lasts[chunk] = slot(at: offset - 1, inChunk: chunk) }
             add(-1, toChunk: chunk)
         }
         return position
@@ -100,7 +100,7 @@ struct SortedRows {
     func rank(of entry: Entry) -> Int {
         let print = order.fingerprint(of: entry)
         guard let chunk = chunkIndex(for: entry, print) else { return count }
-        return prefix(chunk) + lowerBound(entry, print, in: chunks[chunk])
+        return prefix(chunk) + lowerBound(entry, print, inChunk: chunk)
     }
 
     /// The keys at positions `range`, in order.
@@ -109,10 +109,13 @@ struct SortedRows {
         var keys: [SQLValue] = []
         keys.reserveCapacity(range.count)
         var (chunk, offset) = locate(range.lowerBound)
-        while keys.count < range.count {
-            keys.append(order.key(of: chunks[chunk][offset]))
-            offset += 1
-            if offset == chunks[chunk].count {
+        chunks.withUnsafeBufferPointer { chunks in
+            while keys.count < range.count {
+                chunks[chunk].withUnsafeBufferPointer { slots in
+                    for slot in slots[offset..<min(slots.count, offset + range.count - keys.count)] {
+                        keys.append(order.key(of: slot))
+                    }
+                }
                 chunk += 1
                 offset = 0
             }
@@ -125,24 +128,39 @@ struct SortedRows {
     /// The chunk that holds, or would hold, an entry: the first whose last entry does not
     /// precede it; nil when it follows every entry (then the last chunk takes it).
     private func chunkIndex(for entry: Entry, _ print: Fingerprint) -> Int? {
-        let low = lowerBound(entry, print, in: lasts)
+        let low = lasts.withUnsafeBufferPointer { lowerBound(entry, print, in: $0) }
         return low < lasts.count ? low : nil
+    }
+
+    // A chunk is read in place, through `chunks`' storage: taken out as an array (`chunks[i]`)
+    // it would be retained and released at every change, each likely a cache miss.
+
+    /// The first position in chunk `chunk` whose entry does not precede `entry`.
+    private func lowerBound(_ entry: Entry, _ print: Fingerprint, inChunk chunk: Int) -> Int {
+        chunks.withUnsafeBufferPointer { chunks in
+            chunks[chunk].withUnsafeBufferPointer { lowerBound(entry, print, in: $0) }
+        }
+    }
+
+    /// The slot at `offset` in chunk `chunk`.
+    private func slot(at offset: Int, inChunk chunk: Int) -> Slot {
+        chunks.withUnsafeBufferPointer { chunks in
+            chunks[chunk].withUnsafeBufferPointer { $0[offset] }
+        }
     }
 
     /// The first position in sorted `slots` whose entry does not precede `entry` (whose
     /// fingerprint is `print`). An entry is read only where the fingerprints do not decide:
     /// a spilled one where it lies, one the fingerprint holds made again from its words.
-    private func lowerBound(_ entry: Entry, _ print: Fingerprint, in slots: [Slot]) -> Int {
-        slots.withUnsafeBufferPointer { slots in
-            var low = 0
-            var high = slots.count
-            while low < high {
-                let middle = (low + high) / 2
-                let precedes = slots[middle].print.precedes(print) ?? order.precedes(slots[middle], entry)
-                if precedes { low = middle + 1 } else { high = middle }
-            }
-            return low
+    private func lowerBound(_ entry: Entry, _ print: Fingerprint, in slots: UnsafeBufferPointer<Slot>) -> Int {
+        var low = 0
+        var high = slots.count
+        while low < high {
+            let middle = (low + high) / 2
+            let precedes = slots[middle].print.precedes(print) ?? order.precedes(slots[middle], entry)
+            if precedes { low = middle + 1 } else { high = middle }
         }
+        return low
     }
 
     /// A chunk of `slots`, with room for the most a chunk holds before it splits, so that it
