@@ -31,9 +31,8 @@ struct CompiledQuery: Hashable {
         var columnsRead: Set<Int> = []
     }
 
-    /// The query's parts, kept in one object: a query goes with every read of a row that a live
-    /// form makes at a change, and copying it then costs one retain, not one for each part.
-    private final class Parts: Hashable, Sendable {
+    /// What the query is: its table, predicate, order, joins and window.
+    private struct Parts: Hashable, Sendable {
         let table: Int
         let schema: TableSchema
         let predicate: QueryExpression?
@@ -42,62 +41,49 @@ struct CompiledQuery: Hashable {
         let joins: [Join]
         let limit: Int?
         let offset: Int
+    }
 
-        init(
-            table: Int, schema: TableSchema, predicate: QueryExpression?, sort: [SortTerm], columnsRead: Set<Int>,
-            joins: [Join], limit: Int?, offset: Int
-        ) {
-            self.table = table
-            self.schema = schema
-            self.predicate = predicate
-            self.sort = sort
-            self.columnsRead = columnsRead
-            self.joins = joins
-            self.limit = limit
-            self.offset = offset
-        }
+    /// The parts, kept in one object: a query goes with every read of a row that a live form
+    /// makes at a change, and copying it then costs one retain, not one for each part.
+    private final class Box: Sendable {
+        let parts: Parts
 
-        static func == (a: Parts, b: Parts) -> Bool {
-            a === b
-                || (a.table == b.table && a.schema == b.schema && a.predicate == b.predicate && a.sort == b.sort
-                    && a.columnsRead == b.columnsRead && a.joins == b.joins && a.limit == b.limit && a.offset == b.offset)
-        }
-
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(table)
-            hasher.combine(schema)
-            hasher.combine(predicate)
-            hasher.combine(sort)
-            hasher.combine(columnsRead)
-            hasher.combine(joins)
-            hasher.combine(limit)
-            hasher.combine(offset)
+        init(_ parts: Parts) {
+            self.parts = parts
         }
     }
 
-    private let parts: Parts
+    private let box: Box
 
-    var table: Int { parts.table }
-    var schema: TableSchema { parts.schema }
+    var table: Int { box.parts.table }
+    var schema: TableSchema { box.parts.schema }
     /// The predicate, or nil for every row.
-    var predicate: QueryExpression? { parts.predicate }
+    var predicate: QueryExpression? { box.parts.predicate }
     /// The order: the descriptors' columns, then the primary key.
-    var sort: [SortTerm] { parts.sort }
+    var sort: [SortTerm] { box.parts.sort }
     /// The table's columns the predicate or the order reads, with the column of each join: a
     /// change to any other column of a row cannot change the result.
-    var columnsRead: Set<Int> { parts.columnsRead }
-    var joins: [Join] { parts.joins }
-    var limit: Int? { parts.limit }
-    var offset: Int { parts.offset }
+    var columnsRead: Set<Int> { box.parts.columnsRead }
+    var joins: [Join] { box.parts.joins }
+    var limit: Int? { box.parts.limit }
+    var offset: Int { box.parts.offset }
 
     init(
         table: Int, schema: TableSchema, predicate: QueryExpression?, sort: [SortTerm], columnsRead: Set<Int>,
         joins: [Join] = [], limit: Int?, offset: Int
     ) {
-        parts = Parts(
+        box = Box(Parts(
             table: table, schema: schema, predicate: predicate, sort: sort, columnsRead: columnsRead, joins: joins,
             limit: limit, offset: offset
-        )
+        ))
+    }
+
+    static func == (a: CompiledQuery, b: CompiledQuery) -> Bool {
+        a.box === b.box || a.box.parts == b.box.parts
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(box.parts)
     }
 
     /// The number of values in a row of the query.
