@@ -256,12 +256,7 @@ struct PendingChanges {
         precondition(transactionUnit == nil, "units are handed over only between transactions")
         guard !units.isEmpty else { return [] }
         // Nothing refused: every unit goes, handed over whole instead of copied one by one.
-        if !units.contains(where: { $0.rejection != nil }) {
-            let ready = units
-            units = []
-            reindex()
-            return ready
-        }
+        if !units.contains(where: { $0.rejection != nil }) { return removeAll() }
         var linked: Set<UInt64> = []
         while true {
             var ready: [Unit] = []

@@ -79,7 +79,7 @@ extension Harness {
         case 129 where engine == .sqlite: try transaction(step.a, step.b, depth: 0, body: { try self.deleteAListedRowAndReadTheList(step.a) })
         case 130: try await flushWithChangesInFlight(step.a, step.b, incrementingAgain: true)
         case 131: try await flushWithChangesInFlight(step.a, step.b, failingFirst: true)
-        case 132: changeBesideARefusal(step.a, step.b)
+        case 132: try await changeBesideARefusal(step.a, step.b)
         // A transaction that deletes every row (each through the delete rule of `linkedFrom`)
         // and throws: all of it comes back.
         case 133: try transaction(step.a, step.b | 1, depth: 0, body: { try self.deleteAll() })
@@ -1187,9 +1187,24 @@ extension Harness {
 
     /// Assigns a valid value to each cell that makes the first refused change fail.
     /// Changes a cell of a refused change's row that does not fix it: the refused change keeps
-    /// its error, and the new change waits behind it (it may not commit ahead of it).
-    func changeBesideARefusal(_ a: UInt64, _ b: UInt64) {
-        let keys = reference.units.filter(\.isRefused).flatMap(\.changedKeys).filter { objects[$0] != nil }
+    /// its error, and the new change goes into it where it writes the cell, and waits behind it
+    /// otherwise (it may not commit ahead of it). With no refused change to change beside, one
+    /// is made first: a held row's count set to 13, which the table's CHECK refuses at a flush
+    /// (an update refused alone, where most refusals are of inserts).
+    func changeBesideARefusal(_ a: UInt64, _ b: UInt64) async throws {
+        func refusedKeys() -> [Int64] {
+            reference.units.filter(\.isRefused).flatMap(\.changedKeys).filter { objects[$0] != nil }
+        }
+        var keys = refusedKeys()
+        if keys.isEmpty, reference.declaration.hasCountCheck, let object = pickHeld(a), isManaged(object), let row = row(of: object), case .key = row {
+            note("set \(row).count 13, which the CHECK refuses")
+            let before = object._$values()[Item.Column.count.rawValue]
+            object.assign(.integer(13), to: .count)
+            if !Values.same(before, .integer(13)) { reference.write(.set(.integer(13)), column: Item.Column.count.rawValue, of: row) }
+            recordHandlerWrites()
+            try await flush()
+            keys = refusedKeys()
+        }
         guard !keys.isEmpty, let object = objects[keys[Int(a % UInt64(keys.count))]] else { return }
         assignPlainColumn(of: object, seed: b)
     }
