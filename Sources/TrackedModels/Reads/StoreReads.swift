@@ -35,14 +35,20 @@ final class StoreReads {
     private var readsLater: [UInt64: Task<Void, Never>] = [:]
     private var lastReadLater: UInt64 = 0
 
-    /// Test hook (see ``ModelStore/Configuration/faultBeforeRead``).
+    /// Test hooks (see ``ModelStore/Configuration/faultBeforeRead`` and
+    /// ``ModelStore/Configuration/beforeAwaitingRead``).
     private let faultBeforeRead: (@Sendable () -> StoreError?)?
+    private let beforeAwaitingRead: (@Sendable () -> Void)?
 
-    init(engine: any EngineReader, shown: ShownState, isolation: any Actor, faultBeforeRead: (@Sendable () -> StoreError?)? = nil) {
+    init(
+        engine: any EngineReader, shown: ShownState, isolation: any Actor,
+        faultBeforeRead: (@Sendable () -> StoreError?)? = nil, beforeAwaitingRead: (@Sendable () -> Void)? = nil
+    ) {
         self.engine = engine
         self.shown = shown
         self.isolation = isolation
         self.faultBeforeRead = faultBeforeRead
+        self.beforeAwaitingRead = beforeAwaitingRead
     }
 
     /// How many rounds an awaited read takes at most (see ``awaited(_:)``).
@@ -192,6 +198,7 @@ final class StoreReads {
     /// hold; nil where one of them committed during the read (read again). A commit under way
     /// is waited for first.
     private func answered(_ missing: [DatabaseRead]) async throws -> (rows: [[[SQLValue]]], held: CommitProgress)? {
+        beforeAwaitingRead?()
         let deadline = ContinuousClock.now + Self.commitWait
         var before = progress
         while before.committing != nil, shown.writeBehind.hasBatchesInFlight {

@@ -92,6 +92,10 @@ extension ModelStore {
         /// returns fails that read there, as an I/O error or a damaged page would.
         var faultBeforeRead: (@Sendable () -> StoreError?)?
 
+        /// Test hook: runs on the store's isolation each time a read is about to await the
+        /// database, where the program's other tasks may run (and change the store) meanwhile.
+        var beforeAwaitingRead: (@Sendable () -> Void)?
+
         public init() {}
     }
 

@@ -186,7 +186,8 @@ public final class ModelStore {
         outbox = Outbox(feeds: FeedIndex(schemas: schemas))
         registrar = ModelRegistrar(models: models, writeBehind: writeBehind, outbox: outbox)
         reads = StoreReads(
-            engine: database.reader, shown: ShownState(registrar: registrar, writeBehind: writeBehind), isolation: isolation, faultBeforeRead: configuration.faultBeforeRead
+            engine: database.reader, shown: ShownState(registrar: registrar, writeBehind: writeBehind), isolation: isolation,
+            faultBeforeRead: configuration.faultBeforeRead, beforeAwaitingRead: configuration.beforeAwaitingRead
         )
         registrar.relationships.loadObject = { [unowned self] table, key in loadRelatedObject(table: table, key: key) }
         registrar.relationships.loadChildren = { [unowned self] table, column, key in try loadChildren(table: table, column: column, key: key) }

@@ -58,7 +58,11 @@ struct PendingChanges {
             }
             return
         }
-        let entry = rows.entry(cell.row)
+        guard let entry = rows.entry(cell.row, openingAt: units.count) else {
+            appendUnit(.update(row: cell.row, cells: [(cell.column, write)]), object: object, opensRow: nil)
+            hint = UnitHint(generation: generation, index: units.count - 1)
+            return
+        }
         if let index = entry.open {
             if units[index].rejection == nil {
                 if units[index].merge(write, to: cell) {

@@ -31,6 +31,17 @@ struct PendingRowIndex {
         entries[row] ?? Entry()
     }
 
+    /// The row's entry, or nil where it had none: then unit `index` is the row's open unit now.
+    /// One lookup, for a row's first write since the units were handed over.
+    mutating func entry(_ row: RowReference, openingAt index: Int) -> Entry? {
+        func claim(_ entry: inout Entry) -> Entry? {
+            guard entry.isEmpty else { return entry }
+            entry.open = index
+            return nil
+        }
+        return claim(&entries[row, default: Entry()])
+    }
+
     func open(_ row: RowReference) -> Int? {
         entries[row]?.open
     }

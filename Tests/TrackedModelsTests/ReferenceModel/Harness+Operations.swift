@@ -60,6 +60,7 @@ extension Harness {
         case 152: try await copyTheDatabase(step.a)
         case 153: try await (engine == .sqlite ? faultyFlush(step.a) : flushWhoseConnectionEnds(step.a))
         case 154: try await externalInsertThenChange(step.a, step.b)
+        case 155: try await deleteAwaitedWhileTheProgramWrites(step.a, step.b)
         case 91..<93: try await (engine == .sqlite ? busyFlush() : flushAfterLostConnections())
         case 93..<95: try await bulkInsert(step.a, step.b)
         case 95..<100: try await faultyFlush(step.a)
@@ -287,7 +288,7 @@ extension Harness {
 
     /// Points an object's `link` at `target`, whose key (or stand-in for the key to come) is
     /// `value`.
-    private func link(_ object: Item, to target: Item?, value: SQLValue) {
+    func link(_ object: Item, to target: Item?, value: SQLValue) {
         let row = row(of: object)
         note("relate \(row.map { "\($0)" } ?? "detached object \(object.id.map { "\($0)" } ?? "nil")").link to \(Reference.newRow(linkedBy: value).map { "new#\($0)" } ?? value.describedExactly)")
         let managed = isManaged(object)
@@ -442,7 +443,7 @@ extension Harness {
         try insertKeyed(largest + 1, b)
     }
 
-    private func insertKeyed(_ key: Int64, _ b: UInt64, inTransaction: Bool = false) throws {
+    func insertKeyed(_ key: Int64, _ b: UInt64, inTransaction: Bool = false) throws {
         if inTransaction, objects[key] == nil, reference.shown(.key(key)) != nil { return }
         var values = row(seed: b)
         values[0] = .integer(key)
@@ -548,12 +549,10 @@ extension Harness {
     }
 
     /// A delete about to be made: the object, its row, and whether the store must take it.
-    private struct PlannedDelete {
+    struct PlannedDelete {
         let object: Item
         let row: Reference.RowID?
         let deletable: Bool
-        /// Whether the delete rule refuses it: a row links to it while its insert waits for its key.
-        let refusedForNewLinks: Bool
     }
 
     private func planDelete(_ a: UInt64) -> PlannedDelete? {
@@ -563,9 +562,14 @@ extension Harness {
         let row = row(of: object)
         note("delete \(row.map { "\($0)" } ?? "detached object")")
         let deletable: Bool = if case .key? = row { isManaged(object) } else { false }
-        var refused = false
-        if deletable, case .key(let key)? = row { refused = rows(linkingTo: key).contains { if case .new = $0 { true } else { false } } }
-        return PlannedDelete(object: object, row: row, deletable: deletable, refusedForNewLinks: refused)
+        return PlannedDelete(object: object, row: row, deletable: deletable)
+    }
+
+    /// Whether the delete rule refuses to delete a row: a row links to it while its insert waits
+    /// for its key.
+    private func isRefusedForNewLinks(_ planned: PlannedDelete) -> Bool {
+        guard planned.deletable, case .key(let key)? = planned.row else { return false }
+        return rows(linkingTo: key).contains { if case .new = $0 { true } else { false } }
     }
 
     /// Deletes a held object, as the program does inside a transaction (or with its rows read).
@@ -575,9 +579,15 @@ extension Harness {
     }
 
     /// Deletes a held object through `store.async`, which reads what the delete rule needs.
-    func deleteAwaited(_ a: UInt64) async throws {
+    ///
+    /// - Parameters:
+    ///   - write: What the program writes while the delete waits for the database (another
+    ///     task's work, as in an app), at the delete's `read(planned)`-th awaited read, if it
+    ///     makes that many.
+    func deleteAwaited(_ a: UInt64, meanwhile write: ((PlannedDelete) throws -> Void)? = nil, atRead read: (PlannedDelete) -> Int = { _ in 1 }) async throws {
         guard let planned = planDelete(a) else { return }
         let store = try live
+        if let write { interleavedWrite.arm(atRead: read(planned)) { try write(planned) } }
         var outcome: Result<Void, any Error>
         do {
             try await store.async.delete(planned.object)
@@ -585,14 +595,17 @@ extension Harness {
         } catch {
             outcome = .failure(error)
         }
+        if write != nil, try !interleavedWrite.disarm() { note("(the delete awaited fewer reads: nothing written meanwhile)") }
         try finish(planned, outcome)
     }
 
     /// Checks a delete's outcome against the reference, and keeps it there.
     private func finish(_ planned: PlannedDelete, _ outcome: Result<Void, any Error>) throws {
+        // After what the program wrote while an awaited delete waited.
+        let refusedForNewLinks = isRefusedForNewLinks(planned)
         switch outcome {
         case .failure(let error as StoreError) where error.code == .notAttached || needsServer(error):
-            if planned.deletable, !planned.refusedForNewLinks, error.code == .notAttached { throw Divergence(message: "delete of a managed object threw \(error)") }
+            if planned.deletable, !refusedForNewLinks, error.code == .notAttached { throw Divergence(message: "delete of a managed object threw \(error)") }
             return
         case .failure(let error):
             throw error
@@ -602,7 +615,7 @@ extension Harness {
         guard planned.deletable, case .key(let key)? = planned.row else {
             throw Divergence(message: "deleting \(planned.row.map { "\($0)" } ?? "a detached object") was accepted")
         }
-        if planned.refusedForNewLinks { throw Divergence(message: "deleting row \(key), which a new item links to, was accepted") }
+        if refusedForNewLinks { throw Divergence(message: "deleting row \(key), which a new item links to, was accepted") }
         // The delete rule of `linkedFrom` (nullify): the rows that link to the deleted one
         // link to nothing, in the delete's unit.
         let snapshot = reference.beginTransaction()
@@ -638,11 +651,22 @@ extension Harness {
     }
 
     /// A deleteAll outside a transaction: awaited on PostgreSQL, whose delete rule reads rows.
-    func deleteAllAwaited() async throws {
+    ///
+    /// - Parameter write: What the program writes while the delete waits for the server, at
+    ///   its `read`-th awaited read, if it makes that many.
+    func deleteAllAwaited(meanwhile write: (() throws -> Void)? = nil, atRead read: Int = 1) async throws {
         guard engine == .postgres else { return try deleteAll() }
         note("deleteAll (awaited)")
+        if let write { interleavedWrite.arm(atRead: read, write) }
+        var outcome: Result<Void, any Error> = .success(())
         do {
             try await triedAgainWhileBusy { try await live.async.deleteAll(Item.self) }
+        } catch {
+            outcome = .failure(error)
+        }
+        if write != nil, try !interleavedWrite.disarm() { note("(the delete awaited fewer reads: nothing written meanwhile)") }
+        do {
+            try outcome.get()
         } catch let error as StoreError where error.code == .notAttached && !newObjects.isEmpty {
             return
         }

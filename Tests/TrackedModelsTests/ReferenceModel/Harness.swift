@@ -176,6 +176,8 @@ final class Harness {
     let fault = FaultSlot()
     /// A failure to inject into the store's next read of the database.
     let readFault = FaultSlot()
+    /// What the program writes while an awaited operation of its waits for the database.
+    let interleavedWrite = InterleavedWrite()
     /// Holds the worker at its next commit: just before it, or right after it (before the store
     /// hears of it).
     let commitHold = CommitHold()
@@ -288,6 +290,7 @@ final class Harness {
                 return fault.take()
             }
             configuration.faultBeforeRead = { [readFault] in readFault.take() }
+            configuration.beforeAwaitingRead = { [interleavedWrite] in MainActor.assumeIsolated { interleavedWrite.readAwaits() } }
             configuration.afterCommit = { [commitHold] in commitHold.holdIfArmed(at: .afterItsCommit) }
             configuration.logger = log.logger
             let store = try await ModelStore.open(engine.location(database), models: [Item.self], configuration: configuration)
@@ -474,6 +477,37 @@ final class FaultSlot: Sendable {
             defer { armed = (nil, 0) }
             return armed.times
         }
+    }
+}
+
+/// A write the program makes while an awaited operation of its waits for the database, as
+/// another task of an app would: once armed, at the `read`-th read the store awaits.
+@MainActor
+final class InterleavedWrite {
+    private var readsToGo = 0
+    private var write: (() throws -> Void)?
+    private var failure: (any Error)?
+
+    func arm(atRead read: Int, _ write: @escaping () throws -> Void) {
+        readsToGo = read
+        self.write = write
+        failure = nil
+    }
+
+    /// The store is about to await the database for a read (its hook).
+    func readAwaits() {
+        guard let write else { return }
+        readsToGo -= 1
+        guard readsToGo == 0 else { return }
+        self.write = nil
+        do { try write() } catch { failure = error }
+    }
+
+    /// Disarms the slot; returns whether the write was made, and throws what it threw.
+    func disarm() throws -> Bool {
+        defer { (write, failure) = (nil, nil) }
+        if let failure { throw failure }
+        return write == nil
     }
 }
 

@@ -25,7 +25,7 @@ import Testing
     static let programs = ProcessInfo.processInfo.environment["TRACKEDMODELS_REFERENCE_PROGRAMS"].flatMap(Int.init) ?? 300
     static let steps = ProcessInfo.processInfo.environment["TRACKEDMODELS_REFERENCE_STEPS"].flatMap(Int.init) ?? 40
 
-    static let step = zip(Gen.int(in: 0...154), Gen.uint64(in: 0...(1 << 40)), Gen.uint64(in: 0...(1 << 40)))
+    static let step = zip(Gen.int(in: 0...155), Gen.uint64(in: 0...(1 << 40)), Gen.uint64(in: 0...(1 << 40)))
         .map { Step(kind: $0, a: $1, b: $2) }
 
     static let program = zip(Gen.uint64(in: 0...(1 << 32)), step.array(of: 1...steps))
