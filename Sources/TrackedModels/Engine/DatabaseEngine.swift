@@ -132,7 +132,12 @@ protocol EngineWriter: AnyObject {
 
     /// What other connections committed since the last look, row by row; `nil` when nobody
     /// did.
-    func readChangeLog() throws -> ExternalChangeBatch?
+    ///
+    /// - Parameter answeringSignal: Whether the look answers ``watchForCommits(on:wake:)``'s
+    ///   signal. Such a look may leave out checks that other looks make (PostgreSQL compares
+    ///   the log's catalog only at the others: the worker's timer, a look the program asks
+    ///   for, a retry after a failed look).
+    func readChangeLog(answeringSignal: Bool) throws -> ExternalChangeBatch?
 
     /// Keeps the change log, when due: records where this store's reading stands (PostgreSQL)
     /// and prunes what every reader has read. The worker calls it after reporting what a look

@@ -199,7 +199,7 @@ final class DatabaseWorker: @unchecked Sendable {
     /// a commit the look can read (``EngineWriter/signalsReadableCommits``), a look that finds
     /// nothing means an earlier look read it.
     private func wake() {
-        switch poll() {
+        switch poll(answeringSignal: true) {
         case .found: return
         case .nothingNew where engine?.signalsReadableCommits == true: return
         case .nothingNew, .failed: break
@@ -218,12 +218,16 @@ final class DatabaseWorker: @unchecked Sendable {
     }
 
     /// Reports other connections' commits, if any.
+    ///
+    /// - Parameter answeringSignal: Whether the look answers the engine's signal (see
+    ///   ``EngineWriter/readChangeLog(answeringSignal:)``); the timer's looks, the program's and
+    ///   the retries after a failed look do not.
     @discardableResult
-    private func poll() -> Look {
+    private func poll(answeringSignal: Bool = false) -> Look {
         guard let engine, watchesChanges else { return .nothingNew }
         let batch: ExternalChangeBatch?
         do {
-            batch = try engine.readChangeLog()
+            batch = try engine.readChangeLog(answeringSignal: answeringSignal)
         } catch {
             return .failed
         }

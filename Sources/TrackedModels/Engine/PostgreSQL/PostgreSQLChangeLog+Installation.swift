@@ -6,10 +6,12 @@ import Foundation
 /// them, the store's trigger function and triggers, whether the store's role owns the table,
 /// and the identity and row version of each) is read in one statement (``catalogSQL(_:)``);
 /// ``plan(_:state:)`` turns a table's part into the statements that bring it up to date. A
-/// digest of the same rows and of the log tables' identities (``fingerprintExpression(_:)``)
-/// is read at every look: when it differs from the one recorded at installation, something was
-/// dropped, disabled, replaced, made again or altered under the store, and the reader looks
-/// closely (``PostgreSQLChangeLogReader/repair(on:)``).
+/// digest of the same rows and of the log tables' identities (``fingerprintExpression(_:)``),
+/// or at a look that answers the log's notification a digest of the triggers' and functions'
+/// versions alone (``triggersFingerprintExpression(_:)``), is read at every look: when it
+/// differs from the one recorded at installation, something was dropped, disabled, replaced,
+/// made again or altered under the store, and the reader looks closely
+/// (``PostgreSQLChangeLogReader/repair(on:)``).
 extension PostgreSQLChangeLog {
     /// One table's part of the log, as the catalog holds it.
     struct TableState {
@@ -36,6 +38,8 @@ extension PostgreSQLChangeLog {
         var tables: [TableState]
         /// ``fingerprintExpression(_:)``.
         var fingerprint: SQLValue
+        /// ``triggersFingerprintExpression(_:)``.
+        var triggersFingerprint: SQLValue
         /// The log table's identity (`oid`): another one is a log made again, which holds none
         /// of the entries of the one before.
         var logTable: SQLValue
@@ -85,11 +89,34 @@ extension PostgreSQLChangeLog {
         """
     }
 
+    /// A digest of the log tables' identities and of the identity and row version of the
+    /// store's triggers on the tracked tables and of their functions: index lookups, a fifth of
+    /// the cost of ``fingerprintExpression(_:)`` (0.04 against 0.23 ms a look, prepared, on this
+    /// machine). It changes with a trigger dropped, disabled, enabled or made again, a function
+    /// replaced (another store's repair among them, which may lay the column mask out anew), a
+    /// table made again, a log table dropped; not with a column altered.
+    static func triggersFingerprintExpression(_ schemas: [TableSchema]) -> String {
+        let tables = schemas.map { "to_regclass(quote_ident(\(quoteLiteral($0.name))))" }.joined(separator: ", ")
+        let functions = schemas.map { "to_regprocedure(quote_ident(\(quoteLiteral(baseName($0.name)))) || '()')" }.joined(separator: ", ")
+        let versions = schemas.isEmpty ? "" : """
+            ,
+                (SELECT string_agg(concat_ws(',', g.tgrelid, g.oid, g.xmin), ';' ORDER BY g.oid) FROM pg_trigger g
+                 WHERE g.tgrelid IN (\(tables)) AND NOT g.tgisinternal AND g.tgname::text LIKE 'trackedmodels\\_%'),
+                (SELECT string_agg(concat_ws(',', p.oid, p.xmin), ';' ORDER BY p.oid) FROM pg_proc p WHERE p.oid IN (\(functions)))
+            """
+        return """
+            md5(concat_ws('|', to_regclass('\(table)')::oid, to_regclass('\(stateTable)')::oid, to_regclass('\(readersTable)')::oid\(versions)))
+            """
+    }
+
     /// Reads the catalog in one statement (see ``catalog(from:count:)``).
     static func catalogSQL(_ schemas: [TableSchema]) -> String {
         """
-        WITH now AS (SELECT \(fingerprintExpression(schemas)) AS fingerprint, to_regclass('\(table)')::oid::text AS log)
-        SELECT now.fingerprint, now.log, state.* FROM now LEFT JOIN (\(stateRowsSQL(schemas))) AS state ON true
+        WITH now AS (
+            SELECT \(fingerprintExpression(schemas)) AS fingerprint, to_regclass('\(table)')::oid::text AS log,
+                \(triggersFingerprintExpression(schemas)) AS triggers
+        )
+        SELECT now.fingerprint, now.log, state.*, now.triggers FROM now LEFT JOIN (\(stateRowsSQL(schemas))) AS state ON true
         ORDER BY 3, 4, 5, 6
         """
     }
@@ -114,7 +141,7 @@ extension PostgreSQLChangeLog {
             }
             states[Int(table)] = state
         }
-        return Catalog(tables: states, fingerprint: rows.first?[0] ?? .null, logTable: rows.first?[1] ?? .null)
+        return Catalog(tables: states, fingerprint: rows.first?[0] ?? .null, triggersFingerprint: rows.first?.last ?? .null, logTable: rows.first?[1] ?? .null)
     }
 
     /// The log as installed: what a look compares the catalog with.

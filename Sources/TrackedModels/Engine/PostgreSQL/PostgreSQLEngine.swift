@@ -99,6 +99,7 @@ enum PostgreSQLEngine {
         // the first look finds the log changed, and says so on `writeErrors`.
         if zip(schemas, found.tables).contains(where: { !PostgreSQLChangeLog.plan($0, state: $1).disabledTriggers.isEmpty }) {
             installed.fingerprint = .null
+            installed.triggersFingerprint = .null
         }
         return PostgreSQLChangeLog.Installation(layouts: layouts, catalog: installed)
     }

@@ -415,11 +415,11 @@ final class PostgreSQLWriter: EngineWriter {
         return keys.map { found[$0] }
     }
 
-    func readChangeLog() throws -> ExternalChangeBatch? {
+    func readChangeLog(answeringSignal: Bool) throws -> ExternalChangeBatch? {
         guard !isClosed, let changeLog else { return nil }
         let position = changeLog.position
         do {
-            return try look(changeLog).batch
+            return try look(changeLog, answeringSignal: answeringSignal).batch
         } catch {
             // A failed read is retried on the next look: the position only moves on success.
             changeLog.rewind(to: position)
@@ -444,13 +444,16 @@ final class PostgreSQLWriter: EngineWriter {
     /// after. A repair the server refuses is published once (the reader stays where it was,
     /// and every look tries again).
     ///
-    /// - Parameter inCommit: Whether the look is the first statement of a commit's
-    ///   transaction: it then gives the transaction its id, returned with what it read (nil
-    ///   where a repair began the transaction again and no look followed).
-    private func look(_ changeLog: PostgreSQLChangeLogReader, inCommit: Bool = false) throws -> (batch: ExternalChangeBatch?, transaction: UInt64?) {
+    /// - Parameters:
+    ///   - inCommit: Whether the look is the first statement of a commit's transaction: it
+    ///     then gives the transaction its id, returned with what it read (nil where a repair
+    ///     began the transaction again and no look followed).
+    ///   - answeringSignal: Whether the look answers the log's notification (see
+    ///     ``PostgreSQLChangeLogReader/collect(on:inCommit:answeringSignal:)``).
+    private func look(_ changeLog: PostgreSQLChangeLogReader, inCommit: Bool = false, answeringSignal: Bool = false) throws -> (batch: ExternalChangeBatch?, transaction: UInt64?) {
         let position = changeLog.position
         do {
-            let batch = try changeLog.collect(on: session, inCommit: inCommit)
+            let batch = try changeLog.collect(on: session, inCommit: inCommit, answeringSignal: answeringSignal)
             guard changeLog.needsRepair else { return (batch, changeLog.lookTransaction) }
         } catch let error as StoreError where PostgreSQLChangeLogReader.isLogGone(error) {
             // The look is made again once the log is mended, from where it was.

@@ -152,7 +152,7 @@ final class SQLiteWriter: EngineWriter {
         }
     }
 
-    func readChangeLog() throws -> ExternalChangeBatch? {
+    func readChangeLog(answeringSignal: Bool) throws -> ExternalChangeBatch? {
         try translatingSQLiteErrors(readChangeLogEntries)
     }
 
