@@ -15,13 +15,14 @@ import Foundation
 /// idle log), and a watcher under a stream of commits looks at every notification. So a look
 /// that answers a notification, while the last digest read matched, reads a smaller one
 /// instead (``PostgreSQLChangeLog/triggersFingerprintExpression(_:)``): the versions of the
-/// log tables, triggers and trigger functions, which catches as soon as before a trigger
-/// dropped, disabled or made again, a function replaced (by another store's repair, too, which
-/// may lay the column mask out anew) and the log made again. Every other look reads the whole
-/// digest: the poll timer's (every poll interval, 250 ms or longer), one the program asks for,
-/// one retried after a failure, a commit's. A column altered under the store (renamed,
-/// retyped, dropped) is then found within a poll interval: meanwhile a look whose rows cannot
-/// be read by the model's columns fails and moves nothing, and its retry reads the whole digest.
+/// log tables, the tracked tables, their triggers and trigger functions, which catches as soon
+/// as before a trigger dropped, disabled or made again, a function replaced (by another
+/// store's repair, too, which may lay the column mask out anew), a table rebuilt or rewritten
+/// (a column retyped) and the log made again. Every other look reads the whole digest: the
+/// poll timer's (every poll interval, 250 ms or longer), one the program asks for, one retried
+/// after a failure, a commit's. A column renamed or dropped under the store is then found
+/// within a poll interval: meanwhile a look whose rows cannot be read by the model's columns
+/// fails and moves nothing, and its retry reads the whole digest.
 final class PostgreSQLChangeLogReader {
     private let schemas: [TableSchema]
     /// The log as last installed or repaired.
