@@ -167,10 +167,7 @@ extension PostgreSQLChangeLog {
     }
 
     /// The statements that bring a table's function and triggers up to date with its columns.
-    ///
-    /// - Parameter remakingTriggers: Whether to make the triggers again even where they are as
-    ///   wanted: that waits for every transaction writing to the table to end.
-    static func plan(_ schema: TableSchema, state: TableState, remakingTriggers: Bool = false) -> TablePlan {
+    static func plan(_ schema: TableSchema, state: TableState) -> TablePlan {
         let wanted = triggers(table: schema.name, columns: state.columns, primaryKey: schema.primaryKey.name)
         var statements: [String] = []
         if state.functionSource != wanted.functionBody { statements.append(createFunctionSQL(wanted)) }
@@ -179,9 +176,9 @@ extension PostgreSQLChangeLog {
         }
         // Only the table's owner may say when its triggers fire; another role that may create
         // them leaves them as created.
-        for (name, sql) in wanted.triggers.sorted(by: { $0.key < $1.key }) where remakingTriggers || state.triggers[name] != "A" {
+        for (name, sql) in wanted.triggers.sorted(by: { $0.key < $1.key }) where state.triggers[name] != "A" {
             // `CREATE OR REPLACE`: one of that name that is not the store's is replaced.
-            let remade = remakingTriggers || state.triggers[name].map { $0.hasSuffix("*") } ?? true
+            let remade = state.triggers[name].map { $0.hasSuffix("*") } ?? true
             if remade { statements.append(sql) }
             // Firing also in a session with `session_replication_role = replica` (pg_restore,
             // logical replication's apply), which ordinary triggers sleep through.

@@ -248,14 +248,19 @@ final class PostgreSQLChangeLogReader {
             : Set(schemas.indices)
         var layouts = installation.layouts
         var plans: [Int: PostgreSQLChangeLog.TablePlan] = [:]
+        // A table to be reset is locked against writers until the repair commits: that waits
+        // for the transactions writing to it, so that one that wrote while nothing logged it
+        // has committed before the reload. (Its triggers were made again for that, which gave
+        // them new row versions in the catalog every other store compares: each store's repair
+        // set off the others', and two stores reset each other a few times a second, for good.)
+        for table in notLogged.sorted() where !catalog.tables[table].columns.isEmpty {
+            _ = try session.rowsWaiting("LOCK TABLE \(quoteIdentifier(schemas[table].name)) IN SHARE MODE", doing: "waiting for the writers of \(schemas[table].name)")
+        }
         // Until the catalog read after the statements needs none: one that another connection
         // changed meanwhile is mended, and its table reset, too.
-        for round in 0..<4 {
-            // A table reset has its triggers made again: that waits for the transactions
-            // writing to it, so that one that wrote while nothing logged it has committed
-            // before the reload.
+        for _ in 0..<4 {
             plans = Dictionary(uniqueKeysWithValues: schemas.indices.filter { !catalog.tables[$0].columns.isEmpty }.map {
-                ($0, PostgreSQLChangeLog.plan(schemas[$0], state: catalog.tables[$0], remakingTriggers: round == 0 && notLogged.contains($0)))
+                ($0, PostgreSQLChangeLog.plan(schemas[$0], state: catalog.tables[$0]))
             })
             let changing = plans.filter { !$0.value.statements.isEmpty }
             guard !changing.isEmpty else { break }
