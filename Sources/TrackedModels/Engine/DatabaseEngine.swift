@@ -134,9 +134,9 @@ protocol EngineWriter: AnyObject {
     /// did.
     ///
     /// - Parameter answeringSignal: Whether the look answers ``watchForCommits(on:wake:)``'s
-    ///   signal. Such a look may leave out checks that other looks make (PostgreSQL compares
-    ///   the log's catalog only at the others: the worker's timer, a look the program asks
-    ///   for, a retry after a failed look).
+    ///   signal. Such a look may check less than the others (PostgreSQL compares a smaller
+    ///   digest of the log's catalog, the whole one at the others: the worker's timer, a look
+    ///   the program asks for, a retry after a failed look).
     func readChangeLog(answeringSignal: Bool) throws -> ExternalChangeBatch?
 
     /// Keeps the change log, when due: records where this store's reading stands (PostgreSQL)

@@ -7,8 +7,8 @@ import Foundation
 /// and the identity and row version of each) is read in one statement (``catalogSQL(_:)``);
 /// ``plan(_:state:)`` turns a table's part into the statements that bring it up to date. A
 /// digest of the same rows and of the log tables' identities (``fingerprintExpression(_:)``),
-/// or at a look that answers the log's notification a digest of the triggers' and functions'
-/// versions alone (``triggersFingerprintExpression(_:)``), is read at every look: when it
+/// or at a look that answers the log's notification a digest of the tables', triggers' and
+/// functions' row versions alone (``triggersFingerprintExpression(_:)``), is read at every look: when it
 /// differs from the one recorded at installation, something was dropped, disabled, replaced,
 /// made again or altered under the store, and the reader looks closely
 /// (``PostgreSQLChangeLogReader/repair(on:)``).
@@ -94,8 +94,9 @@ extension PostgreSQLChangeLog {
     /// of the cost of ``fingerprintExpression(_:)`` (0.04 against 0.23 ms a look, prepared, on
     /// this machine). It changes with a trigger dropped, disabled, enabled or made again, a
     /// function replaced (another store's repair among them, which may lay the column mask out
-    /// anew), a table made again, renamed, rewritten (a column retyped) or given a column, a
-    /// log table dropped; not with a column renamed or dropped, or its `NOT NULL` changed.
+    /// anew), a table made again, renamed, rewritten (a column retyped to another storage) or
+    /// given a column, a log table dropped; not with a column renamed or dropped, retyped in
+    /// place (`varchar(10)` to `text`), or its `NOT NULL` changed.
     static func triggersFingerprintExpression(_ schemas: [TableSchema]) -> String {
         let tables = schemas.map { "to_regclass(quote_ident(\(quoteLiteral($0.name))))" }.joined(separator: ", ")
         let functions = schemas.map { "to_regprocedure(quote_ident(\(quoteLiteral(baseName($0.name)))) || '()')" }.joined(separator: ", ")

@@ -14,11 +14,11 @@ import Foundation
 /// The digest costs a look most of its server time (0.43 of 0.54 ms, a prepared look at an
 /// idle log), and a watcher under a stream of commits looks at every notification. So a look
 /// that answers a notification, while the last digest read matched, reads a smaller one
-/// instead (``PostgreSQLChangeLog/triggersFingerprintExpression(_:)``): the versions of the
-/// log tables, the tracked tables, their triggers and trigger functions, which catches as soon
-/// as before a trigger dropped, disabled or made again, a function replaced (by another
-/// store's repair, too, which may lay the column mask out anew), a table rebuilt or rewritten
-/// (a column retyped) and the log made again. Every other look reads the whole digest: the
+/// instead (``PostgreSQLChangeLog/triggersFingerprintExpression(_:)``): the identities of the
+/// log tables and the row versions of the tracked tables, their triggers and trigger
+/// functions, which catches as soon as before a trigger dropped, disabled or made again, a
+/// function replaced (by another store's repair, too, which may lay the column mask out anew),
+/// a table rebuilt or rewritten (a column retyped to another storage) and the log made again. Every other look reads the whole digest: the
 /// poll timer's (every poll interval, 250 ms or longer), one the program asks for, one retried
 /// after a failure, a commit's. A column renamed or dropped under the store is then found
 /// within a poll interval: meanwhile a look whose rows cannot be read by the model's columns
