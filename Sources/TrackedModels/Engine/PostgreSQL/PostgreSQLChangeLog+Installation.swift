@@ -8,9 +8,9 @@ import Foundation
 /// ``plan(_:state:)`` turns a table's part into the statements that bring it up to date. A
 /// digest of the same rows and of the log tables' identities (``fingerprintExpression(_:)``),
 /// or at a look that answers the log's notification a digest of the tables', triggers' and
-/// functions' row versions alone (``triggersFingerprintExpression(_:)``), is read at every look: when it
-/// differs from the one recorded at installation, something was dropped, disabled, replaced,
-/// made again or altered under the store, and the reader looks closely
+/// functions' row versions alone (``triggersFingerprintExpression(_:)``), is read at every
+/// look: when it differs from the one recorded at installation, something was dropped,
+/// disabled, replaced, made again or altered under the store, and the reader looks closely
 /// (``PostgreSQLChangeLogReader/repair(on:)``).
 extension PostgreSQLChangeLog {
     /// One table's part of the log, as the catalog holds it.

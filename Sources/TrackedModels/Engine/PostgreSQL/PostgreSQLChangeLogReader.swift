@@ -18,9 +18,9 @@ import Foundation
 /// log tables and the row versions of the tracked tables, their triggers and trigger
 /// functions, which catches as soon as before a trigger dropped, disabled or made again, a
 /// function replaced (by another store's repair, too, which may lay the column mask out anew),
-/// a table rebuilt or rewritten (a column retyped to another storage) and the log made again. Every other look reads the whole digest: the
-/// poll timer's (every poll interval, 250 ms or longer), one the program asks for, one retried
-/// after a failure, a commit's. A column renamed or dropped under the store is then found
+/// a table rebuilt or rewritten (a column retyped to another storage) and the log made again.
+/// Every other look reads the whole digest: the poll timer's (every poll interval, 250 ms or
+/// longer), one the program asks for, one retried after a failure, a commit's. A column renamed or dropped under the store is then found
 /// within a poll interval: meanwhile a look whose rows cannot be read by the model's columns
 /// fails and moves nothing, and its retry reads the whole digest.
 final class PostgreSQLChangeLogReader {
