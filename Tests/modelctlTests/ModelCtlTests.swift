@@ -212,6 +212,15 @@ import Testing
         #expect(related["members"] as? Int == 100)
         #expect((related["ns_per_retitle"] as? Double ?? 0) > 0)
         #expect((related["ns_per_fetch"] as? Double ?? 0) > 0)
+        let list = try #require(report["live_list"] as? [String: Any])
+        // Counts are `id % 100`: the rows with count 0, one in a hundred, are not in the list.
+        #expect(list["rows"] as? Int == 1_000)
+        #expect(list["members"] as? Int == 990)
+        for figure in ["live_ns_per_bump", "bare_ns_per_bump", "rerun_ns_per_bump"] {
+            #expect((list[figure] as? Double ?? 0) > 0, "live_list.\(figure) is \(list[figure] ?? "missing")")
+        }
+        let notifications = try #require(list["list_notifications_per_bump"] as? Double)
+        #expect(notifications > 0 && notifications <= 1)
         for (form, figures) in [("sections", ["ns_per_change", "rerun_ns"]), ("aggregates", ["ns_per_change", "rerun_ns"]), ("grouped_aggregate", ["ns_per_change", "rerun_ns"]), ("window", ["ns_per_change", "rerun_ns", "ns_per_move"])] {
             let object = try #require(report[form] as? [String: Any], "no \"\(form)\" in the bench's JSON")
             #expect(object["rows"] as? Int == 1_000)
