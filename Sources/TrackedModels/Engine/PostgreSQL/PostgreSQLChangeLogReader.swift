@@ -20,9 +20,10 @@ import Foundation
 /// function replaced (by another store's repair, too, which may lay the column mask out anew),
 /// a table rebuilt or rewritten (a column retyped to another storage) and the log made again.
 /// Every other look reads the whole digest: the poll timer's (every poll interval, 250 ms or
-/// longer), one the program asks for, one retried after a failure, a commit's. A column renamed or dropped under the store is then found
-/// within a poll interval: meanwhile a look whose rows cannot be read by the model's columns
-/// fails and moves nothing, and its retry reads the whole digest.
+/// longer), one the program asks for, one retried after a failure, a commit's. A column
+/// renamed or dropped under the store is then found within a poll interval: meanwhile a look
+/// whose rows cannot be read by the model's columns fails and moves nothing, and its retry
+/// reads the whole digest.
 final class PostgreSQLChangeLogReader {
     private let schemas: [TableSchema]
     /// The log as last installed or repaired.
