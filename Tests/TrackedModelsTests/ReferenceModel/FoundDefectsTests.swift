@@ -934,6 +934,31 @@ import Testing
         #expect(item.payload == nil)
     }
 
+    /// Found by the generator, wrong in the reference: a handler told of the committed row that
+    /// a discarded insert uncovered writes through the insert's object, which the discard has
+    /// already detached. The write stays on that object: nothing is pending, and the other
+    /// connection's row keeps its title.
+    @Test func aHandlerWritingThroughTheObjectOfADiscardedInsertStoresNothing() async throws {
+        let fixture = try Fixture(rows: 0)
+        let item = Item(id: 39, title: "mine", count: -97, note: nil, score: 1, payload: nil, flag: false)
+        try fixture.store.insert(item)
+        try fixture.other.execute("INSERT INTO items VALUES (39, 'theirs', 0, '', 0, x'', 0, NULL)")
+        await #expect(throws: StoreError.self) { try await fixture.store.flush() }
+        var attachedWhenTold: [Bool] = []
+        let token = try fixture.store.subscribe(to: .column(\Item.count)) { event in
+            guard event.change(of: \Item.count)?.new == 0 else { return }
+            attachedWhenTold.append(item._$tracking.isAttached)
+            item.title = "heard 0"
+        }
+        try fixture.store.discard(try #require(fixture.store.pendingChanges.first { $0.error != nil }))
+        token.cancel()
+        #expect(attachedWhenTold == [false], "the handler was not told of the uncovered row, or the object was still attached")
+        #expect(fixture.store.pendingChanges.isEmpty)
+        #expect(try fixture.item(39).title == "theirs")
+        try await fixture.store.flush()
+        #expect(try fixture.file("SELECT title FROM items WHERE id = 39") == .text("theirs"))
+    }
+
     /// Found by the generator: a column of NUMERIC affinity keeps the real 0.0 as the integer 0,
     /// and another connection's replacement of the row (or update of the column) with the same
     /// values was heard as an update of `score` from 0.0 to 0.

@@ -173,18 +173,23 @@ extension Harness {
         else { return }
         let title = "heard \(count)"
         let before = object._$values()[Item.Column.title.rawValue]
-        let managed = isManaged(object)
         note("  a handler sets \(row).title \"\(title)\"")
         object.title = title
-        if managed, !Values.same(before, .text(title)) { handlerWrites.append((row, .text(title))) }
+        if !Values.same(before, .text(title)) { handlerWrites.append((object, .text(title))) }
     }
 
     /// Records in the reference what handlers wrote while the store delivered the program's
-    /// last change, in the order they wrote it.
+    /// last change, in the order they wrote it: writes through objects the step left managed.
+    /// (The handler runs while the step is delivered, after the store made its change: an
+    /// object a discarded insert detached is detached when the handler writes through it,
+    /// though the reference detaches it only once the step has recorded the discard.)
     func recordHandlerWrites() {
         let writes = handlerWrites
         handlerWrites = []
-        for (row, value) in writes { reference.write(.set(value), column: Item.Column.title.rawValue, of: row) }
+        for (object, value) in writes where isManaged(object) {
+            guard let row = row(of: object) else { continue }
+            reference.write(.set(value), column: Item.Column.title.rawValue, of: row)
+        }
     }
 
     /// A scope with the columns the generated `FeedScope` names (at most three for a row, two

@@ -47,8 +47,9 @@ final class Harness {
     var lists: [LiveList] = []
     /// Feeds of every scope the program subscribed to, at any step (see Harness+Feeds.swift).
     var feeds: [ScopedFeed] = []
-    /// What feed handlers wrote while the store delivered, not yet recorded in the reference.
-    var handlerWrites: [(row: Reference.RowID, value: SQLValue)] = []
+    /// What feed handlers wrote while the store delivered, not yet recorded in the reference:
+    /// through which object, and the title.
+    var handlerWrites: [(object: Item, value: SQLValue)] = []
     /// A generated predicate and order, kept live too: its expected rows are SQLite's answer
     /// over the rows the reference shows, in ``scratch``.
     let generatedQueries: [CompiledQuery]
