@@ -11,6 +11,10 @@ import TrackedModels
 /// after) excludes the time the committing process took to hear of its own commit, and is
 /// clamped at zero, because an event cannot precede the commit it reports (it arrives before the
 /// committer's `flush()` returns when this process is the quicker one to hear of the commit).
+///
+/// On PostgreSQL a bare listener (``BareListener``) hears the same commits beside the store:
+/// the floor, from the flush returning to the commit's notification arriving, that the store's
+/// own figure stands on (its look at the log, the rows' read and the delivery come on top).
 @MainActor
 public struct ExternalLatencyBenchmark {
     /// Commits the other process makes.
@@ -18,6 +22,9 @@ public struct ExternalLatencyBenchmark {
     /// The pause between two commits: longer than the poll interval (25 ms by default), so each
     /// commit is heard as its own event rather than merged with the next.
     public var gap: Duration = .milliseconds(50)
+    /// A connection listening for the commits' notifications beside the store, when there is
+    /// one (PostgreSQL).
+    var bareListener: BareListener?
 
     public init() {}
 
@@ -31,6 +38,10 @@ public struct ExternalLatencyBenchmark {
         public var lowerBoundP99Milliseconds: Double
         /// Events heard per commit (1 when every commit is its own event).
         public var eventsPerCommit: Double
+        /// The floor, from the flush returning to a bare listener hearing the commit's
+        /// notification (clamped at zero), over the commits it heard; nil without a listener.
+        public var floorMedianMilliseconds: Double?
+        public var floorP99Milliseconds: Double?
     }
 
     /// Runs the measurement on a database (a SQLite file's path, or a PostgreSQL URL) whose
@@ -83,14 +94,28 @@ public struct ExternalLatencyBenchmark {
         func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
             sorted[Swift.min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
         }
+        let floor = bareListener.map { Self.floor(of: committed, arrivals: $0.arrivalTimes) }
         return Report(
             commits: committed.count,
             medianMilliseconds: percentile(upper, 0.5),
             p99Milliseconds: percentile(upper, 0.99),
             lowerBoundMedianMilliseconds: percentile(lower, 0.5),
             lowerBoundP99Milliseconds: percentile(lower, 0.99),
-            eventsPerCommit: Double(events) / Double(max(committed.count, 1))
+            eventsPerCommit: Double(events) / Double(max(committed.count, 1)),
+            floorMedianMilliseconds: floor.flatMap { $0.isEmpty ? nil : percentile($0, 0.5) },
+            floorP99Milliseconds: floor.flatMap { $0.isEmpty ? nil : percentile($0, 0.99) }
         )
+    }
+
+    /// From each commit's flush returning to the first notification that arrived after its
+    /// bump began and before the next one's (the commits are `gap` apart), clamped at zero;
+    /// sorted. A commit with no such notification has no sample.
+    private static func floor(of committed: [(value: Int64, before: UInt64, after: UInt64)], arrivals: [UInt64]) -> [Double] {
+        committed.indices.compactMap { index -> Double? in
+            let next = index + 1 < committed.count ? committed[index + 1].before : UInt64.max
+            guard let arrival = arrivals.first(where: { $0 >= committed[index].before && $0 < next }) else { return nil }
+            return Swift.max(0, Double(Int64(arrival) - Int64(committed[index].after)) / 1e6)
+        }.sorted()
     }
 }
 

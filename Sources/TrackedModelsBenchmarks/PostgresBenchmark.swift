@@ -41,14 +41,20 @@ public struct PostgresBenchmark {
                 median \(String(format: "%.2f", latency.medianMilliseconds)) ms, p99 \(String(format: "%.2f", latency.p99Milliseconds)) ms (from before the bump)
                 median \(String(format: "%.2f", latency.lowerBoundMedianMilliseconds)) ms, p99 \(String(format: "%.2f", latency.lowerBoundP99Milliseconds)) ms (from the committer's flush returning)
                 events per commit \(String(format: "%.2f", latency.eventsPerCommit))
+                floor: median \(Self.milliseconds(latency.floorMedianMilliseconds)) ms, p99 \(Self.milliseconds(latency.floorP99Milliseconds)) ms (a bare LISTEN hearing the same commits, from the flush returning)
             """ + (fanout.map { "\n" + $0.table } ?? "")
         }
 
         public var json: String {
             "{\"rows\": \(rows), \"flush_rows_per_second\": \(flushRowsPerSecond), \"raw_rows_per_second\": \(rawRowsPerSecond), "
                 + "\"latency_median_ms\": \(latency.medianMilliseconds), \"latency_p99_ms\": \(latency.p99Milliseconds), "
-                + "\"latency_lower_median_ms\": \(latency.lowerBoundMedianMilliseconds), \"latency_lower_p99_ms\": \(latency.lowerBoundP99Milliseconds)"
+                + "\"latency_lower_median_ms\": \(latency.lowerBoundMedianMilliseconds), \"latency_lower_p99_ms\": \(latency.lowerBoundP99Milliseconds), "
+                + "\"latency_floor_median_ms\": \(latency.floorMedianMilliseconds.map { "\($0)" } ?? "null"), \"latency_floor_p99_ms\": \(latency.floorP99Milliseconds.map { "\($0)" } ?? "null")"
                 + (fanout.map { ", \"fanout\": \($0.json)" } ?? "") + "}"
+        }
+
+        private static func milliseconds(_ figure: Double?) -> String {
+            figure.map { String(format: "%.2f", $0) } ?? "-"
         }
     }
 
@@ -114,7 +120,16 @@ public struct PostgresBenchmark {
 
         var latency = ExternalLatencyBenchmark()
         latency.commits = commits
-        let figures = try await latency.run(path: url, startCommitter: startCommitter)
+        let listener = try await BareListener.start(Self.configuration(components))
+        latency.bareListener = listener
+        let figures: ExternalLatencyBenchmark.Report
+        do {
+            figures = try await latency.run(path: url, startCommitter: startCommitter)
+        } catch {
+            await listener.stop()
+            throw error
+        }
+        await listener.stop()
         var fanoutFigures: FanoutBenchmark.Report?
         if let fanout {
             let reader = try await Self.connect(components)
@@ -138,11 +153,14 @@ public struct PostgresBenchmark {
     private static let logger = Logger(label: "TrackedModelsBenchmarks", factory: { _ in SwiftLogNoOpLogHandler() })
 
     private static func connect(_ components: URLComponents) async throws -> PostgresConnection {
-        let configuration = PostgresConnection.Configuration(
+        try await PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration(components), id: 1, logger: logger)
+    }
+
+    private static func configuration(_ components: URLComponents) -> PostgresConnection.Configuration {
+        PostgresConnection.Configuration(
             host: components.host ?? "localhost", port: components.port ?? 5432, username: components.user ?? "postgres",
             password: components.password, database: components.path.isEmpty ? nil : String(components.path.dropFirst()), tls: .disable
         )
-        return try await PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 1, logger: logger)
     }
 
     private static func run(_ sql: String, on connection: PostgresConnection) async throws {
