@@ -29,14 +29,22 @@ final class BareListener: Sendable {
         let logger = Logger(label: "TrackedModelsBenchmarks", factory: { _ in SwiftLogNoOpLogHandler() })
         let connection = try await PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 2, logger: logger)
         let arrivals = Arrivals()
-        // Noted on the connection's event loop as the notification arrives.
-        try await connection.eventLoop.submit {
-            _ = connection.addListener(channel: "trackedmodels_changes") { _, _ in
-                let now = monotonicNanoseconds()
-                arrivals.times.withLock { $0.append(now) }
-            }
-        }.get()
-        try await connection.query("LISTEN trackedmodels_changes", logger: logger)
+        do {
+            // Noted on the connection's event loop as the notification arrives; added there
+            // while the connection is open (added to a closed one, postgres-nio traps).
+            try await connection.eventLoop.submit {
+                guard !connection.isClosed else { throw BenchmarkError("the bare listener's connection closed before it listened") }
+                _ = connection.addListener(channel: "trackedmodels_changes") { _, _ in
+                    let now = monotonicNanoseconds()
+                    arrivals.times.withLock { $0.append(now) }
+                }
+            }.get()
+            // Answered after the `LISTEN` the listener sent: every later commit is heard.
+            try await connection.query("LISTEN trackedmodels_changes", logger: logger)
+        } catch {
+            try? await connection.close()
+            throw error
+        }
         return BareListener(connection: connection, arrivals: arrivals)
     }
 

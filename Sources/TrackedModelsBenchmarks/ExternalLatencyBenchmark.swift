@@ -38,10 +38,21 @@ public struct ExternalLatencyBenchmark {
         public var lowerBoundP99Milliseconds: Double
         /// Events heard per commit (1 when every commit is its own event).
         public var eventsPerCommit: Double
-        /// The floor, from the flush returning to a bare listener hearing the commit's
-        /// notification (clamped at zero), over the commits it heard; nil without a listener.
-        public var floorMedianMilliseconds: Double?
-        public var floorP99Milliseconds: Double?
+        /// What a bare listener measured on the same commits; nil without one.
+        public var floor: Floor?
+    }
+
+    /// When a bare listener heard the commits' notifications, against the same two times.
+    public struct Floor: Sendable {
+        /// The commits it heard.
+        public var commits: Int
+        /// From before the bump.
+        public var medianMilliseconds: Double
+        public var p99Milliseconds: Double
+        /// From the flush returning, clamped at zero (a notification is sent as the commit
+        /// ends, and may arrive before the committer hears that it ended).
+        public var lowerBoundMedianMilliseconds: Double
+        public var lowerBoundP99Milliseconds: Double
     }
 
     /// Runs the measurement on a database (a SQLite file's path, or a PostgreSQL URL) whose
@@ -94,7 +105,16 @@ public struct ExternalLatencyBenchmark {
         func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
             sorted[Swift.min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
         }
-        let floor = bareListener.map { Self.floor(of: committed, arrivals: $0.arrivalTimes) }
+        let floor = bareListener.flatMap { listener -> Floor? in
+            let heard = zip(committed, Self.match(committed, listener.arrivalTimes)).compactMap { commit, arrival in arrival.map { (commit, $0) } }
+            guard !heard.isEmpty else { return nil }
+            let upper = heard.map { Double(Int64($1) - Int64($0.before)) / 1e6 }.sorted()
+            let lower = heard.map { Swift.max(0, Double(Int64($1) - Int64($0.after)) / 1e6) }.sorted()
+            return Floor(
+                commits: heard.count, medianMilliseconds: percentile(upper, 0.5), p99Milliseconds: percentile(upper, 0.99),
+                lowerBoundMedianMilliseconds: percentile(lower, 0.5), lowerBoundP99Milliseconds: percentile(lower, 0.99)
+            )
+        }
         return Report(
             commits: committed.count,
             medianMilliseconds: percentile(upper, 0.5),
@@ -102,20 +122,21 @@ public struct ExternalLatencyBenchmark {
             lowerBoundMedianMilliseconds: percentile(lower, 0.5),
             lowerBoundP99Milliseconds: percentile(lower, 0.99),
             eventsPerCommit: Double(events) / Double(max(committed.count, 1)),
-            floorMedianMilliseconds: floor.flatMap { $0.isEmpty ? nil : percentile($0, 0.5) },
-            floorP99Milliseconds: floor.flatMap { $0.isEmpty ? nil : percentile($0, 0.99) }
+            floor: floor
         )
     }
 
-    /// From each commit's flush returning to the first notification that arrived after its
-    /// bump began and before the next one's (the commits are `gap` apart), clamped at zero;
-    /// sorted. A commit with no such notification has no sample.
-    private static func floor(of committed: [(value: Int64, before: UInt64, after: UInt64)], arrivals: [UInt64]) -> [Double] {
-        committed.indices.compactMap { index -> Double? in
-            let next = index + 1 < committed.count ? committed[index + 1].before : UInt64.max
-            guard let arrival = arrivals.first(where: { $0 >= committed[index].before && $0 < next }) else { return nil }
-            return Swift.max(0, Double(Int64(arrival) - Int64(committed[index].after)) / 1e6)
-        }.sorted()
+    /// The notification of each commit, in the order they were made: the first at or after its
+    /// bump began that no earlier commit took (a transaction sends one as it commits, and they
+    /// arrive in commit order, however late); nil for a commit none is left for.
+    private static func match(_ committed: [(value: Int64, before: UInt64, after: UInt64)], _ arrivals: [UInt64]) -> [UInt64?] {
+        var next = arrivals.startIndex
+        return committed.map { commit in
+            while next < arrivals.endIndex, arrivals[next] < commit.before { next += 1 }
+            guard next < arrivals.endIndex else { return nil }
+            defer { next += 1 }
+            return arrivals[next]
+        }
     }
 }
 

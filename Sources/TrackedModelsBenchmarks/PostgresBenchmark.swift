@@ -41,7 +41,9 @@ public struct PostgresBenchmark {
                 median \(String(format: "%.2f", latency.medianMilliseconds)) ms, p99 \(String(format: "%.2f", latency.p99Milliseconds)) ms (from before the bump)
                 median \(String(format: "%.2f", latency.lowerBoundMedianMilliseconds)) ms, p99 \(String(format: "%.2f", latency.lowerBoundP99Milliseconds)) ms (from the committer's flush returning)
                 events per commit \(String(format: "%.2f", latency.eventsPerCommit))
-                floor: median \(Self.milliseconds(latency.floorMedianMilliseconds)) ms, p99 \(Self.milliseconds(latency.floorP99Milliseconds)) ms (a bare LISTEN hearing the same commits, from the flush returning)
+              a bare LISTEN hearing the same commits (\(latency.floor.map { "\($0.commits)" } ?? "none"))
+                median \(Self.milliseconds(latency.floor?.medianMilliseconds)) ms, p99 \(Self.milliseconds(latency.floor?.p99Milliseconds)) ms (from before the bump)
+                median \(Self.milliseconds(latency.floor?.lowerBoundMedianMilliseconds)) ms, p99 \(Self.milliseconds(latency.floor?.lowerBoundP99Milliseconds)) ms (from the committer's flush returning)
             """ + (fanout.map { "\n" + $0.table } ?? "")
         }
 
@@ -49,12 +51,18 @@ public struct PostgresBenchmark {
             "{\"rows\": \(rows), \"flush_rows_per_second\": \(flushRowsPerSecond), \"raw_rows_per_second\": \(rawRowsPerSecond), "
                 + "\"latency_median_ms\": \(latency.medianMilliseconds), \"latency_p99_ms\": \(latency.p99Milliseconds), "
                 + "\"latency_lower_median_ms\": \(latency.lowerBoundMedianMilliseconds), \"latency_lower_p99_ms\": \(latency.lowerBoundP99Milliseconds), "
-                + "\"latency_floor_median_ms\": \(latency.floorMedianMilliseconds.map { "\($0)" } ?? "null"), \"latency_floor_p99_ms\": \(latency.floorP99Milliseconds.map { "\($0)" } ?? "null")"
+                + "\"latency_floor_commits\": \(latency.floor?.commits ?? 0), "
+                + "\"latency_floor_median_ms\": \(Self.json(latency.floor?.medianMilliseconds)), \"latency_floor_p99_ms\": \(Self.json(latency.floor?.p99Milliseconds)), "
+                + "\"latency_floor_lower_median_ms\": \(Self.json(latency.floor?.lowerBoundMedianMilliseconds)), \"latency_floor_lower_p99_ms\": \(Self.json(latency.floor?.lowerBoundP99Milliseconds))"
                 + (fanout.map { ", \"fanout\": \($0.json)" } ?? "") + "}"
         }
 
         private static func milliseconds(_ figure: Double?) -> String {
             figure.map { String(format: "%.2f", $0) } ?? "-"
+        }
+
+        private static func json(_ figure: Double?) -> String {
+            figure.map { "\($0)" } ?? "null"
         }
     }
 

@@ -18,18 +18,17 @@ struct PostgresBenchTests {
         for figure in ["flush_rows_per_second", "raw_rows_per_second"] {
             #expect((report[figure] as? Double ?? 0) > 0, "\(figure) is \(report[figure] ?? "missing")")
         }
-        // Hearing a commit's notification is what the store does first, before it looks at the
-        // log and reads the rows: over 20 commits, the bare listener's median is the lower.
+        // A bare listener hears every commit's notification; the store hears the same one first,
+        // then looks at the log and reads the rows: over 20 commits, its median is the higher.
+        #expect(report["latency_floor_commits"] as? Int == 20, "the bare listener heard \(report["latency_floor_commits"] ?? "none") of 20 commits")
         let floor = try #require(report["latency_floor_median_ms"] as? Double, "no floor in \(bench.stdout)")
-        let floorP99 = try #require(report["latency_floor_p99_ms"] as? Double)
-        let store = try #require(report["latency_lower_median_ms"] as? Double)
-        #expect(floor >= 0 && floor <= floorP99)
-        #expect(floor <= store, "a bare LISTEN heard the commits in \(floor) ms (median), the store in \(store) ms")
+        let store = try #require(report["latency_median_ms"] as? Double)
+        #expect(floor > 0 && floor <= store, "a bare LISTEN heard the commits \(floor) ms after the bump (median), the store \(store) ms")
+        #expect(report["latency_floor_lower_median_ms"] is Double && report["latency_floor_lower_p99_ms"] is Double)
         let fanout = try #require(report["fanout"] as? [String: Any])
         #expect(fanout["watchers"] as? Int == 2)
         #expect(fanout["lost"] as? Int == 0)
         #expect((fanout["rows_per_s"] as? Double ?? 0) > 0)
-        let p50 = try #require(fanout["p50_ms"] as? Double), p99 = try #require(fanout["p99_ms"] as? Double)
-        #expect(p50 >= 0 && p50 <= p99)
+        #expect(fanout["p50_ms"] is Double && fanout["p99_ms"] is Double)
     }
 }

@@ -1090,6 +1090,8 @@ extension Harness {
     func reopen() async throws {
         note("close and reopen")
         let store = try live
+        // What handlers wrote earlier in the step is pending: close() commits it.
+        recordHandlerWrites()
         do {
             try await store.close()
         } catch {
@@ -1136,6 +1138,8 @@ extension Harness {
         guard !reference.mayAssignRandomKeys else { return try await reopen() }
         note("let go of the store without close(), then open it again")
         let worker = try live.worker
+        // What handlers wrote earlier in the step is pending, and goes with the store.
+        recordHandlerWrites()
         letGoOfTheStore()
         await worker.closed()
         _ = reference.flush(fileKeys: try await fileKeys()) { _ in nil }
