@@ -13,8 +13,8 @@ import TrackedModels
 /// committer's `flush()` returns when this process is the quicker one to hear of the commit).
 ///
 /// On PostgreSQL a bare listener (``BareListener``) hears the same commits beside the store:
-/// the floor, from the flush returning to the commit's notification arriving, that the store's
-/// own figure stands on (its look at the log, the rows' read and the delivery come on top).
+/// its notification's arrival, against the same two times, is the floor the store's own figure
+/// stands on (its look at the log, the rows' read and the delivery come on top).
 @MainActor
 public struct ExternalLatencyBenchmark {
     /// Commits the other process makes.

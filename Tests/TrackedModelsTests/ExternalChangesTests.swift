@@ -305,10 +305,10 @@ import TrackedModelsTesting
     }
 
     /// Two PostgreSQL stores that both find a trigger dropped reset the table (the one that
-    /// repairs first once more, for the reset the other's repair logs), and then hear changes row by row again.
-    /// (The one that repaired second made the triggers again, to wait for the table's writers;
-    /// that changed the catalog the first compares, whose repair then did the same: they reset
-    /// each other some four times a second, for good.)
+    /// repairs first once more, for the reset the other's repair logs), and then hear changes
+    /// row by row again. (The one that repaired second used to make the triggers again, to wait
+    /// for the table's writers; that changed the catalog the first compares, whose repair then
+    /// did the same: they reset each other some four times a second, for good.)
     @Test(.enabled(if: PostgresServer.isEnabled, "no PostgreSQL server"))
     func twoStoresThatFindATriggerDroppedStopResetting() async throws {
         let workload = try await workload(.postgres, rows: 10)
