@@ -25,8 +25,7 @@ final class BareListener: Sendable {
 
     /// Connects and listens; returns once `LISTEN` is answered, so that no later commit goes
     /// unheard.
-    static func start(_ configuration: PostgresConnection.Configuration) async throws -> BareListener {
-        let logger = Logger(label: "TrackedModelsBenchmarks", factory: { _ in SwiftLogNoOpLogHandler() })
+    static func start(_ configuration: PostgresConnection.Configuration, logger: Logger) async throws -> BareListener {
         let connection = try await PostgresConnection.connect(on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 2, logger: logger)
         let arrivals = Arrivals()
         do {

@@ -91,7 +91,8 @@ public struct ExternalLatencyBenchmark {
             return (value, before, after)
         }
         let deadline = ContinuousClock.now + .seconds(5)
-        while received[start + Int64(commits)] == nil, ContinuousClock.now < deadline {
+        // Until the store heard the last commit, and the bare listener every commit's notification.
+        while received[start + Int64(commits)] == nil || (bareListener?.arrivalTimes.count ?? committed.count) < committed.count, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }
         token.cancel()

@@ -128,7 +128,7 @@ public struct PostgresBenchmark {
 
         var latency = ExternalLatencyBenchmark()
         latency.commits = commits
-        let listener = try await BareListener.start(Self.configuration(components))
+        let listener = try await BareListener.start(Self.configuration(components), logger: Self.logger)
         latency.bareListener = listener
         let figures: ExternalLatencyBenchmark.Report
         do {
